@@ -1,0 +1,5 @@
+//! The agent: the model client, the loop that drives tools, the approval
+//! broker the console answers. It emits [`crate::event::AgentEvent`]s and never
+//! renders anything.
+
+pub mod types;

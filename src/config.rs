@@ -1,0 +1,1 @@
+//! Configuration: file, environment and command-line, merged in that order.

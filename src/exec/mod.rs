@@ -1,0 +1,170 @@
+//! Where and how commands run: the [`ExecutionContext`] the tools delegate to,
+//! and its backends.
+//!
+//! How a process is started on a target (local spawn, `ssh` through a
+//! ControlMaster, `podman|docker exec`) is one small [`transport::Transport`];
+//! everything above it (running a command with streaming and timeouts, file
+//! transfer, the managed tmux layer) is written once on top of any transport.
+//! This module knows nothing about models, approvals or the console.
+
+pub mod backend;
+pub mod process;
+pub mod transport;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Which stream a chunk of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// A tmux pane the console may mirror.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorTarget {
+    /// tmux arguments that select the server (e.g. `["-L", "vigil"]`).
+    pub server_args: Vec<String>,
+    /// The pane target (`%3` or `session:window.pane`).
+    pub pane: String,
+}
+
+/// Receives output chunks as they arrive (already valid UTF-8).
+pub type OutputFn = Arc<dyn Fn(OutputStream, &str) + Send + Sync>;
+
+/// One command to run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunRequest {
+    /// Shell text, run with `sh -c` on the target.
+    pub command: String,
+    /// Give up (and kill the command) after this long; `None`: wait for exit.
+    pub timeout: Option<Duration>,
+    /// `false`: dispatch and return at once (tmux-backed targets only).
+    pub detach: bool,
+    /// Managed tmux session / pane selectors (tmux-backed targets only).
+    pub session: Option<String>,
+    pub pane: Option<String>,
+}
+
+/// What a finished command left behind.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunOutcome {
+    /// `None` when the process was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Set for detached runs: where the command went and how to poll it.
+    pub dispatched: Option<String>,
+}
+
+/// Why a command or file operation could not be carried out.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExecError {
+    #[error("command timed out after {}", humanize(*.limit))]
+    Timeout {
+        limit: Duration,
+        /// What the command had written before it was killed.
+        partial: Box<RunOutcome>,
+    },
+    #[error("could not start `{program}`: {message}")]
+    Spawn { program: String, message: String },
+    #[error("{0}")]
+    Io(String),
+    #[error("not supported on this target: {0}")]
+    NotSupported(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Format a duration the way an operator writes it (`30s`, `10m`, `1h`, `1.5s`).
+pub fn humanize(d: Duration) -> String {
+    let secs = d.as_secs();
+    if d.subsec_millis() == 0 && secs > 0 {
+        if secs % 3600 == 0 {
+            return format!("{}h", secs / 3600);
+        }
+        if secs % 60 == 0 {
+            return format!("{}m", secs / 60);
+        }
+        return format!("{secs}s");
+    }
+    format!("{:.3}s", d.as_secs_f64())
+}
+
+/// An execution backend.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// A short description of the target for approvals and the status bar.
+    fn target(&self) -> String;
+
+    /// The managed pane the console may mirror, if any.
+    fn mirror(&self) -> Option<MirrorTarget> {
+        None
+    }
+
+    /// Whether `detach` (wait=false) is possible here.
+    fn supports_detach(&self) -> bool {
+        false
+    }
+
+    /// Run a command, reporting output chunks as they arrive. Dropping the
+    /// returned future kills the command.
+    async fn run(
+        &self,
+        req: RunRequest,
+        on_output: Option<OutputFn>,
+    ) -> Result<RunOutcome, ExecError>;
+
+    /// Read a whole file as bytes.
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, ExecError>;
+
+    /// Create or overwrite a file; returns the number of bytes written.
+    async fn write_file(&self, path: &str, content: &[u8]) -> Result<u64, ExecError>;
+}
+
+/// The handle every tool holds: a shared backend.
+#[derive(Clone)]
+pub struct ExecutionContext {
+    inner: Arc<dyn Backend>,
+}
+
+impl ExecutionContext {
+    pub fn new(backend: impl Backend + 'static) -> Self {
+        ExecutionContext {
+            inner: Arc::new(backend),
+        }
+    }
+
+    pub fn from_arc(inner: Arc<dyn Backend>) -> Self {
+        ExecutionContext { inner }
+    }
+
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.inner
+    }
+}
+
+impl std::ops::Deref for ExecutionContext {
+    type Target = dyn Backend;
+    fn deref(&self) -> &Self::Target {
+        &*self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_an_operator_wrote_them() {
+        assert_eq!(humanize(Duration::from_secs(30)), "30s");
+        assert_eq!(humanize(Duration::from_secs(600)), "10m");
+        assert_eq!(humanize(Duration::from_secs(3600)), "1h");
+        assert_eq!(humanize(Duration::from_millis(1500)), "1.500s");
+    }
+}

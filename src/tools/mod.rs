@@ -1,0 +1,172 @@
+//! The tool contract: the [`Tool`] trait, its context, output and errors.
+//!
+//! A tool turns the model's JSON arguments into an action on the execution
+//! backend and a JSON result. Tools never talk to the console and never ask the
+//! operator themselves: they describe gated calls through [`Tool::gate`] and the
+//! [`ToolRegistry`] asks the approver before executing. One file per built-in.
+
+pub mod envelope;
+pub mod files;
+pub mod gate;
+pub mod registry;
+pub mod shell;
+pub mod time;
+pub mod truncate;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use gate::{ApprovalDecision, Approver, GateInfo};
+pub use registry::{ToolRegistry, ToolRun};
+
+/// OpenAI-compatible function definition sent with every request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    #[serde(rename = "type")]
+    pub tool_type: String,
+    pub function: FunctionDefinition,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDefinition {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+impl ToolDefinition {
+    pub fn function(name: &str, description: &str, parameters: Value) -> Self {
+        ToolDefinition {
+            tool_type: "function".into(),
+            function: FunctionDefinition {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+            },
+        }
+    }
+}
+
+/// Incremental events a running tool reports (consumed by the console).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolStream {
+    Started { summary: String },
+    Stdout(String),
+    Stderr(String),
+    Info(String),
+    Completed,
+}
+
+/// A callback receiving [`ToolStream`] events.
+pub type StreamSink = Arc<dyn Fn(ToolStream) + Send + Sync>;
+
+/// Per-call context handed to [`Tool::execute`].
+#[derive(Clone, Default)]
+pub struct ToolContext {
+    /// The model's id for this call (empty outside the agent loop).
+    pub call_id: String,
+    sink: Option<StreamSink>,
+    /// Directory where full outputs are kept when the model sees a cut view.
+    pub spill_dir: Option<PathBuf>,
+}
+
+impl ToolContext {
+    pub fn new(call_id: impl Into<String>) -> Self {
+        ToolContext {
+            call_id: call_id.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn with_sink(mut self, sink: StreamSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    pub fn with_spill_dir(mut self, dir: PathBuf) -> Self {
+        self.spill_dir = Some(dir);
+        self
+    }
+
+    /// Report an event to the sink, if any.
+    pub fn emit(&self, event: ToolStream) {
+        if let Some(sink) = &self.sink {
+            sink(event);
+        }
+    }
+
+    pub fn sink(&self) -> Option<&StreamSink> {
+        self.sink.as_ref()
+    }
+}
+
+/// What a tool produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// The `result` member of the envelope the model sees.
+    pub result: Value,
+    /// Exit code, for tools that run processes.
+    pub exit_code: Option<i32>,
+    /// True when anything in `result` was cut for the model.
+    pub truncated: bool,
+    /// Files holding the full text of anything that was cut.
+    pub spill: Vec<PathBuf>,
+}
+
+impl ToolOutput {
+    pub fn new(result: Value) -> Self {
+        ToolOutput {
+            result,
+            ..Default::default()
+        }
+    }
+
+    pub fn text(s: impl Into<String>) -> Self {
+        ToolOutput::new(Value::String(s.into()))
+    }
+}
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// The model's arguments were unusable.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The action was attempted and failed.
+    #[error("execution failed: {0}")]
+    ExecutionFailed(String),
+}
+
+/// The tool contract.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Unique name the model uses when calling this tool.
+    fn name(&self) -> &str;
+
+    /// OpenAI-compatible function definition sent with every request.
+    fn definition(&self) -> ToolDefinition;
+
+    /// When a call with these (already parsed) arguments needs the operator's
+    /// approval, what to show. `None`: the call runs without asking.
+    fn gate(&self, _args: &Value) -> Option<GateInfo> {
+        None
+    }
+
+    /// Execute with the raw JSON argument string the model provided.
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// Parse a raw argument string into `T`, mapping failures to
+/// [`ToolError::InvalidArguments`]. An empty string counts as `{}`.
+pub fn parse_args<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, ToolError> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    serde_json::from_str(text).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}

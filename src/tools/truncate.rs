@@ -1,0 +1,219 @@
+//! Cutting tool output down to what the model may see, always at character
+//! boundaries, and keeping the full text in a spill file when anything is cut.
+//!
+//! Limits count Unicode scalar values (chars), as the seeds' tables do. This
+//! module never decides limits: callers pass them.
+
+use std::path::{Path, PathBuf};
+
+/// Which part of an over-long text the model keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Keep {
+    /// The beginning; `...[truncated]` is appended.
+    Head,
+    /// The end; `[truncated N chars from start]` is prepended.
+    Tail,
+    /// The beginning and the end with a marker in between.
+    HeadTail,
+}
+
+/// The outcome of cutting one text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    pub text: String,
+    /// Number of chars removed (0: untouched).
+    pub removed: usize,
+}
+
+impl Cut {
+    pub fn truncated(&self) -> bool {
+        self.removed > 0
+    }
+}
+
+/// Byte offset of the `n`th char of `s` (or `s.len()` when shorter).
+fn byte_at_char(s: &str, n: usize) -> usize {
+    s.char_indices().nth(n).map(|(i, _)| i).unwrap_or(s.len())
+}
+
+/// Cut `s` to at most `limit` chars of content, keeping the part `keep` says.
+/// The marker added on a cut is not counted in `limit`.
+pub fn cut(s: &str, limit: usize, keep: Keep) -> Cut {
+    let total = s.chars().count();
+    if total <= limit {
+        return Cut {
+            text: s.to_string(),
+            removed: 0,
+        };
+    }
+    let removed = total - limit;
+    let text = match keep {
+        Keep::Head => {
+            let end = byte_at_char(s, limit);
+            format!("{}...[truncated]", &s[..end])
+        }
+        Keep::Tail => {
+            let start = byte_at_char(s, removed);
+            format!("[truncated {removed} chars from start]{}", &s[start..])
+        }
+        Keep::HeadTail => {
+            let head = limit / 2;
+            let tail = limit - head;
+            let head_end = byte_at_char(s, head);
+            let tail_start = byte_at_char(s, total - tail);
+            format!(
+                "{}\n...[truncated {removed} chars]...\n{}",
+                &s[..head_end],
+                &s[tail_start..]
+            )
+        }
+    };
+    Cut { text, removed }
+}
+
+/// Write `full` to a new file in `dir` named after `label` and return its path.
+/// The file is readable by the user only.
+pub fn spill(dir: &Path, label: &str, full: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let stamp = super::envelope::unix_millis();
+    let mut n = 0u32;
+    loop {
+        let path = dir.join(format!("{stamp}-{safe}-{n}.txt"));
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        match opts.open(&path) {
+            Ok(mut f) => {
+                f.write_all(full)?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Cut `s` for the model and, when anything was cut and a spill directory is
+/// given, keep the full text and name the file in the trailer.
+pub fn cut_with_spill(
+    s: &str,
+    limit: usize,
+    keep: Keep,
+    spill_dir: Option<&Path>,
+    label: &str,
+) -> (Cut, Option<PathBuf>) {
+    let mut c = cut(s, limit, keep);
+    if !c.truncated() {
+        return (c, None);
+    }
+    let Some(dir) = spill_dir else {
+        return (c, None);
+    };
+    match spill(dir, label, s.as_bytes()) {
+        Ok(path) => {
+            c.text.push_str(&format!(
+                "\n[full output ({} chars) saved to {}]",
+                s.chars().count(),
+                path.display()
+            ));
+            (c, Some(path))
+        }
+        Err(e) => {
+            tracing::warn!("could not write spill file: {e}");
+            (c, None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_untouched() {
+        let c = cut("hello", 5, Keep::Head);
+        assert_eq!(c.text, "hello");
+        assert!(!c.truncated());
+    }
+
+    #[test]
+    fn head_cut_appends_marker() {
+        let c = cut("abcdefgh", 3, Keep::Head);
+        assert_eq!(c.text, "abc...[truncated]");
+        assert_eq!(c.removed, 5);
+    }
+
+    #[test]
+    fn tail_cut_names_removed_count() {
+        let c = cut("abcdefgh", 3, Keep::Tail);
+        assert_eq!(c.text, "[truncated 5 chars from start]fgh");
+    }
+
+    #[test]
+    fn head_tail_keeps_both_ends() {
+        let c = cut("0123456789", 4, Keep::HeadTail);
+        assert_eq!(c.text, "01\n...[truncated 6 chars]...\n89");
+    }
+
+    #[test]
+    fn cuts_respect_multibyte_boundaries() {
+        let s = "é".repeat(10) + &"日本".repeat(10) + "🦀🦀🦀";
+        for limit in 0..s.chars().count() {
+            for keep in [Keep::Head, Keep::Tail, Keep::HeadTail] {
+                let c = cut(&s, limit, keep);
+                assert_eq!(c.removed, s.chars().count() - limit);
+                // Content chars kept equals the limit.
+                let kept: usize = match keep {
+                    Keep::Head => c.text.trim_end_matches("...[truncated]").chars().count(),
+                    Keep::Tail => c
+                        .text
+                        .split(']')
+                        .skip(1)
+                        .collect::<Vec<_>>()
+                        .join("]")
+                        .chars()
+                        .count(),
+                    Keep::HeadTail => {
+                        let parts: Vec<&str> = c.text.split("\n...[truncated").collect();
+                        let tail = parts[1].split("]...\n").nth(1).unwrap();
+                        parts[0].chars().count() + tail.chars().count()
+                    }
+                };
+                assert_eq!(kept, limit, "{keep:?} {limit}");
+            }
+        }
+    }
+
+    #[test]
+    fn spill_keeps_full_text_and_names_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = "x".repeat(100);
+        let (c, path) = cut_with_spill(&s, 10, Keep::Head, Some(dir.path()), "run_shell stdout");
+        let path = path.expect("spilled");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), s);
+        assert!(c.text.contains(&path.display().to_string()));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}
