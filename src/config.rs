@@ -1,1 +1,327 @@
-//! Configuration: file, environment and command-line, merged in that order.
+//! Configuration: defaults, then the config file, then the environment, then
+//! the command line (each later source wins).
+//!
+//! The file is TOML with unknown keys refused, so a typo is a clear error that
+//! names the file, the line and the key rather than a silently ignored setting.
+//! This module only reads and validates; it starts nothing.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("bad config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("bad setting {key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub model: ModelConfig,
+    pub agent: AgentSettings,
+    pub tools: ToolsConfig,
+    pub console: ConsoleConfig,
+    pub paths: PathsConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// Base URL of an OpenAI-compatible API (ends in `/v1` for most servers).
+    pub base_url: String,
+    /// Model name sent in every request.
+    pub model: String,
+    /// API key; prefer `api_key_env` or `VIGIL_API_KEY` over writing it here.
+    pub api_key: Option<String>,
+    /// Name of an environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Seconds to wait for a connection.
+    pub connect_timeout_secs: u64,
+    /// Seconds a response may stay silent before the request is abandoned.
+    pub idle_timeout_secs: u64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "qwen2.5".into(),
+            api_key: None,
+            api_key_env: None,
+            connect_timeout_secs: 10,
+            idle_timeout_secs: 300,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSettings {
+    /// The agent's name (used for managed tmux session names).
+    pub name: String,
+    /// Replaces the built-in system prompt when set.
+    pub system_prompt: Option<String>,
+    /// Most model rounds one turn may take before it is stopped.
+    pub max_rounds: u32,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        AgentSettings {
+            name: "vigil".into(),
+            system_prompt: None,
+            max_rounds: 40,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Register `run_shell`.
+    pub shell_enabled: bool,
+    /// Register `read_file` and `write_file`.
+    pub files_enabled: bool,
+    /// Register `time`.
+    pub time_enabled: bool,
+    /// Ask the operator before every `run_shell`.
+    pub shell_confirm: bool,
+    /// Ask the operator before every `write_file`.
+    pub write_confirm: bool,
+    /// Commands containing any of these (after normalising spaces and
+    /// quotes) are refused without asking.
+    pub shell_denylist: Vec<String>,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            shell_enabled: true,
+            files_enabled: true,
+            time_enabled: true,
+            shell_confirm: true,
+            write_confirm: true,
+            shell_denylist: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleConfig {
+    /// Most frames drawn per second.
+    pub fps: u32,
+    /// Ring the terminal bell when an approval arrives.
+    pub bell: bool,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig { fps: 60, bell: true }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PathsConfig {
+    /// Where sessions, spill files and logs go (default: the platform data dir).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Values from the environment and the command line; `None` leaves the file's.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key: Option<String>,
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Parse TOML text; `path` is only used in error messages.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: describe_toml_error(text, &e),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Load from an explicit path (which must exist), else from the platform
+    /// config dir when a `config.toml` is there, else defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let path = match explicit {
+            Some(p) => p.to_path_buf(),
+            None => match default_config_path() {
+                Some(p) if p.exists() => p,
+                _ => return Ok(Config::default()),
+            },
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Config::from_toml(&text, &path)
+    }
+
+    /// Apply environment / command-line values.
+    pub fn apply(&mut self, o: Overrides) {
+        if let Some(v) = o.base_url {
+            self.model.base_url = v;
+        }
+        if let Some(v) = o.model {
+            self.model.model = v;
+        }
+        if let Some(v) = o.api_key {
+            self.model.api_key = Some(v);
+        }
+        if let Some(v) = o.data_dir {
+            self.paths.data_dir = Some(v);
+        }
+    }
+
+    /// The API key: explicit value, else the variable named by `api_key_env`.
+    pub fn api_key(&self) -> Option<String> {
+        let key = self.model.api_key.clone().or_else(|| {
+            self.model
+                .api_key_env
+                .as_ref()
+                .and_then(|name| std::env::var(name).ok())
+        });
+        key.filter(|k| !k.trim().is_empty())
+    }
+
+    /// The directory for sessions, spill files and logs.
+    pub fn data_dir(&self) -> PathBuf {
+        if let Some(d) = &self.paths.data_dir {
+            return d.clone();
+        }
+        directories::ProjectDirs::from("", "", "vigil")
+            .map(|p| p.data_dir().to_path_buf())
+            .unwrap_or_else(|| std::env::temp_dir().join("vigil"))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let url = self.model.base_url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::Invalid {
+                key: "model.base_url".into(),
+                message: format!("`{url}` must start with http:// or https://"),
+            });
+        }
+        if self.model.model.trim().is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "model.model".into(),
+                message: "must not be empty".into(),
+            });
+        }
+        if self.agent.max_rounds == 0 {
+            return Err(ConfigError::Invalid {
+                key: "agent.max_rounds".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        if !(1..=240).contains(&self.console.fps) {
+            return Err(ConfigError::Invalid {
+                key: "console.fps".into(),
+                message: format!("{} is outside 1..=240", self.console.fps),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `<platform config dir>/config.toml`.
+pub fn default_config_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "vigil").map(|p| p.config_dir().join("config.toml"))
+}
+
+/// Turn a toml error into "line L, column C: message" on one line.
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+            format!("line {line}, column {col}: {message}")
+        }
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml(text, Path::new("/etc/vigil.toml"))
+    }
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let err = parse("[model]\nmodel = \"x\"\nbase_ulr = \"http://a\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/etc/vigil.toml"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains("base_ulr"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_is_reported_with_its_line() {
+        let err = parse("[tools]\nshell_confirm = \"yes\"\n").unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("bool") || err.contains("boolean"), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_name_the_key() {
+        let err = parse("[model]\nbase_url = \"ftp://x\"\n").unwrap_err().to_string();
+        assert!(err.contains("model.base_url"), "{err}");
+        let err = parse("[agent]\nmax_rounds = 0\n").unwrap_err().to_string();
+        assert!(err.contains("agent.max_rounds"), "{err}");
+    }
+
+    #[test]
+    fn overrides_win_over_the_file() {
+        let mut c = parse("[model]\nmodel = \"a\"\n").unwrap();
+        c.apply(Overrides {
+            model: Some("b".into()),
+            ..Default::default()
+        });
+        assert_eq!(c.model.model, "b");
+    }
+
+    #[test]
+    fn the_example_config_parses_to_the_defaults() {
+        let text = include_str!("../config.example.toml");
+        let c = parse(text).unwrap();
+        assert_eq!(c.tools, ToolsConfig::default());
+        assert_eq!(c.console, ConsoleConfig::default());
+    }
+
+    #[test]
+    fn missing_explicit_file_is_a_clear_error() {
+        let err = Config::load(Some(Path::new("/nonexistent/vigil.toml")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/vigil.toml"), "{err}");
+    }
+}

@@ -19,3 +19,6 @@ pub mod event;
 pub mod exec;
 pub mod scripted;
 pub mod tools;
+pub mod app;
+pub mod headless;
+pub mod toolcmd;

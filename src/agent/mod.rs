@@ -2,4 +2,6 @@
 //! broker the console answers. It emits [`crate::event::AgentEvent`]s and never
 //! renders anything.
 
+pub mod approval;
+pub mod runner;
 pub mod types;

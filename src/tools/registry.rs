@@ -175,6 +175,14 @@ impl ToolRegistry {
             decision = Some(d);
         }
 
+        let summary = match tool.gate(&args) {
+            Some(g) => match &decision {
+                Some(ApprovalDecision::ApproveEdited(cmd)) => cmd.clone(),
+                _ => g.action,
+            },
+            None => summarize_args(&args),
+        };
+        ctx.emit(ToolStream::Started { summary });
         let result = tool.execute(&effective, ctx).await;
         ctx.emit(ToolStream::Completed);
         match result {
@@ -209,6 +217,21 @@ fn denied_run(text: String, decision: ApprovalDecision) -> ToolRun {
         error: None,
         decision: Some(decision),
     }
+}
+
+/// One line describing a call's arguments, for timelines.
+pub fn summarize_args(args: &Value) -> String {
+    let text = match args {
+        Value::Object(map) if map.len() == 1 => match map.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        },
+        Value::Object(map) if map.is_empty() => String::new(),
+        other => other.to_string(),
+    };
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    super::truncate::cut(&one_line, 160, super::truncate::Keep::Head).text
 }
 
 fn json_kind(v: &Value) -> &'static str {

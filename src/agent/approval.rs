@@ -1,0 +1,216 @@
+//! The approval broker: turns a gated tool call into an
+//! [`AgentEvent::ApprovalRequested`], waits for the operator's
+//! [`AgentCommand::Approval`](crate::event::AgentCommand::Approval), and hands
+//! the decision back to the registry.
+//!
+//! It keeps the session's standing approvals ("approve this exact action for
+//! the session") and the approval policy. It never executes and never renders.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::event::AgentEvent;
+use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, GateInfo};
+
+/// How gated calls are decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    /// Ask the operator for every call.
+    Ask,
+    /// Approve every call without asking (`--auto-approve`).
+    ApproveAll,
+    /// Deny every call without asking, with this reason for the model.
+    DenyAll(String),
+}
+
+/// Hands approval requests to the operator and waits for answers.
+pub struct ApprovalBroker {
+    events: mpsc::UnboundedSender<AgentEvent>,
+    target: String,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
+    /// (tool, action) pairs approved for the rest of the session.
+    standing: Mutex<HashSet<(String, String)>>,
+    policy: Mutex<Policy>,
+}
+
+impl ApprovalBroker {
+    pub fn new(events: mpsc::UnboundedSender<AgentEvent>, target: String, policy: Policy) -> Self {
+        ApprovalBroker {
+            events,
+            target,
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            standing: Mutex::new(HashSet::new()),
+            policy: Mutex::new(policy),
+        }
+    }
+
+    pub fn set_policy(&self, policy: Policy) {
+        *lock(&self.policy) = policy;
+    }
+
+    /// Deliver the operator's answer. Returns false when no such request waits
+    /// (already answered, or cancelled).
+    pub fn resolve(&self, id: u64, decision: ApprovalDecision) -> bool {
+        let waiter = lock(&self.pending).remove(&id);
+        match waiter {
+            Some(tx) => tx.send(decision).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Ids of the requests still waiting.
+    pub fn pending_ids(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = lock(&self.pending).keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    fn announce(&self, id: u64, decision: &ApprovalDecision) {
+        let _ = self.events.send(AgentEvent::ApprovalResolved {
+            id,
+            decision: decision.clone(),
+        });
+    }
+}
+
+#[async_trait]
+impl Approver for ApprovalBroker {
+    async fn decide(&self, call_id: &str, tool: &str, gate: &GateInfo) -> ApprovalDecision {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = ApprovalRequest {
+            id,
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            target: self.target.clone(),
+            gate: gate.clone(),
+        };
+        let key = (tool.to_string(), gate.action.clone());
+        let automatic = if lock(&self.standing).contains(&key) {
+            Some(ApprovalDecision::ApproveOnce)
+        } else {
+            match &*lock(&self.policy) {
+                Policy::Ask => None,
+                Policy::ApproveAll => Some(ApprovalDecision::ApproveOnce),
+                Policy::DenyAll(reason) => Some(ApprovalDecision::DenyWithReason(reason.clone())),
+            }
+        };
+        let _ = self.events.send(AgentEvent::ApprovalRequested { request });
+        if let Some(decision) = automatic {
+            self.announce(id, &decision);
+            return decision;
+        }
+
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        // If the waiting future is dropped (the turn was cancelled), take the
+        // request out of the queue so the operator's later key does nothing.
+        let guard = PendingGuard { broker: self, id };
+        let decision = rx.await.unwrap_or(ApprovalDecision::DenyWithReason(
+            "the approval request was withdrawn".into(),
+        ));
+        std::mem::forget(guard);
+        if decision == ApprovalDecision::ApproveSession {
+            lock(&self.standing).insert(key);
+        }
+        self.announce(id, &decision);
+        decision
+    }
+}
+
+struct PendingGuard<'a> {
+    broker: &'a ApprovalBroker,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if lock(&self.broker.pending).remove(&self.id).is_some() {
+            self.broker.announce(
+                self.id,
+                &ApprovalDecision::DenyWithReason("cancelled".into()),
+            );
+        }
+    }
+}
+
+/// Lock a mutex, recovering the data if a holder panicked.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn gate(action: &str) -> GateInfo {
+        GateInfo {
+            action: action.into(),
+            model_risk: None,
+            mutation: Some(true),
+            privesc: Some(false),
+            why: Some("test".into()),
+            editable_field: Some("command".into()),
+        }
+    }
+
+    #[tokio::test]
+    async fn request_waits_for_the_operator() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+        let b = broker.clone();
+        let task = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("ls")).await });
+        let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+            panic!("expected a request")
+        };
+        assert_eq!(request.target, "local");
+        assert_eq!(request.gate.action, "ls");
+        assert!(!task.is_finished());
+        assert!(broker.resolve(request.id, ApprovalDecision::Deny));
+        assert_eq!(task.await.unwrap(), ApprovalDecision::Deny);
+        assert!(!broker.resolve(request.id, ApprovalDecision::ApproveOnce));
+    }
+
+    #[tokio::test]
+    async fn session_approval_covers_only_the_same_action() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+        let b = broker.clone();
+        let t = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("make")).await });
+        let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+            panic!()
+        };
+        broker.resolve(request.id, ApprovalDecision::ApproveSession);
+        t.await.unwrap();
+        // Same action: approved without waiting.
+        let d = broker.decide("c2", "run_shell", &gate("make")).await;
+        assert_eq!(d, ApprovalDecision::ApproveOnce);
+        // A different action still waits.
+        let b = broker.clone();
+        let t = tokio::spawn(async move { b.decide("c3", "run_shell", &gate("make install")).await });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!t.is_finished());
+        assert_eq!(broker.pending_ids().len(), 1);
+        t.abort();
+        let _ = t.await;
+        assert!(broker.pending_ids().is_empty(), "cancelled request withdrawn");
+    }
+
+    #[tokio::test]
+    async fn policies_decide_without_waiting_and_say_so() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let broker = ApprovalBroker::new(tx, "local".into(), Policy::DenyAll("no operator".into()));
+        let d = broker.decide("c1", "run_shell", &gate("ls")).await;
+        assert_eq!(d, ApprovalDecision::DenyWithReason("no operator".into()));
+        assert!(matches!(rx.recv().await, Some(AgentEvent::ApprovalRequested { .. })));
+        assert!(matches!(rx.recv().await, Some(AgentEvent::ApprovalResolved { .. })));
+        broker.set_policy(Policy::ApproveAll);
+        assert!(broker.decide("c2", "run_shell", &gate("ls")).await.is_approved());
+    }
+}

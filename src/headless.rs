@@ -1,0 +1,176 @@
+//! `vigil exec`: one task without the console. Assistant text and tool events
+//! are printed as lines on stdout; problems on stderr. A call that needs
+//! approval fails closed unless `--auto-approve` was given.
+//!
+//! It only prints events and answers approvals; it never executes anything
+//! itself.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
+
+/// Exit codes of `vigil exec`.
+pub mod exit {
+    /// The turn completed.
+    pub const OK: i32 = 0;
+    /// The model could not be reached or the turn failed.
+    pub const FAILED: i32 = 1;
+    /// Bad command line or configuration.
+    pub const USAGE: i32 = 2;
+    /// A tool call needed approval and no operator could give it.
+    pub const APPROVAL_REQUIRED: i32 = 3;
+    /// The run was cancelled.
+    pub const CANCELLED: i32 = 4;
+}
+
+/// Print the events of one turn until it finishes; returns the exit code.
+pub async fn drive(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+    commands: tokio::sync::mpsc::UnboundedSender<AgentCommand>,
+    prompt: String,
+    auto_approve: bool,
+    out: &mut (dyn Write + Send),
+) -> i32 {
+    let _ = commands.send(AgentCommand::UserMessage { text: prompt });
+    let mut printer = LinePrinter::default();
+    let mut approval_refused = false;
+    let mut interrupted = false;
+    loop {
+        let sigint = tokio::signal::ctrl_c();
+        let event = tokio::select! {
+            ev = events.recv() => ev,
+            _ = sigint, if !interrupted => {
+                interrupted = true;
+                eprintln!("vigil: interrupted; cancelling the turn");
+                let _ = commands.send(AgentCommand::Cancel);
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            eprintln!("vigil: the agent stopped unexpectedly");
+            return exit::FAILED;
+        };
+        match event {
+            AgentEvent::ApprovalRequested { request } => {
+                printer.end_text(out);
+                let _ = writeln!(
+                    out,
+                    "? approval needed: {} on {}: {}",
+                    request.tool, request.target, request.gate.action
+                );
+                if !auto_approve {
+                    // Fail closed: nobody can answer, so nothing runs.
+                    approval_refused = true;
+                    eprintln!(
+                        "vigil: `{}` needs the operator's approval and `vigil exec` has no \
+                         operator; nothing was run. Re-run with --auto-approve to allow it.",
+                        request.tool
+                    );
+                    let _ = commands.send(AgentCommand::Approval {
+                        id: request.id,
+                        decision: ApprovalDecision::DenyWithReason("no operator available".into()),
+                    });
+                    let _ = commands.send(AgentCommand::Cancel);
+                }
+            }
+            AgentEvent::TurnFinished { outcome } => {
+                printer.flush_all(out);
+                let _ = out.flush();
+                return match outcome {
+                    TurnOutcome::Completed => exit::OK,
+                    TurnOutcome::Failed(msg) => {
+                        eprintln!("vigil: {msg}");
+                        exit::FAILED
+                    }
+                    TurnOutcome::Cancelled if approval_refused => exit::APPROVAL_REQUIRED,
+                    TurnOutcome::Cancelled => exit::CANCELLED,
+                };
+            }
+            other => printer.print(&other, out),
+        }
+        let _ = out.flush();
+    }
+}
+
+/// Turns events into lines; tool output is printed a whole line at a time.
+#[derive(Default)]
+struct LinePrinter {
+    partial: HashMap<String, String>,
+    in_text: bool,
+}
+
+impl LinePrinter {
+    fn end_text(&mut self, out: &mut (dyn Write + Send)) {
+        if self.in_text {
+            let _ = writeln!(out);
+            self.in_text = false;
+        }
+    }
+
+    fn print(&mut self, event: &AgentEvent, out: &mut (dyn Write + Send)) {
+        match event {
+            AgentEvent::AssistantDelta { text } => {
+                let _ = write!(out, "{text}");
+                self.in_text = !text.is_empty() || self.in_text;
+            }
+            AgentEvent::AssistantMessage { .. } => self.end_text(out),
+            AgentEvent::ToolStarted { name, summary, .. } => {
+                self.end_text(out);
+                let _ = writeln!(out, "▶ {name}: {summary}");
+            }
+            AgentEvent::ToolOutput { call_id, text, .. } => {
+                let buf = self.partial.entry(call_id.clone()).or_default();
+                buf.push_str(text);
+                while let Some(pos) = buf.find('\n') {
+                    let line: String = buf.drain(..=pos).collect();
+                    let _ = writeln!(out, "  │ {}", line.trim_end_matches(['\n', '\r']));
+                }
+            }
+            AgentEvent::ToolInfo { text, .. } => {
+                let _ = writeln!(out, "  ℹ {text}");
+            }
+            AgentEvent::ToolCompleted {
+                call_id,
+                name,
+                summary,
+            } => {
+                if let Some(rest) = self.partial.remove(call_id)
+                    && !rest.is_empty()
+                {
+                    let _ = writeln!(out, "  │ {rest}");
+                }
+                let status = match (&summary.error, summary.exit_code) {
+                    (Some(err), _) => format!("✗ {name}: {err}"),
+                    (None, Some(code)) => format!("✓ {name}: exit {code}"),
+                    (None, None) => format!("✓ {name}: done"),
+                };
+                let cut = if summary.truncated {
+                    " (output truncated for the model)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "{status} in {} ms{cut}", summary.duration_ms);
+            }
+            AgentEvent::ApprovalResolved { .. } => {}
+            AgentEvent::Notice { text } => {
+                self.end_text(out);
+                let _ = writeln!(out, "· {text}");
+            }
+            AgentEvent::Error { message } => {
+                self.end_text(out);
+                eprintln!("vigil: {message}");
+            }
+            _ => {}
+        }
+    }
+
+    fn flush_all(&mut self, out: &mut (dyn Write + Send)) {
+        self.end_text(out);
+        for (_, rest) in self.partial.drain() {
+            if !rest.is_empty() {
+                let _ = writeln!(out, "  │ {rest}");
+            }
+        }
+    }
+}
