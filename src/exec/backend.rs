@@ -1,7 +1,25 @@
 //! [`CommandBackend`]: the [`Backend`](super::Backend) for any transport that
 //! runs plain processes (no tmux).
+//!
+//! Commands go through the transport's `sh -c` and [`super::process`]. Files
+//! use `tokio::fs` when the transport is local, and otherwise `cat` through
+//! the same transport, so SSH and container targets need nothing extra. This
+//! module must never run anything except through its transport, and never
+//! pretend to support detached runs.
 
-use super::transport::Transport;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::transport::{Transport, sh_quote};
+use super::{Backend, ExecError, OutputFn, RunOutcome, RunRequest, process};
+
+/// Message for `wait=false` on a target without tmux.
+const NO_DETACH: &str =
+    "wait=false needs a tmux-backed target (start vigil with tmux available or --tmux)";
+
+/// Longest a remote `cat` may take before it is killed.
+const FILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs commands and file operations through a transport.
 pub struct CommandBackend<T: Transport> {
@@ -15,5 +33,287 @@ impl<T: Transport> CommandBackend<T> {
 
     pub fn transport(&self) -> &T {
         &self.transport
+    }
+
+    /// Run a helper script (`cat ...`) with optional stdin and turn a non-zero
+    /// exit into a clear file error.
+    async fn file_command(
+        &self,
+        script: &str,
+        input: Option<Vec<u8>>,
+        verb: &str,
+        path: &str,
+    ) -> Result<RunOutcome, ExecError> {
+        let cmd = self.transport.shell(script, input.is_some());
+        let out = match process::run(cmd, input, Some(FILE_TIMEOUT), None).await {
+            Ok(out) => out,
+            Err(ExecError::Timeout { limit, .. }) => {
+                return Err(ExecError::Io(format!(
+                    "cannot {verb} {path}: gave up after {}",
+                    super::humanize(limit)
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        if out.exit_code != Some(0) {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(ExecError::Io(format!(
+                "cannot {verb} {path}: {}",
+                remote_reason(&stderr, verb)
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// A short reason from an I/O error on this machine.
+fn local_reason(e: &std::io::Error, verb: &str) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound if verb == "write" => {
+            "no such file or directory (does the parent directory exist?)".into()
+        }
+        ErrorKind::NotFound => "no such file or directory".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::IsADirectory => "is a directory".into(),
+        ErrorKind::NotADirectory => "a component of the path is not a directory".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// A short reason from what `cat` or the shell printed on the target.
+fn remote_reason(stderr: &str, verb: &str) -> String {
+    let lower = stderr.to_ascii_lowercase();
+    if lower.contains("no such file") || lower.contains("nonexistent") {
+        if verb == "write" {
+            "no such file or directory (does the parent directory exist?)".into()
+        } else {
+            "no such file or directory".into()
+        }
+    } else if lower.contains("permission denied") {
+        "permission denied".into()
+    } else if lower.contains("is a directory") {
+        "is a directory".into()
+    } else if lower.contains("not a directory") {
+        "a component of the path is not a directory".into()
+    } else if stderr.trim().is_empty() {
+        "the command failed without saying why".into()
+    } else {
+        stderr.trim().to_string()
+    }
+}
+
+#[async_trait]
+impl<T: Transport> Backend for CommandBackend<T> {
+    fn target(&self) -> String {
+        self.transport.label()
+    }
+
+    async fn run(
+        &self,
+        req: RunRequest,
+        on_output: Option<OutputFn>,
+    ) -> Result<RunOutcome, ExecError> {
+        if req.detach {
+            return Err(ExecError::NotSupported(NO_DETACH.into()));
+        }
+        let cmd = self.transport.shell(&req.command, false);
+        process::run(cmd, None, req.timeout, on_output).await
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, ExecError> {
+        if path.is_empty() {
+            return Err(ExecError::Io(
+                "cannot read a file with an empty path".into(),
+            ));
+        }
+        if self.transport.is_local() {
+            return tokio::fs::read(path).await.map_err(|e| {
+                ExecError::Io(format!("cannot read {path}: {}", local_reason(&e, "read")))
+            });
+        }
+        let script = format!("cat -- {}", sh_quote(path));
+        Ok(self.file_command(&script, None, "read", path).await?.stdout)
+    }
+
+    async fn write_file(&self, path: &str, content: &[u8]) -> Result<u64, ExecError> {
+        if path.is_empty() {
+            return Err(ExecError::Io(
+                "cannot write a file with an empty path".into(),
+            ));
+        }
+        if self.transport.is_local() {
+            tokio::fs::write(path, content).await.map_err(|e| {
+                ExecError::Io(format!(
+                    "cannot write {path}: {}",
+                    local_reason(&e, "write")
+                ))
+            })?;
+            return Ok(content.len() as u64);
+        }
+        let script = format!("cat > {}", sh_quote(path));
+        self.file_command(&script, Some(content.to_vec()), "write", path)
+            .await?;
+        Ok(content.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::{ExecutionContext, OutputStream};
+    use std::sync::{Arc, Mutex};
+    use tokio::process::Command;
+
+    /// A real `sh -c` transport that claims a foreign filesystem, so file
+    /// operations take the `cat` path.
+    struct Remoteish;
+    impl Transport for Remoteish {
+        fn label(&self) -> String {
+            "remoteish".into()
+        }
+        fn shell(&self, script: &str, _stdin: bool) -> Command {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script);
+            c
+        }
+    }
+
+    fn backends() -> Vec<ExecutionContext> {
+        vec![
+            ExecutionContext::local(),
+            ExecutionContext::new(CommandBackend::new(Remoteish)),
+        ]
+    }
+
+    #[tokio::test]
+    async fn run_streams_and_reports_target() {
+        let ctx = ExecutionContext::local();
+        assert_eq!(ctx.target(), "local");
+        let seen: Arc<Mutex<String>> = Arc::default();
+        let s = seen.clone();
+        let f: OutputFn = Arc::new(move |which, t: &str| {
+            if which == OutputStream::Stdout {
+                s.lock().unwrap().push_str(t);
+            }
+        });
+        let out = ctx
+            .run(
+                RunRequest {
+                    command: "echo hi; exit 4".into(),
+                    ..Default::default()
+                },
+                Some(f),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(4));
+        assert_eq!(out.stdout, b"hi\n");
+        assert_eq!(*seen.lock().unwrap(), "hi\n");
+    }
+
+    #[tokio::test]
+    async fn detach_is_refused_with_a_hint() {
+        let err = ExecutionContext::local()
+            .run(
+                RunRequest {
+                    command: "true".into(),
+                    detach: true,
+                    ..Default::default()
+                },
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ExecError::NotSupported(_)));
+        assert!(err.to_string().contains("tmux"));
+    }
+
+    #[tokio::test]
+    async fn files_round_trip_on_both_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, ctx) in backends().into_iter().enumerate() {
+            let path = dir.path().join(format!("it's a file {i}.txt"));
+            let p = path.to_str().unwrap();
+            let content = "héllo\n$HOME `x`\n".as_bytes();
+            assert_eq!(
+                ctx.write_file(p, content).await.unwrap(),
+                content.len() as u64
+            );
+            assert_eq!(std::fs::read(&path).unwrap(), content);
+            assert_eq!(ctx.read_file(p).await.unwrap(), content);
+            // Overwrite, not append.
+            ctx.write_file(p, b"x").await.unwrap();
+            assert_eq!(ctx.read_file(p).await.unwrap(), b"x");
+            // Binary content survives.
+            let bin: Vec<u8> = (0..=255).collect();
+            ctx.write_file(p, &bin).await.unwrap();
+            assert_eq!(ctx.read_file(p).await.unwrap(), bin);
+        }
+    }
+
+    #[tokio::test]
+    async fn file_errors_are_clear_on_both_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap().to_string();
+        for ctx in backends() {
+            let missing = format!("{d}/missing");
+            let e = ctx.read_file(&missing).await.unwrap_err().to_string();
+            assert!(e.contains(&missing) && e.contains("no such file"), "{e}");
+
+            let e = ctx.read_file(&d).await.unwrap_err().to_string();
+            assert!(e.contains("is a directory"), "{e}");
+
+            let e = ctx.write_file(&d, b"x").await.unwrap_err().to_string();
+            assert!(e.contains("is a directory"), "{e}");
+
+            let e = ctx
+                .write_file(&format!("{d}/no/such/dir/f"), b"x")
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("parent directory"), "{e}");
+        }
+    }
+
+    #[test]
+    fn reasons_are_named_from_errors_and_stderr() {
+        use std::io::{Error, ErrorKind};
+        let denied = Error::from(ErrorKind::PermissionDenied);
+        assert_eq!(local_reason(&denied, "read"), "permission denied");
+        assert_eq!(
+            remote_reason("cat: /etc/shadow: Permission denied\n", "read"),
+            "permission denied"
+        );
+        assert_eq!(
+            remote_reason(
+                "sh: 1: cannot create /x/y: Directory nonexistent\n",
+                "write"
+            ),
+            "no such file or directory (does the parent directory exist?)"
+        );
+        assert_eq!(remote_reason("weird failure\n", "read"), "weird failure");
+        assert!(remote_reason("", "read").contains("without saying why"));
+    }
+
+    #[tokio::test]
+    async fn permission_denied_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        // Root ignores file modes; nothing to check there.
+        if unsafe { libc::geteuid() } == 0 {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret");
+        std::fs::write(&path, "s").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+        for ctx in backends() {
+            let e = ctx
+                .read_file(path.to_str().unwrap())
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("permission denied"), "{e}");
+        }
     }
 }

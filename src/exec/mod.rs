@@ -147,6 +147,11 @@ impl ExecutionContext {
     pub fn backend(&self) -> &dyn Backend {
         &*self.inner
     }
+
+    /// Plain processes and files on this machine (no tmux).
+    pub fn local() -> Self {
+        ExecutionContext::new(backend::CommandBackend::new(transport::Local))
+    }
 }
 
 impl std::ops::Deref for ExecutionContext {

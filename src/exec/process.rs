@@ -1,2 +1,468 @@
 //! Running one child process: own process group, live output, timeout, and
 //! killing the whole group on timeout or when the caller drops the future.
+//!
+//! The [`tokio::process::Command`] comes from a transport; this module only
+//! starts it, feeds stdin, forwards output chunks (always valid UTF-8) as they
+//! arrive, and collects the raw bytes. It must never leave a timed-out or
+//! cancelled command running, and never kill anything after a normal exit.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use super::{ExecError, OutputFn, OutputStream, RunOutcome};
+
+/// How long to keep reading after the process exited, in case a background
+/// child it left behind still holds the pipes open.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+
+/// Kills a process group when dropped, unless disarmed after the leader was
+/// reaped.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            kill_group(pgid);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// SIGKILL every member of process group `pgid`.
+fn kill_group(pgid: i32) {
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
+    // addresses the process group.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Turns byte chunks into valid UTF-8 text, holding back an incomplete
+/// multi-byte sequence at the end of a chunk until the next one arrives.
+#[derive(Debug, Default)]
+pub struct Utf8Chunker {
+    pending: Vec<u8>,
+}
+
+impl Utf8Chunker {
+    /// Add bytes; returns the text that is complete so far. Bytes that can
+    /// never be valid become U+FFFD; an incomplete tail is kept.
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.pending.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    // The prefix is valid by construction.
+                    out.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
+                    match e.error_len() {
+                        Some(bad) => {
+                            out.push(char::REPLACEMENT_CHARACTER);
+                            self.pending.drain(..valid + bad);
+                        }
+                        None => {
+                            self.pending.drain(..valid);
+                            return out;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// End of stream: whatever is still held back becomes U+FFFD.
+    pub fn finish(&mut self) -> String {
+        let rest = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        rest
+    }
+}
+
+/// Read `reader` to EOF into `buf`, forwarding decoded chunks to `on_output`.
+async fn pump<R: AsyncRead + Unpin>(
+    mut reader: R,
+    which: OutputStream,
+    buf: &mut Vec<u8>,
+    on_output: Option<&OutputFn>,
+) {
+    let mut chunker = Utf8Chunker::default();
+    let mut chunk = vec![0u8; 8192];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(f) = on_output {
+                    let text = chunker.push(&chunk[..n]);
+                    if !text.is_empty() {
+                        f(which, &text);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(f) = on_output {
+        let rest = chunker.finish();
+        if !rest.is_empty() {
+            f(which, &rest);
+        }
+    }
+}
+
+/// Feed the child's stdin, then close it. A child that exits without reading
+/// is not an error.
+async fn feed(stdin: Option<tokio::process::ChildStdin>, input: Option<Vec<u8>>) {
+    if let (Some(mut stdin), Some(input)) = (stdin, input) {
+        let _ = stdin.write_all(&input).await;
+        let _ = stdin.shutdown().await;
+    }
+}
+
+/// Wait for exit while reading both pipes; returns the exit code.
+async fn drive(
+    child: &mut Child,
+    input: Option<Vec<u8>>,
+    stdout: &mut Vec<u8>,
+    stderr: &mut Vec<u8>,
+    on_output: Option<&OutputFn>,
+) -> Result<Option<i32>, ExecError> {
+    let out_pipe = child.stdout.take();
+    let err_pipe = child.stderr.take();
+    let in_pipe = child.stdin.take();
+    let io = async {
+        let read_out = async {
+            if let Some(p) = out_pipe {
+                pump(p, OutputStream::Stdout, stdout, on_output).await;
+            }
+        };
+        let read_err = async {
+            if let Some(p) = err_pipe {
+                pump(p, OutputStream::Stderr, stderr, on_output).await;
+            }
+        };
+        tokio::join!(feed(in_pipe, input), read_out, read_err);
+    };
+    tokio::pin!(io);
+    let status = tokio::select! {
+        _ = &mut io => child.wait().await,
+        status = child.wait() => {
+            // Pick up what is still buffered; a background child that keeps
+            // the pipes open must not hold the call hostage.
+            let _ = tokio::time::timeout(DRAIN_GRACE, &mut io).await;
+            status
+        }
+    };
+    let status = status.map_err(|e| ExecError::Failed(format!("waiting for the command: {e}")))?;
+    Ok(status.code())
+}
+
+/// Run `cmd` to completion in its own process group.
+///
+/// `input`: bytes written to stdin before it is closed (`None`: stdin is
+/// `/dev/null`). `timeout`: kill the group and return
+/// [`ExecError::Timeout`] with the partial output. Dropping the returned
+/// future kills the group too.
+pub async fn run(
+    mut cmd: Command,
+    input: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+) -> Result<RunOutcome, ExecError> {
+    let program = cmd.as_std().get_program().to_string_lossy().into_owned();
+    cmd.process_group(0)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| ExecError::Spawn {
+        program: program.clone(),
+        message: e.to_string(),
+    })?;
+    let pid = child.id().and_then(|p| i32::try_from(p).ok());
+    let mut guard = GroupGuard { pgid: pid };
+
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let driven = {
+        let work = drive(
+            &mut child,
+            input,
+            &mut stdout,
+            &mut stderr,
+            on_output.as_ref(),
+        );
+        match timeout {
+            Some(limit) => tokio::time::timeout(limit, work).await.ok(),
+            None => Some(work.await),
+        }
+    };
+
+    match driven {
+        Some(result) => {
+            // The leader was reaped (or waiting failed): leave the group alone.
+            guard.disarm();
+            let exit_code = result?;
+            Ok(RunOutcome {
+                exit_code,
+                stdout,
+                stderr,
+                dispatched: None,
+            })
+        }
+        None => {
+            guard.kill();
+            let _ = child.wait().await;
+            guard.disarm();
+            let limit = timeout.unwrap_or_default();
+            Err(ExecError::Timeout {
+                limit,
+                partial: Box::new(RunOutcome {
+                    exit_code: None,
+                    stdout,
+                    stderr,
+                    dispatched: None,
+                }),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(script);
+        c
+    }
+
+    /// True while `pid` exists and is not a zombie.
+    fn alive(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                !state.starts_with('Z') && !state.starts_with('X')
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn gone_within(pid: i32, d: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            if !alive(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        !alive(pid)
+    }
+
+    type Log = Arc<Mutex<Vec<(OutputStream, String, Instant)>>>;
+
+    fn recorder() -> (Log, OutputFn) {
+        let log: Log = Arc::default();
+        let l = log.clone();
+        let f: OutputFn = Arc::new(move |s, t: &str| {
+            l.lock().unwrap().push((s, t.to_string(), Instant::now()));
+        });
+        (log, f)
+    }
+
+    #[tokio::test]
+    async fn output_streams_before_exit() {
+        let (log, f) = recorder();
+        let start = Instant::now();
+        let out = run(sh("echo a; sleep 1; echo b"), None, None, Some(f))
+            .await
+            .unwrap();
+        let done = Instant::now();
+        assert_eq!(out.stdout, b"a\nb\n");
+        let log = log.lock().unwrap();
+        let first = log.first().expect("a chunk");
+        assert_eq!(first.1, "a\n");
+        assert!(
+            done - first.2 >= Duration::from_millis(700),
+            "first chunk came late"
+        );
+        assert!(done - start >= Duration::from_millis(900));
+    }
+
+    #[tokio::test]
+    async fn exit_codes_and_separate_streams() {
+        let out = run(sh("echo out; echo err >&2; exit 3"), None, None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+        let ok = run(sh("true"), None, None, None).await.unwrap();
+        assert_eq!(ok.exit_code, Some(0));
+        let killed = run(sh("kill -9 $$"), None, None, None).await.unwrap();
+        assert_eq!(killed.exit_code, None);
+    }
+
+    #[tokio::test]
+    async fn stderr_chunks_are_labelled() {
+        let (log, f) = recorder();
+        run(sh("echo e >&2"), None, None, Some(f)).await.unwrap();
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].0, OutputStream::Stderr);
+        assert_eq!(log[0].1, "e\n");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_group_and_keeps_partial_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!(
+            "sleep 100 & echo $! > {}; echo started; wait",
+            pidfile.display()
+        );
+        let start = Instant::now();
+        let err = run(sh(&script), None, Some(Duration::from_millis(500)), None)
+            .await
+            .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        match err {
+            ExecError::Timeout { limit, partial } => {
+                assert_eq!(limit, Duration::from_millis(500));
+                assert_eq!(partial.stdout, b"started\n");
+            }
+            other => panic!("expected timeout, got {other:?}"),
+        }
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            gone_within(pid, Duration::from_secs(3)).await,
+            "grandchild survived"
+        );
+    }
+
+    #[tokio::test]
+    async fn dropping_the_future_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 100 & echo $! > {}; wait", pidfile.display());
+        let fut = run(sh(&script), None, None, None);
+        let res = tokio::time::timeout(Duration::from_millis(500), fut).await;
+        assert!(res.is_err(), "should still be running");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            gone_within(pid, Duration::from_secs(3)).await,
+            "grandchild survived cancel"
+        );
+    }
+
+    #[tokio::test]
+    async fn background_children_do_not_hold_the_call() {
+        let start = Instant::now();
+        let out = run(sh("echo hi; sleep 5 &"), None, None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout, b"hi\n");
+        assert!(start.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn utf8_split_across_writes_is_reassembled() {
+        let (log, f) = recorder();
+        // "é" is \303\251; the two bytes arrive in separate writes.
+        let out = run(
+            sh(r"printf '\303'; sleep 0.3; printf '\251x'"),
+            None,
+            None,
+            Some(f),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.stdout, "éx".as_bytes());
+        let log = log.lock().unwrap();
+        let text: String = log.iter().map(|c| c.1.as_str()).collect();
+        assert_eq!(text, "éx");
+        assert!(!text.contains('\u{FFFD}'));
+    }
+
+    #[tokio::test]
+    async fn truncated_utf8_at_end_becomes_replacement() {
+        let (log, f) = recorder();
+        run(sh(r"printf 'a\303'"), None, None, Some(f))
+            .await
+            .unwrap();
+        let text: String = log.lock().unwrap().iter().map(|c| c.1.clone()).collect();
+        assert_eq!(text, "a\u{FFFD}");
+    }
+
+    #[test]
+    fn chunker_holds_back_incomplete_sequences() {
+        let mut c = Utf8Chunker::default();
+        let crab = "🦀".as_bytes();
+        assert_eq!(c.push(&crab[..1]), "");
+        assert_eq!(c.push(&crab[1..3]), "");
+        assert_eq!(c.push(&crab[3..]), "🦀");
+        assert_eq!(c.push(b"a\xffb"), "a\u{FFFD}b");
+        assert_eq!(c.finish(), "");
+    }
+
+    #[tokio::test]
+    async fn stdin_bytes_are_delivered() {
+        let out = run(sh("cat; echo done"), Some(b"hello\n".to_vec()), None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout, b"hello\ndone\n");
+        // Large input to a reader that ignores it must not hang.
+        let out = run(sh("true"), Some(vec![b'x'; 1 << 20]), None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(0));
+    }
+
+    #[tokio::test]
+    async fn spawn_failure_names_the_program() {
+        let err = run(Command::new("/nonexistent/vigil-test"), None, None, None)
+            .await
+            .unwrap_err();
+        match err {
+            ExecError::Spawn { program, .. } => assert_eq!(program, "/nonexistent/vigil-test"),
+            other => panic!("expected spawn error, got {other:?}"),
+        }
+    }
+}

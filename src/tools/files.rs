@@ -1,1 +1,338 @@
-//! `read_file and write_file`.
+//! `read_file` and `write_file`: whole-file transfer on the execution target.
+//!
+//! Both go through the [`ExecutionContext`], so they work the same locally,
+//! in containers and over SSH. They must never touch the filesystem directly
+//! and never hand the model more than the read limit (the rest is spilled).
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::gate::GateInfo;
+use super::truncate::{self, Keep};
+use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
+use crate::exec::ExecutionContext;
+
+/// Chars of a file the model sees.
+pub const READ_LIMIT: usize = 8000;
+
+/// A required, non-empty string argument.
+fn required_str<'a>(v: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+    match &v[name] {
+        Value::String(s) if !s.trim().is_empty() || name == "content" => Ok(s),
+        Value::String(_) | Value::Null => Err(ToolError::InvalidArguments(format!(
+            "`{name}` is required and must not be empty"
+        ))),
+        other => Err(ToolError::InvalidArguments(format!(
+            "`{name}` must be a string, got {other}"
+        ))),
+    }
+}
+
+const READ_DESCRIPTION: &str = "Read a text file on the execution target and return its content. \
+Files longer than 8000 characters are cut (the beginning is kept) and the full text is saved to a \
+file named in the result. Binary (non-UTF-8) files are not returned; the result says so and gives \
+the size.
+
+When to use: looking at a config file, script, log or any text file whose path you know.
+
+When NOT to use: searching or filtering (use run_shell with grep, find, tail); listing \
+directories (run_shell with ls); inspecting binary files (run_shell with file, xxd or strings).
+
+Disambiguation: read_file returns the file exactly, without shell quoting concerns; run_shell \
+`cat` would mix the content with command output handling and risk approval prompts.
+
+Example: {\"path\": \"/etc/hostname\"}";
+
+const WRITE_DESCRIPTION: &str = "Write text to a file on the execution target, creating it if \
+needed and replacing it entirely if it exists. The parent directory must already exist. Returns \
+\"Wrote N bytes to /path\".
+
+When to use: creating or replacing a whole config file, script or note with content you have \
+composed.
+
+When NOT to use: small edits inside a large file you have not read (read it first, or use \
+run_shell with sed); appending to a log (run_shell with >>); creating directories (run_shell with \
+mkdir -p).
+
+Disambiguation: write_file replaces the whole file with `content` exactly as given; it never runs \
+a shell on the content, so quotes, `$` and backticks are safe.
+
+Example: {\"path\": \"/tmp/notes.txt\", \"content\": \"disk check done\\n\"}";
+
+/// The `read_file` tool.
+pub struct ReadFile {
+    ctx: ExecutionContext,
+}
+
+impl ReadFile {
+    pub fn new(ctx: ExecutionContext) -> Self {
+        ReadFile { ctx }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        "read_file"
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::function(
+            "read_file",
+            READ_DESCRIPTION,
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "Path of the file on the target (absolute paths are clearest)."
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: Value = super::parse_args(arguments)?;
+        let path = required_str(&v, "path")?;
+        ctx.emit(ToolStream::Started {
+            summary: format!("read {path}"),
+        });
+        let bytes = self
+            .ctx
+            .read_file(path)
+            .await
+            .map_err(|e| ToolError::ExecutionFailed(e.to_string()))?;
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            return Ok(ToolOutput::text(format!(
+                "{path} is not a UTF-8 text file ({} bytes); it looks binary. Use run_shell with \
+                 `file`, `xxd` or `strings` to inspect it.",
+                bytes.len()
+            )));
+        };
+        let (cut, spill) = truncate::cut_with_spill(
+            text,
+            READ_LIMIT,
+            Keep::Head,
+            ctx.spill_dir.as_deref(),
+            "read_file",
+        );
+        Ok(ToolOutput {
+            truncated: cut.truncated(),
+            result: Value::String(cut.text),
+            exit_code: None,
+            spill: spill.into_iter().collect(),
+        })
+    }
+}
+
+/// The `write_file` tool.
+pub struct WriteFile {
+    ctx: ExecutionContext,
+    confirm_writes: bool,
+}
+
+impl WriteFile {
+    /// `confirm_writes`: ask the operator before every write.
+    pub fn new(ctx: ExecutionContext, confirm_writes: bool) -> Self {
+        WriteFile {
+            ctx,
+            confirm_writes,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::function(
+            "write_file",
+            WRITE_DESCRIPTION,
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "Path of the file to create or replace on the target."
+                    },
+                    "content": {
+                        "type": "string",
+                        "description": "The complete new content of the file."
+                    }
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    fn gate(&self, args: &Value) -> Option<GateInfo> {
+        if !self.confirm_writes {
+            return None;
+        }
+        let path = args["path"].as_str().unwrap_or_default();
+        let n = args["content"].as_str().map(str::len).unwrap_or(0);
+        Some(GateInfo {
+            action: format!("write {path} ({n} bytes)"),
+            model_risk: None,
+            mutation: Some(true),
+            privesc: None,
+            why: None,
+            editable_field: None,
+        })
+    }
+
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: Value = super::parse_args(arguments)?;
+        let path = required_str(&v, "path")?;
+        let content = required_str(&v, "content")?;
+        ctx.emit(ToolStream::Started {
+            summary: format!("write {path} ({} bytes)", content.len()),
+        });
+        let n = self
+            .ctx
+            .write_file(path, content.as_bytes())
+            .await
+            .map_err(|e| ToolError::ExecutionFailed(e.to_string()))?;
+        Ok(ToolOutput::text(format!("Wrote {n} bytes to {path}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ExecutionContext {
+        ExecutionContext::local()
+    }
+
+    #[tokio::test]
+    async fn reads_text_and_cuts_long_files_with_spill() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.txt");
+        std::fs::write(&small, "héllo\n").unwrap();
+        let t = ReadFile::new(ctx());
+        let args = json!({"path": small}).to_string();
+        let out = t.execute(&args, &ToolContext::default()).await.unwrap();
+        assert_eq!(out.result, json!("héllo\n"));
+        assert!(!out.truncated);
+
+        let big = dir.path().join("big.txt");
+        let text = "é".repeat(READ_LIMIT + 10);
+        std::fs::write(&big, &text).unwrap();
+        let spill = dir.path().join("spill");
+        let tc = ToolContext::default().with_spill_dir(spill.clone());
+        let out = t
+            .execute(&json!({"path": big}).to_string(), &tc)
+            .await
+            .unwrap();
+        assert!(out.truncated);
+        let shown = out.result.as_str().unwrap();
+        assert!(shown.starts_with(&"é".repeat(READ_LIMIT)));
+        assert!(shown.contains("...[truncated]"));
+        assert_eq!(out.spill.len(), 1);
+        assert_eq!(std::fs::read_to_string(&out.spill[0]).unwrap(), text);
+    }
+
+    #[tokio::test]
+    async fn binary_files_get_a_notice_not_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("blob");
+        std::fs::write(&p, [0u8, 159, 146, 150, 255]).unwrap();
+        let out = ReadFile::new(ctx())
+            .execute(&json!({"path": p}).to_string(), &ToolContext::default())
+            .await
+            .unwrap();
+        let s = out.result.as_str().unwrap();
+        assert!(
+            s.contains("not a UTF-8 text file") && s.contains("5 bytes"),
+            "{s}"
+        );
+    }
+
+    #[tokio::test]
+    async fn read_errors_and_bad_arguments_are_clear() {
+        let t = ReadFile::new(ctx());
+        let e = t
+            .execute(r#"{"path":"/nonexistent/vigil"}"#, &ToolContext::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ToolError::ExecutionFailed(ref m) if m.contains("no such file")));
+        for bad in [r#"{}"#, r#"{"path":""}"#, r#"{"path":3}"#, "nope"] {
+            let e = t.execute(bad, &ToolContext::default()).await.unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_report_bytes_and_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.txt");
+        let t = WriteFile::new(ctx(), false);
+        let args = json!({"path": p, "content": "héllo"}).to_string();
+        let out = t.execute(&args, &ToolContext::default()).await.unwrap();
+        assert_eq!(
+            out.result,
+            json!(format!("Wrote 6 bytes to {}", p.display()))
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "héllo");
+        // Empty content is a valid write.
+        let args = json!({"path": p, "content": ""}).to_string();
+        t.execute(&args, &ToolContext::default()).await.unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"");
+        let e = t
+            .execute(r#"{"path":"/x"}"#, &ToolContext::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ToolError::InvalidArguments(ref m) if m.contains("content")));
+    }
+
+    #[test]
+    fn writes_are_gated_only_when_asked() {
+        let args = json!({"path": "/etc/motd", "content": "hi there"});
+        assert!(WriteFile::new(ctx(), false).gate(&args).is_none());
+        let g = WriteFile::new(ctx(), true).gate(&args).expect("gated");
+        assert_eq!(g.action, "write /etc/motd (8 bytes)");
+        assert_eq!(g.editable_field, None);
+        assert!(ReadFile::new(ctx()).gate(&args).is_none());
+    }
+
+    #[test]
+    fn definitions_have_routing_sections() {
+        for d in [
+            ReadFile::new(ctx()).definition(),
+            WriteFile::new(ctx(), true).definition(),
+        ] {
+            for s in [
+                "When to use:",
+                "When NOT to use:",
+                "Disambiguation:",
+                "Example:",
+            ] {
+                assert!(
+                    d.function.description.contains(s),
+                    "{} {s}",
+                    d.function.name
+                );
+            }
+            let p = &d.function.parameters;
+            for (name, prop) in p["properties"].as_object().unwrap() {
+                assert_eq!(prop["type"], "string", "{name}");
+                assert!(prop["description"].is_string(), "{name}");
+            }
+        }
+        assert_eq!(
+            WriteFile::new(ctx(), false)
+                .definition()
+                .function
+                .parameters["required"],
+            json!(["path", "content"])
+        );
+    }
+}

@@ -1,1 +1,557 @@
-//! `run_shell`.
+//! `run_shell`: run one shell command on the execution target and return its
+//! exit code, stdout and stderr (cut for the model, full text spilled).
+//!
+//! The tool validates the model's safety metadata, refuses denylisted
+//! commands, and describes itself to the approval gate. It must never run a
+//! command except through its [`ExecutionContext`], and never ask the operator
+//! itself: approval is the registry's job.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::gate::{GateInfo, Risk};
+use super::truncate::{self, Keep};
+use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
+use crate::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest, humanize};
+
+/// How `run_shell` waits for its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Block until the command exits.
+    Block,
+    /// Dispatch and return at once (tmux-backed targets only).
+    Detach,
+    /// Block up to this long, then kill the command and fail.
+    Timeout(Duration),
+}
+
+const WAIT_FORMS: &str = "accepted forms: true (wait for exit), false (do not wait; tmux targets only), \
+a whole number of seconds such as 30, or a duration string such as \"500ms\", \"30s\", \"10m\", \"1h\"";
+
+/// Parse the `wait` argument: a bool, a whole number of seconds, or a duration
+/// string (`"500ms"`, `"30s"`, `"10m"`, `"1h"`). `null` means wait for exit.
+pub fn parse_wait(v: &Value) -> Result<Wait, String> {
+    match v {
+        Value::Null | Value::Bool(true) => Ok(Wait::Block),
+        Value::Bool(false) => Ok(Wait::Detach),
+        Value::Number(n) => match n.as_u64() {
+            Some(0) => Err(format!("wait must be more than 0 seconds; {WAIT_FORMS}")),
+            Some(secs) => Ok(Wait::Timeout(Duration::from_secs(secs))),
+            None => Err(format!("invalid wait {n}; {WAIT_FORMS}")),
+        },
+        Value::String(s) => parse_wait_str(s),
+        other => Err(format!("invalid wait {other}; {WAIT_FORMS}")),
+    }
+}
+
+fn parse_wait_str(raw: &str) -> Result<Wait, String> {
+    let s = raw.trim().to_ascii_lowercase();
+    match s.as_str() {
+        "true" => return Ok(Wait::Block),
+        "false" => return Ok(Wait::Detach),
+        _ => {}
+    }
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let bad = || format!("invalid wait \"{raw}\"; {WAIT_FORMS}");
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let d = match unit.trim() {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(bad()),
+    };
+    if d.is_zero() {
+        return Err(format!("wait must be more than 0; {WAIT_FORMS}"));
+    }
+    Ok(Wait::Timeout(d))
+}
+
+/// Settings for [`RunShell`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellConfig {
+    /// Ask the operator before every command.
+    pub confirm: bool,
+    /// Chars of stdout / stderr the model sees.
+    pub stdout_limit: usize,
+    pub stderr_limit: usize,
+    /// Which part of a long output the model keeps.
+    pub keep: Keep,
+    /// Commands refused outright (matched after normalising whitespace and
+    /// quotes).
+    pub denylist: Vec<String>,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            confirm: true,
+            stdout_limit: 4000,
+            stderr_limit: 4000,
+            keep: Keep::HeadTail,
+            denylist: Vec::new(),
+        }
+    }
+}
+
+/// Characters that end a shell word for denylist matching.
+fn is_boundary(c: char) -> bool {
+    c.is_whitespace() || ";|&()<>".contains(c)
+}
+
+/// Collapse whitespace, drop quotes and backslashes: `rm  -rf "/"` and
+/// `r\m -rf /` both read `rm -rf /`.
+fn normalise(s: &str) -> String {
+    let stripped: String = s
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '`' | '\\'))
+        .collect();
+    stripped.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The denylist entry `command` matches, if any. An entry must start at a
+/// word boundary; when it ends in a non-alphanumeric char (`rm -rf /`) it must
+/// also end at one, so `rm -rf /tmp/x` does not match `rm -rf /`, while
+/// `mkfs` still matches `mkfs.ext4`.
+pub fn denied_by<'a>(command: &str, denylist: &'a [String]) -> Option<&'a str> {
+    let cmd = normalise(command);
+    denylist.iter().map(String::as_str).find(|entry| {
+        let pat = normalise(entry);
+        if pat.is_empty() {
+            return false;
+        }
+        let needs_end = !pat.ends_with(|c: char| c.is_alphanumeric());
+        cmd.match_indices(&pat).any(|(i, m)| {
+            let start_ok = cmd[..i].chars().next_back().is_none_or(is_boundary);
+            let end_ok = !needs_end || cmd[i + m.len()..].chars().next().is_none_or(is_boundary);
+            start_ok && end_ok
+        })
+    })
+}
+
+/// The parsed, validated arguments.
+struct Args {
+    command: String,
+    wait: Wait,
+    session: Option<String>,
+    pane: Option<String>,
+}
+
+fn flag(v: &Value, name: &str) -> Result<bool, ToolError> {
+    match &v[name] {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(false),
+        Value::Null => Err(ToolError::InvalidArguments(format!(
+            "missing `{name}` (true or false)"
+        ))),
+        other => Err(ToolError::InvalidArguments(format!(
+            "`{name}` must be true or false, got {other}"
+        ))),
+    }
+}
+
+fn opt_str(v: &Value, name: &str) -> Result<Option<String>, ToolError> {
+    match &v[name] {
+        Value::Null => Ok(None),
+        Value::String(s) if s.trim().is_empty() => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        other => Err(ToolError::InvalidArguments(format!(
+            "`{name}` must be a string, got {other}"
+        ))),
+    }
+}
+
+fn parse(arguments: &str) -> Result<Args, ToolError> {
+    let v: Value = super::parse_args(arguments)?;
+    if !v.is_object() {
+        return Err(ToolError::InvalidArguments(
+            "arguments must be a JSON object".into(),
+        ));
+    }
+    let command = match &v["command"] {
+        Value::String(s) if !s.trim().is_empty() => s.clone(),
+        Value::String(_) | Value::Null => {
+            return Err(ToolError::InvalidArguments(
+                "`command` is required and must not be empty".into(),
+            ));
+        }
+        other => {
+            return Err(ToolError::InvalidArguments(format!(
+                "`command` must be a string, got {other}"
+            )));
+        }
+    };
+    let risk = v["risk"].as_str().unwrap_or_default();
+    if Risk::parse(risk).is_none() {
+        return Err(ToolError::InvalidArguments(format!(
+            "`risk` must be \"low\", \"medium\" or \"high\", got {}",
+            v["risk"]
+        )));
+    }
+    flag(&v, "mutation")?;
+    flag(&v, "privesc")?;
+    match v["why"].as_str() {
+        Some(w) if !w.trim().is_empty() => {}
+        _ => {
+            return Err(ToolError::InvalidArguments(
+                "`why` is required: a short reason and risk justification".into(),
+            ));
+        }
+    }
+    let wait = parse_wait(&v["wait"]).map_err(ToolError::InvalidArguments)?;
+    Ok(Args {
+        command,
+        wait,
+        session: opt_str(&v, "session")?,
+        pane: opt_str(&v, "pane")?,
+    })
+}
+
+/// The `run_shell` tool.
+pub struct RunShell {
+    ctx: ExecutionContext,
+    config: ShellConfig,
+}
+
+impl RunShell {
+    pub fn new(ctx: ExecutionContext, config: ShellConfig) -> Self {
+        RunShell { ctx, config }
+    }
+
+    pub fn config(&self) -> &ShellConfig {
+        &self.config
+    }
+}
+
+/// Lossy text plus whether anything was replaced.
+fn text_of(bytes: &[u8]) -> (String, bool) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (s.to_string(), false),
+        Err(_) => (String::from_utf8_lossy(bytes).into_owned(), true),
+    }
+}
+
+const DESCRIPTION: &str = "Run a shell command on the execution target with `sh -c` and return \
+its exit code, stdout and stderr as JSON. Long output is cut (the start and end are kept) and the \
+full text is saved to a file named in the output.
+
+When to use: inspecting or changing the target machine: listing files, checking services, disk, \
+processes, logs, running builds and tests, installing packages.
+
+When NOT to use: to read or write a whole file (use read_file / write_file, which handle quoting \
+and binary content); to learn the current time (use time); for interactive programs that wait for \
+keyboard input (editors, pagers, prompts), which will hang until the timeout.
+
+Disambiguation: run_shell runs one command and returns when it exits (or when `wait` expires); \
+wait=false only dispatches the command and needs a tmux-backed target. Every call must state its \
+risk, whether it mutates state, whether it escalates privileges, and why; the operator may be \
+asked to approve it and may edit or deny it.
+
+Example: {\"command\": \"df -h /var\", \"risk\": \"low\", \"mutation\": false, \"privesc\": false, \
+\"why\": \"Check free space before rotating logs\", \"wait\": \"30s\"}";
+
+#[async_trait]
+impl Tool for RunShell {
+    fn name(&self) -> &str {
+        "run_shell"
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::function(
+            "run_shell",
+            DESCRIPTION,
+            json!({
+                "type": "object",
+                "properties": {
+                    "command": {
+                        "type": "string",
+                        "description": "Shell command, run with sh -c on the target."
+                    },
+                    "risk": {
+                        "type": "string",
+                        "enum": ["low", "medium", "high"],
+                        "description": "Your estimate of the command's risk."
+                    },
+                    "mutation": {
+                        "type": "boolean",
+                        "description": "Whether the command changes system state (files, services, packages, config)."
+                    },
+                    "privesc": {
+                        "type": "boolean",
+                        "description": "Whether the command uses privilege escalation (sudo, su, doas, setuid helpers)."
+                    },
+                    "why": {
+                        "type": "string",
+                        "description": "Short reason for running it and a justification of the risk label."
+                    },
+                    "session": {
+                        "type": "string",
+                        "description": "Managed tmux session to run in (tmux-backed targets only; default: the shared session)."
+                    },
+                    "pane": {
+                        "type": "string",
+                        "description": "Managed tmux pane to run in (tmux-backed targets only; default: the shared pane)."
+                    },
+                    "wait": {
+                        "type": ["boolean", "string", "integer"],
+                        "description": "true (default): wait for exit. false: dispatch and return at once (tmux targets only). A duration such as \"500ms\", \"30s\", \"10m\", \"1h\" or a whole number of seconds: wait up to that long, then kill the command and report a timeout."
+                    }
+                },
+                "required": ["command", "risk", "mutation", "privesc", "why"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    fn gate(&self, args: &Value) -> Option<GateInfo> {
+        if !self.config.confirm {
+            return None;
+        }
+        Some(GateInfo {
+            action: args["command"].as_str().unwrap_or_default().to_string(),
+            model_risk: args["risk"].as_str().and_then(Risk::parse),
+            mutation: args["mutation"].as_bool(),
+            privesc: args["privesc"].as_bool(),
+            why: args["why"].as_str().map(str::to_string),
+            editable_field: Some("command".into()),
+        })
+    }
+
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args = parse(arguments)?;
+        if let Some(entry) = denied_by(&args.command, &self.config.denylist) {
+            return Err(ToolError::ExecutionFailed(format!(
+                "refused: the command matches the denylist entry `{entry}`; this command is not allowed on this target"
+            )));
+        }
+        ctx.emit(ToolStream::Started {
+            summary: args.command.clone(),
+        });
+        let on_output: Option<OutputFn> = ctx.sink().cloned().map(|sink| {
+            let f: OutputFn = Arc::new(move |which, text: &str| {
+                sink(match which {
+                    OutputStream::Stdout => ToolStream::Stdout(text.to_string()),
+                    OutputStream::Stderr => ToolStream::Stderr(text.to_string()),
+                })
+            });
+            f
+        });
+        let req = RunRequest {
+            command: args.command,
+            timeout: match args.wait {
+                Wait::Timeout(d) => Some(d),
+                _ => None,
+            },
+            detach: args.wait == Wait::Detach,
+            session: args.session,
+            pane: args.pane,
+        };
+        match self.ctx.run(req, on_output).await {
+            Ok(outcome) => {
+                if let Some(dispatched) = outcome.dispatched {
+                    return Ok(ToolOutput::text(dispatched));
+                }
+                let mut out = self.render(&outcome.stdout, &outcome.stderr, ctx);
+                out.result["exit_code"] = json!(outcome.exit_code);
+                out.exit_code = outcome.exit_code;
+                Ok(out)
+            }
+            Err(ExecError::Timeout { limit, partial }) => {
+                let out = self.render(&partial.stdout, &partial.stderr, ctx);
+                Err(ToolError::ExecutionFailed(format!(
+                    "command timed out after {} and was killed; partial output: stdout: {} stderr: {}",
+                    humanize(limit),
+                    out.result["stdout"],
+                    out.result["stderr"],
+                )))
+            }
+            Err(e) => Err(ToolError::ExecutionFailed(e.to_string())),
+        }
+    }
+}
+
+impl RunShell {
+    /// Cut stdout and stderr for the model, spilling the full text.
+    fn render(&self, stdout: &[u8], stderr: &[u8], ctx: &ToolContext) -> ToolOutput {
+        let dir = ctx.spill_dir.as_deref();
+        let (out_text, out_lossy) = text_of(stdout);
+        let (err_text, err_lossy) = text_of(stderr);
+        let (out_cut, out_spill) = truncate::cut_with_spill(
+            &out_text,
+            self.config.stdout_limit,
+            self.config.keep,
+            dir,
+            "run_shell-stdout",
+        );
+        let (err_cut, err_spill) = truncate::cut_with_spill(
+            &err_text,
+            self.config.stderr_limit,
+            self.config.keep,
+            dir,
+            "run_shell-stderr",
+        );
+        let mut result = json!({
+            "exit_code": null,
+            "stdout": out_cut.text,
+            "stderr": err_cut.text,
+        });
+        if out_lossy || err_lossy {
+            result["note"] =
+                json!("the output was not valid UTF-8; invalid bytes were replaced with U+FFFD");
+        }
+        ToolOutput {
+            result,
+            exit_code: None,
+            truncated: out_cut.removed > 0 || err_cut.removed > 0,
+            spill: out_spill.into_iter().chain(err_spill).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(n: u64) -> Wait {
+        Wait::Timeout(Duration::from_secs(n))
+    }
+
+    #[test]
+    fn wait_accepts_every_documented_form() {
+        assert_eq!(parse_wait(&Value::Null), Ok(Wait::Block));
+        assert_eq!(parse_wait(&json!(true)), Ok(Wait::Block));
+        assert_eq!(parse_wait(&json!(false)), Ok(Wait::Detach));
+        assert_eq!(parse_wait(&json!(500)), Ok(secs(500)));
+        assert_eq!(parse_wait(&json!("30s")), Ok(secs(30)));
+        assert_eq!(parse_wait(&json!("10m")), Ok(secs(600)));
+        assert_eq!(parse_wait(&json!("1h")), Ok(secs(3600)));
+        assert_eq!(parse_wait(&json!(" 45 ")), Ok(secs(45)));
+        assert_eq!(parse_wait(&json!("false")), Ok(Wait::Detach));
+        assert_eq!(
+            parse_wait(&json!("500ms")),
+            Ok(Wait::Timeout(Duration::from_millis(500)))
+        );
+    }
+
+    #[test]
+    fn invalid_waits_name_the_accepted_forms() {
+        for bad in [
+            json!("soon"),
+            json!("10x"),
+            json!("1.5s"),
+            json!("-3s"),
+            json!(-1),
+            json!(2.5),
+            json!(0),
+            json!("0s"),
+            json!([1]),
+        ] {
+            let e = parse_wait(&bad).unwrap_err();
+            assert!(e.contains("accepted forms"), "{bad}: {e}");
+            assert!(e.contains("\"30s\""), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn denylist_survives_spacing_quotes_and_escapes() {
+        let list = vec!["rm -rf /".to_string(), "mkfs".to_string()];
+        for cmd in [
+            "rm -rf /",
+            "rm   -rf    /",
+            "sudo rm -rf \"/\"",
+            "r\\m -rf '/'",
+            "echo hi; rm -rf /",
+            "true&&rm -rf /",
+            "rm\t-rf\n/ # gone",
+        ] {
+            assert_eq!(denied_by(cmd, &list), Some("rm -rf /"), "{cmd}");
+        }
+        assert_eq!(denied_by("mkfs.ext4 /dev/sdz", &list), Some("mkfs"));
+        for cmd in ["rm -rf /tmp/build", "ls /", "echo farm -rf /x", "lsmkfs"] {
+            assert_eq!(denied_by(cmd, &list), None, "{cmd}");
+        }
+        assert_eq!(denied_by("anything", &[String::new()]), None);
+    }
+
+    #[test]
+    fn gate_carries_the_model_claims_only_when_confirming() {
+        let args = json!({"command": "ls", "risk": "high", "mutation": true,
+                          "privesc": false, "why": "look"});
+        let ctx = ExecutionContext::local();
+        let t = RunShell::new(ctx.clone(), ShellConfig::default());
+        let g = t.gate(&args).expect("gated");
+        assert_eq!(g.action, "ls");
+        assert_eq!(g.model_risk, Some(Risk::High));
+        assert_eq!(g.mutation, Some(true));
+        assert_eq!(g.privesc, Some(false));
+        assert_eq!(g.why.as_deref(), Some("look"));
+        assert_eq!(g.editable_field.as_deref(), Some("command"));
+        let quiet = RunShell::new(
+            ctx,
+            ShellConfig {
+                confirm: false,
+                ..Default::default()
+            },
+        );
+        assert!(quiet.gate(&args).is_none());
+    }
+
+    #[test]
+    fn definition_requires_the_safety_metadata() {
+        let t = RunShell::new(ExecutionContext::local(), ShellConfig::default());
+        let d = t.definition();
+        assert_eq!(d.function.name, "run_shell");
+        let p = &d.function.parameters;
+        assert_eq!(
+            p["required"],
+            json!(["command", "risk", "mutation", "privesc", "why"])
+        );
+        for (name, prop) in p["properties"].as_object().unwrap() {
+            assert!(
+                prop["type"].is_string() || prop["type"].is_array(),
+                "{name}"
+            );
+            assert!(
+                prop["description"].as_str().is_some_and(|s| !s.is_empty()),
+                "{name}"
+            );
+        }
+        for section in [
+            "When to use:",
+            "When NOT to use:",
+            "Disambiguation:",
+            "Example:",
+        ] {
+            assert!(d.function.description.contains(section), "{section}");
+        }
+    }
+
+    #[test]
+    fn missing_metadata_is_rejected_before_running() {
+        let base = json!({"command": "ls", "risk": "low", "mutation": false,
+                          "privesc": false, "why": "look"});
+        assert!(parse(&base.to_string()).is_ok());
+        for (field, bad) in [
+            ("command", json!("  ")),
+            ("risk", json!("extreme")),
+            ("risk", Value::Null),
+            ("mutation", json!("maybe")),
+            ("privesc", Value::Null),
+            ("why", json!("")),
+            ("wait", json!("forever")),
+            ("session", json!(3)),
+        ] {
+            let mut v = base.clone();
+            v[field] = bad;
+            match parse(&v.to_string()) {
+                Err(ToolError::InvalidArguments(m)) => assert!(m.contains(field), "{m}"),
+                _ => panic!("{field} should be rejected"),
+            }
+        }
+    }
+}
