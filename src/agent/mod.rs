@@ -2,4 +2,6 @@
 //! broker the console answers. It emits [`crate::event::AgentEvent`]s and never
 //! renders anything.
 
+pub mod client;
+pub mod sse;
 pub mod types;
