@@ -66,7 +66,7 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
 
     let mut demo_server = None;
     let (base_url, model_label, model_name) = if demo {
-        let server = ScriptedServer::start(Scenario::demo().map_err(|e| format!("bad demo scenario: {e}"))?)
+        let server = ScriptedServer::start(Scenario::demo())
             .await
             .map_err(|e| format!("cannot start the demo model server: {e}"))?;
         let url = server.base_url();

@@ -3,5 +3,7 @@
 //! renders anything.
 
 pub mod approval;
+pub mod client;
 pub mod runner;
+pub mod sse;
 pub mod types;

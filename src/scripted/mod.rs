@@ -1,3 +1,11 @@
 //! The scripted OpenAI-compatible model server: a real HTTP server on
 //! loopback that answers from a scenario file. It serves `--demo` and is the
 //! tests' model. It knows nothing of the agent's internals.
+
+pub mod chunks;
+pub mod http;
+pub mod scenario;
+pub mod server;
+
+pub use scenario::{Scenario, ScenarioError};
+pub use server::ScriptedServer;

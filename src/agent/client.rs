@@ -1,0 +1,424 @@
+//! The model client: one chat-completion round against an OpenAI-compatible
+//! server, streamed, with text forwarded as it arrives.
+//!
+//! It POSTs `{base_url}/chat/completions` with `stream: true` and assembles the
+//! reply with [`super::sse::StreamAssembler`]. When a streaming request gets an
+//! empty 200 body it retries once with `stream: false`
+//! ([`Completion::fell_back`] says so). It never hangs (connect timeout plus an
+//! idle timeout on every wait for the server), never retries anything else
+//! (retry policy is the agent loop's job), and never lets the API key reach an
+//! error message or `Debug` output.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+
+use super::sse::{StreamAssembler, StreamError, parse_completion, snippet};
+use super::types::{AssistantReply, ChatMessage, ChatRequest};
+use crate::tools::ToolDefinition;
+
+/// Where and how to reach the model.
+#[derive(Clone)]
+pub struct ModelClientConfig {
+    /// e.g. `http://127.0.0.1:8080/v1` (without `/chat/completions`).
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer ...` when set. Never printed.
+    pub api_key: Option<String>,
+    /// Idle timeout: the longest wait for the response headers, for the next
+    /// streamed chunk, or for a whole non-streamed body. Not a cap on the
+    /// total length of a stream that keeps making progress.
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl ModelClientConfig {
+    /// A config with default timeouts (120 s idle, 10 s connect) and no key.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ModelClientConfig {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            request_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl fmt::Debug for ModelClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelClientConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+/// Why a model round failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// The server could not be reached (the message names the URL).
+    #[error("cannot reach the model server: {0}")]
+    Connect(String),
+    /// The server answered with a non-success status.
+    #[error("the model server answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    /// A 200 answer with no body, even after the non-streaming retry.
+    #[error("the model server sent an empty response")]
+    EmptyBody,
+    /// The answer could not be understood, was cut off, or carried an error.
+    #[error("model protocol error: {0}")]
+    Protocol(String),
+    /// The server stopped answering (connect or idle timeout).
+    #[error("the model server timed out")]
+    Timeout,
+}
+
+impl ModelError {
+    /// Whether trying the same request again later may succeed
+    /// (connection trouble, timeouts, 408/409/429/5xx, empty bodies).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ModelError::Connect(_) | ModelError::Timeout | ModelError::EmptyBody => true,
+            ModelError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 429) || *status >= 500
+            }
+            ModelError::Protocol(_) => false,
+        }
+    }
+}
+
+/// One successful round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub reply: AssistantReply,
+    /// The streaming request got an empty body and the reply came from the
+    /// non-streaming retry (its text was passed to `on_text` in one piece).
+    pub fell_back: bool,
+}
+
+/// The model client. Cheap to clone; one per configured model.
+#[derive(Clone)]
+pub struct ModelClient {
+    config: Arc<ModelClientConfig>,
+    http: reqwest::Client,
+}
+
+impl fmt::Debug for ModelClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelClient")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts streamed body bytes, to tell an empty body from a silent one.
+#[derive(Default)]
+struct ByteCount(AtomicU64);
+
+impl ModelClient {
+    pub fn new(config: ModelClientConfig) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.request_timeout)
+            .build()
+            .map_err(|e| ModelError::Protocol(format!("cannot build the HTTP client: {e}")))?;
+        Ok(ModelClient {
+            config: Arc::new(config),
+            http,
+        })
+    }
+
+    pub fn config(&self) -> &ModelClientConfig {
+        &self.config
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "{}/chat/completions",
+            self.config.base_url.trim_end_matches('/')
+        )
+    }
+
+    /// One round; see [`ModelClient::complete_round`]. Returns only the reply.
+    pub async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<AssistantReply, ModelError> {
+        Ok(self.complete_round(messages, tools, on_text).await?.reply)
+    }
+
+    /// One round: streams the reply, calling `on_text` with each text delta
+    /// in order as it arrives. Falls back once to a non-streaming request
+    /// when the streamed answer is an empty 200.
+    pub async fn complete_round(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, ModelError> {
+        match self.streamed(messages, tools, on_text).await {
+            Err(ModelError::EmptyBody) => {
+                tracing::warn!("empty streamed answer; retrying without streaming");
+                let reply = self.unstreamed(messages, tools).await?;
+                if !reply.content.is_empty() {
+                    on_text(&reply.content);
+                }
+                Ok(Completion {
+                    reply,
+                    fell_back: true,
+                })
+            }
+            other => other.map(|reply| Completion {
+                reply,
+                fell_back: false,
+            }),
+        }
+    }
+
+    async fn send(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        stream: bool,
+    ) -> Result<reqwest::Response, ModelError> {
+        let body = ChatRequest {
+            model: &self.config.model,
+            messages,
+            tools,
+            stream,
+        };
+        let url = self.url();
+        let mut req = self
+            .http
+            .post(&url)
+            .header(
+                ACCEPT,
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .json(&body);
+        if let Some(key) = &self.config.api_key {
+            req = req.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        let resp = tokio::time::timeout(self.config.request_timeout, req.send())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(|e| self.transport_error(&e, &url))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = tokio::time::timeout(self.config.request_timeout, resp.text())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .unwrap_or_default();
+        Err(ModelError::Status {
+            status: status.as_u16(),
+            body: self.redact(&snippet(&text)),
+        })
+    }
+
+    async fn streamed(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<AssistantReply, ModelError> {
+        let resp = self.send(messages, tools, true).await?;
+        if is_json(&resp) {
+            // The server ignored `stream: true`; take the whole answer.
+            let reply = self.read_whole(resp).await?;
+            if !reply.content.is_empty() {
+                on_text(&reply.content);
+            }
+            return Ok(reply);
+        }
+        let count = Arc::new(ByteCount::default());
+        let counter = Arc::clone(&count);
+        let mut events = resp
+            .bytes_stream()
+            .inspect(move |chunk| {
+                if let Ok(bytes) = chunk {
+                    counter.0.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                }
+            })
+            .eventsource();
+        let mut asm = StreamAssembler::new();
+        let idle = self.config.request_timeout;
+        while !asm.is_done() {
+            let next = tokio::time::timeout(idle, events.next())
+                .await
+                .map_err(|_| ModelError::Timeout)?;
+            let event = match next {
+                None => break,
+                Some(Ok(event)) => event,
+                Some(Err(EventStreamError::Transport(e))) => {
+                    return Err(if e.is_timeout() {
+                        ModelError::Timeout
+                    } else {
+                        ModelError::Protocol(format!(
+                            "the connection broke mid-stream: {}",
+                            self.redact(&e.to_string())
+                        ))
+                    });
+                }
+                Some(Err(e)) => {
+                    return Err(ModelError::Protocol(format!("bad event stream: {e}")));
+                }
+            };
+            if event.event == "error" {
+                return Err(self.stream_error(StreamError::Server(snippet(&event.data))));
+            }
+            if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
+                on_text(&delta);
+            }
+        }
+        if count.0.load(Ordering::Relaxed) == 0 {
+            return Err(ModelError::EmptyBody);
+        }
+        asm.finish().map_err(|e| self.stream_error(e))
+    }
+
+    async fn unstreamed(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+    ) -> Result<AssistantReply, ModelError> {
+        let resp = self.send(messages, tools, false).await?;
+        self.read_whole(resp).await
+    }
+
+    async fn read_whole(&self, resp: reqwest::Response) -> Result<AssistantReply, ModelError> {
+        let text = tokio::time::timeout(self.config.request_timeout, resp.text())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(|e| {
+                if e.is_timeout() {
+                    ModelError::Timeout
+                } else {
+                    ModelError::Protocol(format!(
+                        "cannot read the answer: {}",
+                        self.redact(&e.to_string())
+                    ))
+                }
+            })?;
+        parse_completion(&text).map_err(|e| self.stream_error(e))
+    }
+
+    fn stream_error(&self, e: StreamError) -> ModelError {
+        match e {
+            StreamError::Empty => ModelError::EmptyBody,
+            other => ModelError::Protocol(self.redact(&other.to_string())),
+        }
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, url: &str) -> ModelError {
+        if e.is_timeout() {
+            ModelError::Timeout
+        } else if e.is_connect() {
+            ModelError::Connect(self.redact(&format!("{url}: {}", error_chain(e))))
+        } else {
+            ModelError::Protocol(
+                self.redact(&format!("request to {url} failed: {}", error_chain(e))),
+            )
+        }
+    }
+
+    /// Removes the API key from text that might echo it.
+    fn redact(&self, text: &str) -> String {
+        match &self.config.api_key {
+            Some(key) if !key.is_empty() => text.replace(key.as_str(), "<redacted>"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("application/json"))
+}
+
+/// The error and its sources on one line ("connection refused" lives deep).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keyed() -> ModelClientConfig {
+        let mut c = ModelClientConfig::new("http://127.0.0.1:9/v1/", "m");
+        c.api_key = Some("sk-secret-123".into());
+        c
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let c = keyed();
+        assert!(!format!("{c:?}").contains("sk-secret-123"));
+        let client = ModelClient::new(c).unwrap();
+        assert!(!format!("{client:?}").contains("sk-secret-123"));
+    }
+
+    #[test]
+    fn url_joins_without_double_slash() {
+        let client = ModelClient::new(keyed()).unwrap();
+        assert_eq!(client.url(), "http://127.0.0.1:9/v1/chat/completions");
+    }
+
+    #[test]
+    fn redact_removes_key() {
+        let client = ModelClient::new(keyed()).unwrap();
+        assert_eq!(
+            client.redact("bad key sk-secret-123!"),
+            "bad key <redacted>!"
+        );
+    }
+
+    #[test]
+    fn transient_classification() {
+        assert!(ModelError::Timeout.is_transient());
+        assert!(
+            ModelError::Status {
+                status: 429,
+                body: String::new()
+            }
+            .is_transient()
+        );
+        assert!(
+            !ModelError::Status {
+                status: 401,
+                body: String::new()
+            }
+            .is_transient()
+        );
+        assert!(!ModelError::Protocol("x".into()).is_transient());
+    }
+}

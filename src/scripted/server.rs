@@ -1,0 +1,279 @@
+//! The scripted server itself: a tokio accept loop on `127.0.0.1:0`, routing,
+//! rule selection, streaming with delays, and the misbehaviour knobs.
+//!
+//! Routes: `POST /v1/chat/completions` (and `/chat/completions`),
+//! `GET /v1/models` (and `/models`); anything else is a 404 JSON error. One
+//! request per connection. It records every chat request body, in order. It
+//! never hangs a client (no match means a fallback text, never silence) and it
+//! stops accepting, and drops its open connections, when dropped.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::chunks::{self, FakeUsage, Meta};
+use super::http::{self, HttpError, Request};
+use super::scenario::{Planned, Scenario};
+
+struct Shared {
+    scenario: Scenario,
+    used: Mutex<Vec<u32>>,
+    requests: Mutex<Vec<Value>>,
+    next_call: AtomicU64,
+    next_completion: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A running scripted model server. Dropping it shuts it down.
+pub struct ScriptedServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for ScriptedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScriptedServer {
+    /// Binds `127.0.0.1:0` and starts serving `scenario`.
+    pub async fn start(scenario: Scenario) -> std::io::Result<ScriptedServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            used: Mutex::new(vec![0; scenario.rules.len()]),
+            scenario,
+            requests: Mutex::new(Vec::new()),
+            next_call: AtomicU64::new(1),
+            next_completion: AtomicU64::new(1),
+        });
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Ok(ScriptedServer { addr, shared, task })
+    }
+
+    /// e.g. `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every chat request body received so far, in order (a body that was
+    /// not JSON is recorded as a JSON string).
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.shared.requests).clone()
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    // Connection tasks live in the set, so aborting this task drops them too.
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    conns.spawn(serve_connection(stream, Arc::clone(&shared)));
+                }
+                Err(e) => {
+                    tracing::warn!("scripted server: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let result = match http::read_request(&mut stream).await {
+        Ok(req) => route(&mut stream, &shared, req).await,
+        Err(e) => reject(&mut stream, &e).await,
+    };
+    if let Err(e) = result {
+        tracing::debug!("scripted server: connection ended early: {e}");
+    }
+    let _ = stream.shutdown().await;
+}
+
+async fn reject<W: AsyncWrite + Unpin>(w: &mut W, e: &HttpError) -> std::io::Result<()> {
+    match e.status() {
+        Some(status) => send_error(w, status, &e.to_string(), "invalid_request_error").await,
+        None => Ok(()),
+    }
+}
+
+async fn send_error<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    status: u16,
+    message: &str,
+    kind: &str,
+) -> std::io::Result<()> {
+    let body = http::error_body(message, kind, status);
+    http::write_response(w, status, "application/json", &[], &body).await
+}
+
+async fn route<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    shared: &Shared,
+    req: Request,
+) -> std::io::Result<()> {
+    let path = req.path.trim_end_matches('/');
+    match (req.method.as_str(), path) {
+        ("POST", "/v1/chat/completions" | "/chat/completions") => chat(w, shared, &req).await,
+        ("GET", "/v1/models" | "/models") => {
+            let body = json!({
+                "object": "list",
+                "data": [{ "id": shared.scenario.model, "object": "model", "created": 0, "owned_by": "vigil" }],
+            });
+            http::write_response(w, 200, "application/json", &[], body.to_string().as_bytes()).await
+        }
+        (_, "/v1/chat/completions" | "/chat/completions" | "/v1/models" | "/models") => {
+            let msg = format!("method {} not allowed on {}", req.method, req.path);
+            send_error(w, 405, &msg, "invalid_request_error").await
+        }
+        _ => {
+            let msg = format!("no route for {} {}", req.method, req.path);
+            send_error(w, 404, &msg, "not_found").await
+        }
+    }
+}
+
+async fn chat<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    shared: &Shared,
+    req: &Request,
+) -> std::io::Result<()> {
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(v) => v,
+        Err(e) => {
+            let raw = String::from_utf8_lossy(&req.body).into_owned();
+            lock(&shared.requests).push(Value::String(raw));
+            let msg = format!("request body is not JSON: {e}");
+            return send_error(w, 400, &msg, "invalid_request_error").await;
+        }
+    };
+    lock(&shared.requests).push(body.clone());
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let plan = {
+        let mut used = lock(&shared.used);
+        shared.scenario.select(&mut used, &body)
+    }
+    .unwrap_or_else(|| shared.scenario.fallback(&body));
+
+    if let Some(status) = plan.status {
+        let message = plan
+            .error_message
+            .clone()
+            .unwrap_or_else(|| format!("scripted failure (HTTP {status})"));
+        let kind = if status == 429 {
+            "rate_limit_error"
+        } else {
+            "server_error"
+        };
+        let mut headers = Vec::new();
+        if let Some(secs) = plan.retry_after {
+            headers.push(("Retry-After", secs.to_string()));
+        }
+        let err = http::error_body(&message, kind, status);
+        return http::write_response(w, status, "application/json", &headers, &err).await;
+    }
+    if plan.empty_body {
+        let kind = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        return http::write_response(w, 200, kind, &[], b"").await;
+    }
+
+    let call_ids: Vec<String> = plan
+        .tool_calls
+        .iter()
+        .map(|_| format!("call_{}", shared.next_call.fetch_add(1, Ordering::Relaxed)))
+        .collect();
+    let meta = Meta {
+        id: format!(
+            "chatcmpl-scripted-{}",
+            shared.next_completion.fetch_add(1, Ordering::Relaxed)
+        ),
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&shared.scenario.model)
+            .to_string(),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    };
+    let usage = shared
+        .scenario
+        .usage
+        .then(|| FakeUsage::estimate(req.body.len(), &plan));
+    if stream {
+        send_stream(w, &meta, &plan, &call_ids, usage).await
+    } else {
+        let text = chunks::completion(&meta, &plan, &call_ids, usage).to_string();
+        match plan.cut_after_chunks {
+            Some(_) => {
+                // A cut plain answer: headers promise the full length, half comes.
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    text.len()
+                );
+                w.write_all(head.as_bytes()).await?;
+                w.write_all(&text.as_bytes()[..text.len() / 2]).await?;
+                w.flush().await
+            }
+            None => http::write_response(w, 200, "application/json", &[], text.as_bytes()).await,
+        }
+    }
+}
+
+async fn send_stream<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    meta: &Meta,
+    plan: &Planned,
+    call_ids: &[String],
+    usage: Option<FakeUsage>,
+) -> std::io::Result<()> {
+    http::write_stream_head(w).await?;
+    let delay = Duration::from_millis(plan.chunk_delay_ms);
+    let payloads = chunks::stream_payloads(meta, plan, call_ids, usage);
+    for (sent, payload) in payloads.iter().enumerate() {
+        if plan.cut_after_chunks.is_some_and(|n| sent >= n) {
+            // Misbehave: close without finishing the stream.
+            return Ok(());
+        }
+        if sent > 0 && !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        w.write_all(format!("data: {payload}\n\n").as_bytes())
+            .await?;
+        w.flush().await?;
+    }
+    w.write_all(b"data: [DONE]\n\n").await?;
+    w.flush().await
+}
