@@ -24,7 +24,11 @@ use crate::tools::{Approver, ToolRegistry};
 pub const DEMO_MODEL: &str = "vigil-demo (scripted)";
 
 /// Register the built-in tools the config enables.
-pub fn build_registry(config: &Config, exec: &ExecutionContext, approver: Arc<dyn Approver>) -> ToolRegistry {
+pub fn build_registry(
+    config: &Config,
+    exec: &ExecutionContext,
+    approver: Arc<dyn Approver>,
+) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.set_approver(approver);
     let t = &config.tools;
@@ -82,7 +86,11 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
 
     let exec = ExecutionContext::local();
     let target = exec.target();
-    let broker = Arc::new(ApprovalBroker::new(event_tx.clone(), target.clone(), policy));
+    let broker = Arc::new(ApprovalBroker::new(
+        event_tx.clone(),
+        target.clone(),
+        policy,
+    ));
     let registry = Arc::new(build_registry(config, &exec, broker.clone()));
     let client = ModelClient::new(ModelClientConfig {
         base_url,

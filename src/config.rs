@@ -127,7 +127,10 @@ pub struct ConsoleConfig {
 
 impl Default for ConsoleConfig {
     fn default() -> Self {
-        ConsoleConfig { fps: 60, bell: true }
+        ConsoleConfig {
+            fps: 60,
+            bell: true,
+        }
     }
 }
 
@@ -254,7 +257,12 @@ fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
         Some(span) => {
             let before = &text[..span.start.min(text.len())];
             let line = before.matches('\n').count() + 1;
-            let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+            let col = before
+                .rsplit('\n')
+                .next()
+                .map(|l| l.chars().count())
+                .unwrap_or(0)
+                + 1;
             format!("line {line}, column {col}: {message}")
         }
         None => message,
@@ -286,14 +294,18 @@ mod tests {
 
     #[test]
     fn wrong_type_is_reported_with_its_line() {
-        let err = parse("[tools]\nshell_confirm = \"yes\"\n").unwrap_err().to_string();
+        let err = parse("[tools]\nshell_confirm = \"yes\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(err.contains("bool") || err.contains("boolean"), "{err}");
     }
 
     #[test]
     fn invalid_values_name_the_key() {
-        let err = parse("[model]\nbase_url = \"ftp://x\"\n").unwrap_err().to_string();
+        let err = parse("[model]\nbase_url = \"ftp://x\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("model.base_url"), "{err}");
         let err = parse("[agent]\nmax_rounds = 0\n").unwrap_err().to_string();
         assert!(err.contains("agent.max_rounds"), "{err}");

@@ -13,12 +13,12 @@
 //! and the tests.
 
 pub mod agent;
+pub mod app;
 pub mod config;
 pub mod console;
 pub mod event;
 pub mod exec;
-pub mod scripted;
-pub mod tools;
-pub mod app;
 pub mod headless;
+pub mod scripted;
 pub mod toolcmd;
+pub mod tools;

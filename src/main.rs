@@ -12,7 +12,11 @@ use vigil::headless::exit;
 use vigil::{app, console, headless, toolcmd};
 
 #[derive(Parser, Debug)]
-#[command(name = "vigil", version, about = "Supervise an AI agent that runs commands on real machines")]
+#[command(
+    name = "vigil",
+    version,
+    about = "Supervise an AI agent that runs commands on real machines"
+)]
 struct Cli {
     /// Config file (default: the platform config dir's vigil/config.toml).
     #[arg(long, global = true, value_name = "PATH")]
@@ -82,7 +86,10 @@ fn main() -> ExitCode {
         data_dir: cli.data_dir.clone(),
     });
     let _log_guard = init_logging(&config);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("vigil: cannot start the async runtime: {e}");
@@ -99,7 +106,11 @@ async fn run(cli: Cli, config: Config) -> i32 {
     match cli.command {
         None => run_console(&config, cli.demo, cli.auto_approve).await,
         Some(Command::Exec { prompt }) => {
-            let policy = if cli.auto_approve { Policy::ApproveAll } else { Policy::Ask };
+            let policy = if cli.auto_approve {
+                Policy::ApproveAll
+            } else {
+                Policy::Ask
+            };
             let running = match app::start_agent(&config, cli.demo, policy).await {
                 Ok(r) => r,
                 Err(e) => {
@@ -108,9 +119,14 @@ async fn run(cli: Cli, config: Config) -> i32 {
                 }
             };
             let mut stdout = std::io::stdout();
-            let code =
-                headless::drive(running.events, running.commands.clone(), prompt, cli.auto_approve, &mut stdout)
-                    .await;
+            let code = headless::drive(
+                running.events,
+                running.commands.clone(),
+                prompt,
+                cli.auto_approve,
+                &mut stdout,
+            )
+            .await;
             let _ = running.commands.send(vigil::event::AgentCommand::Quit);
             code
         }
@@ -119,7 +135,11 @@ async fn run(cli: Cli, config: Config) -> i32 {
 }
 
 async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
-    let policy = if auto_approve { Policy::ApproveAll } else { Policy::Ask };
+    let policy = if auto_approve {
+        Policy::ApproveAll
+    } else {
+        Policy::Ask
+    };
     let running = match app::start_agent(config, demo, policy).await {
         Ok(r) => r,
         Err(e) => {

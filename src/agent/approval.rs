@@ -193,13 +193,17 @@ mod tests {
         assert_eq!(d, ApprovalDecision::ApproveOnce);
         // A different action still waits.
         let b = broker.clone();
-        let t = tokio::spawn(async move { b.decide("c3", "run_shell", &gate("make install")).await });
+        let t =
+            tokio::spawn(async move { b.decide("c3", "run_shell", &gate("make install")).await });
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!t.is_finished());
         assert_eq!(broker.pending_ids().len(), 1);
         t.abort();
         let _ = t.await;
-        assert!(broker.pending_ids().is_empty(), "cancelled request withdrawn");
+        assert!(
+            broker.pending_ids().is_empty(),
+            "cancelled request withdrawn"
+        );
     }
 
     #[tokio::test]
@@ -208,9 +212,20 @@ mod tests {
         let broker = ApprovalBroker::new(tx, "local".into(), Policy::DenyAll("no operator".into()));
         let d = broker.decide("c1", "run_shell", &gate("ls")).await;
         assert_eq!(d, ApprovalDecision::DenyWithReason("no operator".into()));
-        assert!(matches!(rx.recv().await, Some(AgentEvent::ApprovalRequested { .. })));
-        assert!(matches!(rx.recv().await, Some(AgentEvent::ApprovalResolved { .. })));
+        assert!(matches!(
+            rx.recv().await,
+            Some(AgentEvent::ApprovalRequested { .. })
+        ));
+        assert!(matches!(
+            rx.recv().await,
+            Some(AgentEvent::ApprovalResolved { .. })
+        ));
         broker.set_policy(Policy::ApproveAll);
-        assert!(broker.decide("c2", "run_shell", &gate("ls")).await.is_approved());
+        assert!(
+            broker
+                .decide("c2", "run_shell", &gate("ls"))
+                .await
+                .is_approved()
+        );
     }
 }

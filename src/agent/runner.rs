@@ -19,7 +19,9 @@ use tokio::task::JoinHandle;
 use super::approval::ApprovalBroker;
 use super::client::ModelClient;
 use super::types::{ChatMessage, Role};
-use crate::event::{AgentCommand, AgentEvent, MirrorTarget, OutputStream, ToolSummary, TurnOutcome};
+use crate::event::{
+    AgentCommand, AgentEvent, MirrorTarget, OutputStream, ToolSummary, TurnOutcome,
+};
 use crate::tools::{ToolContext, ToolRegistry, ToolStream};
 
 /// The system prompt used when the config gives none.
@@ -186,7 +188,9 @@ async fn run_turn(shared: Arc<Shared>, user: String) -> TurnOutcome {
         let messages = shared.snapshot();
         let events = shared.events.clone();
         let mut on_text = move |t: &str| {
-            let _ = events.send(AgentEvent::AssistantDelta { text: t.to_string() });
+            let _ = events.send(AgentEvent::AssistantDelta {
+                text: t.to_string(),
+            });
         };
         let reply = match shared
             .client
@@ -211,7 +215,13 @@ async fn run_turn(shared: Arc<Shared>, user: String) -> TurnOutcome {
             return TurnOutcome::Completed;
         }
         for call in calls {
-            let text = run_call(&shared, &call.id, &call.function.name, &call.function.arguments).await;
+            let text = run_call(
+                &shared,
+                &call.id,
+                &call.function.name,
+                &call.function.arguments,
+            )
+            .await;
             shared.push(ChatMessage::tool(call.id, text));
         }
     }
@@ -266,7 +276,10 @@ async fn run_call(shared: &Arc<Shared>, call_id: &str, name: &str, arguments: &s
         ctx = ctx.with_spill_dir(dir.clone());
     }
     let started = Instant::now();
-    let run = shared.registry.execute_with_context(name, arguments, &ctx).await;
+    let run = shared
+        .registry
+        .execute_with_context(name, arguments, &ctx)
+        .await;
     let output = run.output.as_ref();
     let error = if run.denied() {
         Some(run.model_text.clone())

@@ -84,7 +84,13 @@ impl Tmux {
     }
 
     /// Wait until the screen satisfies `pred`; panic with the last screen if not.
-    pub fn wait_for(&self, session: &str, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    pub fn wait_for(
+        &self,
+        session: &str,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen(session);

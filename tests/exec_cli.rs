@@ -1,0 +1,160 @@
+//! `vigil exec` and `vigil tool` end to end: the real binary as a subprocess
+//! against the scripted model server on loopback.
+
+mod common;
+
+use std::process::Output;
+
+use serde_json::Value;
+use vigil::scripted::{Scenario, ScriptedServer};
+
+const SCENARIO: &str = r#"
+[[rule]]
+when = { role = "user", contains = "touch" }
+text = "Touching."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "printf 'one\\ntwo'; touch MARKER"
+risk = "low"
+mutation = true
+privesc = false
+why = "test"
+
+[[rule]]
+when = { role = "tool" }
+text = "Finished."
+"#;
+
+struct Env {
+    server: ScriptedServer,
+    dir: tempfile::TempDir,
+    marker: std::path::PathBuf,
+}
+
+async fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("marker");
+    let text = SCENARIO.replace("MARKER", &marker.display().to_string());
+    let server = ScriptedServer::start(Scenario::from_toml_str(&text).unwrap())
+        .await
+        .unwrap();
+    Env {
+        server,
+        dir,
+        marker,
+    }
+}
+
+async fn vigil(env: &Env, args: &[&str]) -> Output {
+    let mut cmd = tokio::process::Command::new(common::vigil_bin());
+    cmd.args(args)
+        .env("VIGIL_BASE_URL", env.server.base_url())
+        .env("VIGIL_MODEL", "test")
+        .env("VIGIL_DATA_DIR", env.dir.path())
+        .env_remove("VIGIL_API_KEY")
+        .stdin(std::process::Stdio::null());
+    tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .expect("vigil finished in time")
+        .expect("vigil ran")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_with_auto_approve_runs_and_prints_events() {
+    let env = env().await;
+    let out = vigil(&env, &["exec", "please touch it", "--auto-approve"]).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("Touching."), "{stdout}");
+    assert!(stdout.contains("▶ run_shell: printf"), "{stdout}");
+    assert!(stdout.contains("  │ one\n  │ two\n"), "{stdout}");
+    assert!(stdout.contains("✓ run_shell: exit 0"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("Finished."), "{stdout}");
+    assert!(env.marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_fails_closed_when_approval_is_needed() {
+    let env = env().await;
+    let out = vigil(&env, &["exec", "please touch it"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stderr:\n{stderr}");
+    assert!(stderr.contains("--auto-approve"), "{stderr}");
+    assert!(!env.marker.exists(), "the gated command must not run");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exec_against_a_dead_server_exits_non_zero_with_the_reason() {
+    let env = env().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = vigil(&env, &["exec", "hi", "--base-url", &url]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot reach"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_call_prints_the_envelope_and_fails_closed_without_a_terminal() {
+    let env = env().await;
+    let out = vigil(&env, &["tool", "call", "time", r#"{"format":"iso"}"#]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(v["harness_timestamp"]["source"], "harness");
+    assert!(v["result"]["value"].as_str().unwrap().ends_with('Z'));
+
+    let args = format!(
+        r#"{{"command":"touch {}","risk":"low","mutation":true,"privesc":false,"why":"t"}}"#,
+        env.marker.display()
+    );
+    let out = vigil(&env, &["tool", "call", "run_shell", &args]).await;
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stdout).contains("denied by user"));
+    assert!(!env.marker.exists());
+    let out = vigil(
+        &env,
+        &["--auto-approve", "tool", "call", "run_shell", &args],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(env.marker.exists());
+
+    let out = vigil(&env, &["tool", "list"]).await;
+    let defs: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert!(
+        defs.as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["function"]["name"] == "run_shell")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_config_file_names_file_line_and_key() {
+    let env = env().await;
+    let path = env.dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "[tools]\nshell_enabled = true\nshel_confirm = false\n",
+    )
+    .unwrap();
+    let out = vigil(&env, &["--config", path.to_str().unwrap(), "exec", "hi"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("line 3") && stderr.contains("shel_confirm"),
+        "{stderr}"
+    );
+}
