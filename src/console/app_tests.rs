@@ -247,3 +247,12 @@ fn elapsed_seconds_tick_while_running() {
     assert!(!app.tick(start + std::time::Duration::from_millis(300)));
     assert!(app.tick(start + std::time::Duration::from_millis(1100)));
 }
+
+#[test]
+fn the_console_future_can_be_spawned() {
+    fn assert_send<T: Send>(_: &T) {}
+    let (_events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (commands, _commands_rx) = tokio::sync::mpsc::unbounded_channel();
+    let fut = super::run(events, commands, super::ConsoleOptions::default());
+    assert_send(&fut);
+}

@@ -24,6 +24,8 @@ use crate::event::{AgentCommand, AgentEvent};
 /// How often the clock is checked while a turn runs (the status bar shows
 /// whole seconds).
 const RUNNING_TICK: Duration = Duration::from_millis(250);
+/// Most agent events applied between two looks at the keyboard.
+const MAX_DRAIN: usize = 4096;
 /// Idle wake-up when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(3600);
 
@@ -78,8 +80,13 @@ where
             maybe = events.recv(), if agent_open => match maybe {
                 Some(ev) => {
                     app.on_agent_event(ev);
-                    while let Ok(ev) = events.try_recv() {
-                        app.on_agent_event(ev);
+                    // Drain what is pending (bounded, so a flood of output
+                    // cannot starve the keyboard) before the next draw.
+                    for _ in 0..MAX_DRAIN {
+                        match events.try_recv() {
+                            Ok(ev) => app.on_agent_event(ev),
+                            Err(_) => break,
+                        }
                     }
                     dirty = true;
                 }

@@ -58,7 +58,6 @@ pub async fn run(
     let guard = terminal::TerminalGuard::enter()?;
     let result = async {
         let mut term = terminal::new_terminal()?;
-        term.clear()?;
         let mut app = app::App::new(Instant::now());
         if let Some(text) = opts.initial_message.clone() {
             app.note_sent(&text);

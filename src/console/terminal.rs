@@ -11,7 +11,7 @@ use crossterm::cursor::Show;
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::execute;
 use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -31,7 +31,14 @@ impl TerminalGuard {
         enable_raw_mode()?;
         // From here on, dropping the guard undoes whatever was done.
         let guard = TerminalGuard { _private: () };
-        execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        // Clear with an escape sequence: ratatui's `Terminal::clear` asks the
+        // terminal for the cursor position, which not every terminal answers.
+        execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            Clear(ClearType::All)
+        )?;
         Ok(guard)
     }
 }
