@@ -1,0 +1,138 @@
+//! The console's one event loop: merges terminal input, agent events and a
+//! clock tick with `tokio::select!`; state changes mark the screen dirty and
+//! drawing is coalesced to at most one frame per `1/fps`, each wrapped in a
+//! synchronized update so the terminal never shows a half-drawn frame.
+//!
+//! It never awaits the agent: commands go out on an unbounded channel.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use crossterm::{execute, queue};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::time::Instant;
+
+use super::ConsoleOptions;
+use super::app::App;
+use crate::event::{AgentCommand, AgentEvent};
+
+/// How often the clock is checked while a turn runs (the status bar shows
+/// whole seconds).
+const RUNNING_TICK: Duration = Duration::from_millis(250);
+/// Most agent events applied between two looks at the keyboard.
+const MAX_DRAIN: usize = 4096;
+/// Idle wake-up when nothing is due.
+const IDLE_TICK: Duration = Duration::from_secs(3600);
+
+/// Run until the operator quits, the terminal closes or drawing fails.
+/// Forwards every command except `Quit`, which the caller sends once.
+pub async fn run<B>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    events: &mut UnboundedReceiver<AgentEvent>,
+    commands: &UnboundedSender<AgentCommand>,
+    opts: &ConsoleOptions,
+) -> io::Result<()>
+where
+    B: Backend + Write,
+    io::Error: From<B::Error>,
+{
+    let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps_cap.max(1)));
+    let mut input = EventStream::new();
+    let mut agent_open = true;
+    let mut dirty = true;
+    let mut next_frame = Instant::now();
+    loop {
+        if app.take_bell() && opts.bell {
+            let backend = terminal.backend_mut();
+            let _ = backend.write_all(b"\x07");
+            let _ = Write::flush(backend);
+        }
+        let now = Instant::now();
+        if dirty && now >= next_frame {
+            draw(terminal, app)?;
+            dirty = false;
+            next_frame = now + frame;
+        }
+        let wake = if dirty {
+            next_frame
+        } else if app.is_running() {
+            now + RUNNING_TICK
+        } else {
+            now + IDLE_TICK
+        };
+        tokio::select! {
+            maybe = input.next() => match maybe {
+                Some(Ok(ev)) => {
+                    dirty |= on_terminal_event(app, ev, commands);
+                    if app.should_quit() {
+                        return Ok(());
+                    }
+                }
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            },
+            maybe = events.recv(), if agent_open => match maybe {
+                Some(ev) => {
+                    app.on_agent_event(ev);
+                    // Drain what is pending (bounded, so a flood of output
+                    // cannot starve the keyboard) before the next draw.
+                    for _ in 0..MAX_DRAIN {
+                        match events.try_recv() {
+                            Ok(ev) => app.on_agent_event(ev),
+                            Err(_) => break,
+                        }
+                    }
+                    dirty = true;
+                }
+                None => {
+                    agent_open = false;
+                    app.on_agent_event(AgentEvent::Error {
+                        message: "the agent stopped; press q or Ctrl-C to leave".into(),
+                    });
+                    dirty = true;
+                }
+            },
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+        dirty |= app.tick(std::time::Instant::now());
+    }
+}
+
+/// Apply one terminal event; true when the screen must be redrawn.
+fn on_terminal_event(app: &mut App, ev: Event, commands: &UnboundedSender<AgentCommand>) -> bool {
+    match ev {
+        Event::Key(key) if key.kind != KeyEventKind::Release => {
+            for cmd in app.on_key(key) {
+                if cmd != AgentCommand::Quit {
+                    // Unbounded: never waits. A closed channel is reported
+                    // by the event receiver closing.
+                    let _ = commands.send(cmd);
+                }
+            }
+            true
+        }
+        Event::Paste(text) => {
+            app.on_paste(&text);
+            true
+        }
+        Event::Resize(..) | Event::FocusGained => true,
+        _ => false,
+    }
+}
+
+fn draw<B>(terminal: &mut Terminal<B>, app: &App) -> io::Result<()>
+where
+    B: Backend + Write,
+    io::Error: From<B::Error>,
+{
+    queue!(terminal.backend_mut(), BeginSynchronizedUpdate)?;
+    let drawn = terminal.draw(|f| app.draw(f)).map(|_| ());
+    execute!(terminal.backend_mut(), EndSynchronizedUpdate)?;
+    Ok(drawn?)
+}

@@ -1,0 +1,309 @@
+//! The approvals pane: gated tool calls waiting for the operator, oldest
+//! first, with what the call wants to do and what the model claims about it.
+//!
+//! It never decides anything by itself: it only turns the operator's key on
+//! the selected request into an [`ApprovalDecision`] for the App to send.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::pane_block;
+use crate::console::text::{one_line, sanitize, wrap};
+use crate::event::{ApprovalDecision, ApprovalRequest, Risk};
+
+/// Lines of action text shown for the selected request.
+const ACTION_LINES: usize = 3;
+/// Lines of the model's reason shown for the selected request.
+const WHY_LINES: usize = 2;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    pub request: ApprovalRequest,
+    /// The operator answered; waiting for the agent to confirm.
+    pub answered: Option<ApprovalDecision>,
+}
+
+#[derive(Debug, Default)]
+pub struct ApprovalsPane {
+    queue: Vec<Pending>,
+    selected: usize,
+}
+
+impl ApprovalsPane {
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Requests nobody has answered yet.
+    pub fn unanswered(&self) -> usize {
+        self.queue.iter().filter(|p| p.answered.is_none()).count()
+    }
+
+    pub fn selected(&self) -> Option<&Pending> {
+        self.queue.get(self.selected)
+    }
+
+    pub fn push(&mut self, request: ApprovalRequest) {
+        let was_all_answered = self.unanswered() == 0;
+        self.queue.push(request_pending(request));
+        if was_all_answered {
+            self.selected = self.queue.len() - 1;
+        }
+    }
+
+    /// The agent resolved a request; returns it when it was queued here.
+    pub fn resolve(&mut self, id: u64) -> Option<ApprovalRequest> {
+        let idx = self.queue.iter().position(|p| p.request.id == id)?;
+        let pending = self.queue.remove(idx);
+        if idx < self.selected {
+            self.selected -= 1;
+        }
+        self.selected = self.selected.min(self.queue.len().saturating_sub(1));
+        Some(pending.request)
+    }
+
+    pub fn select_next(&mut self) {
+        if self.selected + 1 < self.queue.len() {
+            self.selected += 1;
+        }
+    }
+
+    pub fn select_prev(&mut self) {
+        self.selected = self.selected.saturating_sub(1);
+    }
+
+    /// Answer the selected request; returns its id when there was one to
+    /// answer. Moves the selection to the next unanswered request.
+    pub fn answer(&mut self, decision: ApprovalDecision) -> Option<u64> {
+        let pending = self.queue.get_mut(self.selected)?;
+        if pending.answered.is_some() {
+            return None;
+        }
+        pending.answered = Some(decision);
+        let id = pending.request.id;
+        if let Some(next) = self.queue.iter().position(|p| p.answered.is_none()) {
+            self.selected = next;
+        }
+        Some(id)
+    }
+
+    /// Rows this pane would like at this outer width: small when empty.
+    pub fn desired_height(&self, width: u16) -> u16 {
+        if self.queue.is_empty() {
+            return 3;
+        }
+        let inner = width.saturating_sub(2) as usize;
+        let detail: usize = self
+            .selected()
+            .map_or(0, |p| detail_lines(p, inner).iter().map(Vec::len).sum());
+        (2 + self.queue.len() + detail).min(14) as u16
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool) {
+        let title = if self.queue.is_empty() {
+            "approvals".to_string()
+        } else {
+            format!("approvals ({})", self.unanswered())
+        };
+        let block = pane_block(title, focused);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        if self.queue.is_empty() {
+            let hint = Line::styled("no pending approvals", Style::new().fg(Color::DarkGray));
+            frame.render_widget(Paragraph::new(hint), inner);
+            return;
+        }
+        let width = inner.width as usize;
+        let mut lines = Vec::new();
+        let mut selected_line = 0;
+        let mut selected_len = 1;
+        for (i, p) in self.queue.iter().enumerate() {
+            let selected = i == self.selected;
+            if selected {
+                selected_line = lines.len();
+            }
+            lines.push(header_line(p, selected, focused));
+            if selected {
+                let detail: Vec<Line<'static>> =
+                    detail_lines(p, width).into_iter().flatten().collect();
+                selected_len += detail.len();
+                lines.extend(detail);
+            }
+        }
+        // Keep the selected request and its detail in view.
+        let height = inner.height as usize;
+        let skip = (selected_line + selected_len)
+            .saturating_sub(height)
+            .min(selected_line);
+        let visible: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
+        frame.render_widget(Paragraph::new(visible), inner);
+    }
+}
+
+fn request_pending(request: ApprovalRequest) -> Pending {
+    Pending {
+        request,
+        answered: None,
+    }
+}
+
+fn header_line(p: &Pending, selected: bool, focused: bool) -> Line<'static> {
+    let marker = if selected { "› " } else { "  " };
+    let mut style = Style::new();
+    if selected {
+        style = style.add_modifier(Modifier::BOLD);
+        if focused {
+            style = style.fg(Color::Yellow);
+        }
+    }
+    let mut spans = vec![
+        Span::styled(marker, style),
+        Span::styled(format!("#{} ", p.request.id), style),
+        Span::styled(sanitize(&p.request.tool), style),
+        Span::styled(
+            format!(" @ {}", one_line(&sanitize(&p.request.target), 60)),
+            Style::new().fg(Color::DarkGray),
+        ),
+    ];
+    if let Some(answer) = &p.answered {
+        let label = if answer.is_approved() {
+            " approved, waiting"
+        } else {
+            " denied, waiting"
+        };
+        spans.push(Span::styled(label, Style::new().fg(Color::DarkGray)));
+    }
+    Line::from(spans)
+}
+
+/// Detail of the selected request, grouped as (action, claims, why).
+fn detail_lines(p: &Pending, width: usize) -> Vec<Vec<Line<'static>>> {
+    let gate = &p.request.gate;
+    let mut out = Vec::new();
+    let action = sanitize(&gate.action);
+    let mut action_lines: Vec<Line<'static>> = Vec::new();
+    let wrapped = wrap(&action, width.saturating_sub(4).max(8));
+    let more = wrapped.len() > ACTION_LINES;
+    for (i, text) in wrapped.into_iter().take(ACTION_LINES).enumerate() {
+        let label = if i == 0 { "  $ " } else { "    " };
+        action_lines.push(Line::from(vec![
+            Span::styled(label, Style::new().fg(Color::DarkGray)),
+            Span::styled(text, Style::new().add_modifier(Modifier::BOLD)),
+        ]));
+    }
+    if more {
+        action_lines.push(Line::styled(
+            "    … (action continues)",
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    out.push(action_lines);
+
+    let dim = Style::new().fg(Color::DarkGray);
+    let risk = vec![
+        Span::styled("  model says: risk ", dim),
+        risk_span(gate.model_risk),
+    ];
+    let flags = vec![
+        Span::styled("mutation ", dim),
+        yes_no(gate.mutation),
+        Span::styled(" · privesc ", dim),
+        yes_no(gate.privesc),
+    ];
+    // One line when it fits, else two: privesc must never be clipped.
+    let mut one = risk.clone();
+    one.push(Span::styled(" · ", dim));
+    one.extend(flags.clone());
+    let one = Line::from(one);
+    if one.width() <= width {
+        out.push(vec![one]);
+    } else {
+        let mut second = vec![Span::raw("  ")];
+        second.extend(flags);
+        out.push(vec![Line::from(risk), Line::from(second)]);
+    }
+    if let Some(why) = &gate.why {
+        let text = sanitize(why);
+        let wrapped = wrap(&text, width.saturating_sub(7).max(8));
+        let more = wrapped.len() > WHY_LINES;
+        let mut lines = Vec::new();
+        for (i, mut part) in wrapped.into_iter().take(WHY_LINES).enumerate() {
+            if more && i + 1 == WHY_LINES {
+                part.push('…');
+            }
+            let label = if i == 0 { "  why: " } else { "       " };
+            lines.push(Line::from(vec![Span::styled(label, dim), Span::raw(part)]));
+        }
+        out.push(lines);
+    }
+    out
+}
+
+fn risk_span(risk: Option<Risk>) -> Span<'static> {
+    match risk {
+        Some(Risk::High) => Span::styled(
+            "high",
+            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ),
+        Some(Risk::Medium) => Span::styled("medium", Style::new().fg(Color::Yellow)),
+        Some(Risk::Low) => Span::styled("low", Style::new().fg(Color::Green)),
+        None => Span::styled("?", Style::new().fg(Color::DarkGray)),
+    }
+}
+
+fn yes_no(v: Option<bool>) -> Span<'static> {
+    match v {
+        Some(true) => Span::styled("yes", Style::new().fg(Color::Yellow)),
+        Some(false) => Span::raw("no"),
+        None => Span::styled("?", Style::new().fg(Color::DarkGray)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::gate::GateInfo;
+
+    pub(crate) fn request(id: u64, action: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            id,
+            call_id: format!("call-{id}"),
+            tool: "run_shell".into(),
+            target: "local".into(),
+            gate: GateInfo {
+                action: action.into(),
+                model_risk: Some(Risk::High),
+                mutation: Some(true),
+                privesc: Some(false),
+                why: Some("clean up".into()),
+                editable_field: Some("command".into()),
+            },
+        }
+    }
+
+    #[test]
+    fn answers_go_to_the_selected_request_once() {
+        let mut p = ApprovalsPane::default();
+        p.push(request(1, "rm a"));
+        p.push(request(2, "rm b"));
+        assert_eq!(p.selected().map(|s| s.request.id), Some(1));
+        assert_eq!(p.answer(ApprovalDecision::ApproveOnce), Some(1));
+        assert_eq!(p.selected().map(|s| s.request.id), Some(2));
+        p.select_prev();
+        assert_eq!(p.answer(ApprovalDecision::Deny), None, "already answered");
+        assert_eq!(p.unanswered(), 1);
+        assert!(p.resolve(1).is_some());
+        assert_eq!(p.selected().map(|s| s.request.id), Some(2));
+        assert!(p.resolve(99).is_none());
+        assert!(p.resolve(2).is_some());
+        assert!(p.is_empty());
+        assert_eq!(p.answer(ApprovalDecision::Deny), None);
+    }
+}

@@ -1,0 +1,145 @@
+//! The console's panes: one file per pane, each with its own state, its own
+//! event handling and a `render(&self, ..)` that never mutates state (apart
+//! from the remembered viewport size in [`Scroll`]).
+//!
+//! Panes never execute anything and never talk to the agent: the
+//! [`App`](super::app::App) turns their answers into commands.
+
+pub mod approvals;
+pub mod conversation;
+pub mod footer;
+pub mod input;
+pub mod mirror;
+pub mod status;
+pub mod tools;
+
+use std::cell::Cell;
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::widgets::{Block, BorderType};
+
+/// The bordered block every pane sits in; the focused one stands out.
+pub fn pane_block(title: String, focused: bool) -> Block<'static> {
+    let block = Block::bordered().title(format!(" {title} "));
+    if focused {
+        block
+            .border_type(BorderType::Thick)
+            .border_style(Style::new().fg(Color::Cyan))
+            .title_style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD))
+    } else {
+        block.border_style(Style::new().fg(Color::DarkGray))
+    }
+}
+
+/// Vertical scroll position of a line list: follows the tail until the
+/// operator scrolls, and goes back to following when scrolled to the end.
+#[derive(Debug, Default)]
+pub struct Scroll {
+    /// First visible line; `None` follows the tail.
+    top: Option<usize>,
+    /// (total lines, viewport height) at the last render, for paging.
+    last: Cell<(usize, usize)>,
+}
+
+impl Scroll {
+    pub fn is_following(&self) -> bool {
+        self.top.is_none()
+    }
+
+    /// The first visible line for this many lines in this height; remembers
+    /// both for the next page key.
+    pub fn first_visible(&self, total: usize, height: usize) -> usize {
+        self.last.set((total, height));
+        let max_top = total.saturating_sub(height);
+        match self.top {
+            None => max_top,
+            Some(t) => t.min(max_top),
+        }
+    }
+
+    /// Lines below the viewport (0 when following).
+    pub fn lines_below(&self, total: usize, height: usize) -> usize {
+        let top = self.first_visible(total, height);
+        total.saturating_sub(top + height)
+    }
+
+    fn current_top(&self) -> usize {
+        let (total, height) = self.last.get();
+        let max_top = total.saturating_sub(height);
+        self.top.map_or(max_top, |t| t.min(max_top))
+    }
+
+    pub fn up(&mut self, lines: usize) {
+        self.top = Some(self.current_top().saturating_sub(lines));
+    }
+
+    pub fn down(&mut self, lines: usize) {
+        let (total, height) = self.last.get();
+        let next = self.current_top() + lines;
+        self.top = if next >= total.saturating_sub(height) {
+            None
+        } else {
+            Some(next)
+        };
+    }
+
+    pub fn page(&self) -> usize {
+        self.last.get().1.saturating_sub(1).max(1)
+    }
+
+    pub fn page_up(&mut self) {
+        self.up(self.page());
+    }
+
+    pub fn page_down(&mut self) {
+        self.down(self.page());
+    }
+
+    pub fn home(&mut self) {
+        self.top = Some(0);
+    }
+
+    pub fn end(&mut self) {
+        self.top = None;
+    }
+
+    /// Apply a scroll key; true when the key was one.
+    pub fn on_key(&mut self, code: crossterm::event::KeyCode) -> bool {
+        use crossterm::event::KeyCode;
+        match code {
+            KeyCode::PageUp => self.page_up(),
+            KeyCode::PageDown => self.page_down(),
+            KeyCode::Home => self.home(),
+            KeyCode::End => self.end(),
+            KeyCode::Up | KeyCode::Char('k') => self.up(1),
+            KeyCode::Down | KeyCode::Char('j') => self.down(1),
+            _ => return false,
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scroll_follows_until_moved_and_resumes_at_end() {
+        let mut s = Scroll::default();
+        assert_eq!(s.first_visible(100, 10), 90);
+        s.page_up();
+        assert!(!s.is_following());
+        assert_eq!(s.first_visible(100, 10), 81);
+        // New lines do not move a scrolled view.
+        assert_eq!(s.first_visible(120, 10), 81);
+        s.home();
+        assert_eq!(s.first_visible(120, 10), 0);
+        s.page_down();
+        assert_eq!(s.first_visible(120, 10), 9);
+        s.end();
+        assert!(s.is_following());
+        s.up(5);
+        s.down(5);
+        assert!(s.is_following());
+    }
+}

@@ -1,0 +1,437 @@
+//! The tool events pane: one block per tool call (header, status, duration,
+//! "truncated for model" mark) followed by its live stdout/stderr lines.
+//! Memory is bounded: at most [`MAX_LINES_PER_CALL`] lines per call, lines cut
+//! at [`MAX_LINE_CHARS`], and at most [`MAX_CALLS`] calls.
+//!
+//! It only records and renders; it never runs or stops anything.
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Scroll, pane_block};
+use crate::console::text::{one_line, sanitize, truncate_chars};
+use crate::event::{OutputStream, ToolSummary};
+
+pub const MAX_LINES_PER_CALL: usize = 500;
+pub const MAX_LINE_CHARS: usize = 2_000;
+pub const MAX_CALLS: usize = 200;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallStatus {
+    /// The model asked; nothing has happened yet.
+    Requested,
+    WaitingApproval,
+    Running,
+    Finished(ToolSummary),
+    Denied,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    Stdout,
+    Stderr,
+    Info,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputLine {
+    pub kind: LineKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub call_id: String,
+    pub name: String,
+    pub summary: String,
+    pub status: CallStatus,
+    pub lines: VecDeque<OutputLine>,
+    /// Lines dropped from the front to respect the bound.
+    pub dropped: usize,
+    /// The last line has no newline yet.
+    open: bool,
+}
+
+impl ToolCall {
+    fn new(call_id: &str, name: &str, summary: &str) -> Self {
+        ToolCall {
+            call_id: call_id.to_string(),
+            name: sanitize(name),
+            summary: one_line(&sanitize(summary), 300),
+            status: CallStatus::Requested,
+            lines: VecDeque::new(),
+            dropped: 0,
+            open: false,
+        }
+    }
+
+    fn push_line(&mut self, kind: LineKind, text: &str) {
+        self.lines.push_back(OutputLine {
+            kind,
+            text: truncate_chars(text, MAX_LINE_CHARS),
+        });
+        if self.lines.len() > MAX_LINES_PER_CALL {
+            self.lines.pop_front();
+            self.dropped += 1;
+        }
+    }
+
+    fn append(&mut self, kind: LineKind, text: &str) {
+        let clean = sanitize(text);
+        let parts: Vec<&str> = clean.split('\n').collect();
+        let last_index = parts.len() - 1;
+        for (i, part) in parts.into_iter().enumerate() {
+            if i == last_index && part.is_empty() {
+                // Text ended with a newline (or was empty): nothing left open.
+                if i > 0 {
+                    self.open = false;
+                }
+                break;
+            }
+            let continues = i == 0 && self.open;
+            match self.lines.back_mut() {
+                Some(line) if continues && line.kind == kind => {
+                    if line.text.chars().count() < MAX_LINE_CHARS {
+                        line.text.push_str(part);
+                        line.text = truncate_chars(&line.text, MAX_LINE_CHARS);
+                    }
+                }
+                _ => self.push_line(kind, part),
+            }
+            self.open = true;
+        }
+    }
+
+    fn spill(&self) -> &[std::path::PathBuf] {
+        match &self.status {
+            CallStatus::Finished(s) if s.truncated => &s.spill,
+            _ => &[],
+        }
+    }
+
+    fn line_count(&self) -> usize {
+        2 + self.spill().len() + usize::from(self.dropped > 0) + self.lines.len()
+    }
+
+    fn status_line(&self) -> Line<'static> {
+        let dim = Style::new().fg(Color::DarkGray);
+        let (label, style) = match &self.status {
+            CallStatus::Requested => ("requested".to_string(), dim),
+            CallStatus::WaitingApproval => (
+                "waiting approval".to_string(),
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ),
+            CallStatus::Running => ("running".to_string(), Style::new().fg(Color::Cyan)),
+            CallStatus::Denied => ("denied".to_string(), Style::new().fg(Color::Red)),
+            CallStatus::Finished(s) => finished_label(s),
+        };
+        let mut spans = vec![Span::raw("  "), Span::styled(label, style)];
+        if let CallStatus::Finished(s) = &self.status {
+            if s.truncated {
+                spans.push(Span::styled(
+                    " · truncated for model",
+                    Style::new().fg(Color::Magenta),
+                ));
+            }
+            spans.push(Span::styled(
+                format!(" · {}", format_duration(s.duration_ms)),
+                dim,
+            ));
+        }
+        Line::from(spans)
+    }
+
+    /// Lines `from..to` of this call's block.
+    fn render_lines(&self, from: usize, to: usize, width: usize, out: &mut Vec<Line<'static>>) {
+        let header = Line::from(vec![
+            Span::styled("▶ ", Style::new().fg(Color::Cyan)),
+            Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw("  "),
+            Span::raw(self.summary.clone()),
+        ]);
+        let spill = self.spill();
+        let fixed = 2 + spill.len();
+        let marker = usize::from(self.dropped > 0);
+        for i in from..to {
+            let line = match i {
+                0 => header.clone(),
+                1 => self.status_line(),
+                n if n < fixed => match spill.get(n - 2) {
+                    Some(path) => spill_line(path, width),
+                    None => continue,
+                },
+                n if n == fixed && marker == 1 => Line::styled(
+                    format!("  … {} earlier lines dropped", self.dropped),
+                    Style::new().fg(Color::DarkGray),
+                ),
+                n => match self.lines.get(n - fixed - marker) {
+                    Some(l) => output_line(l),
+                    None => continue,
+                },
+            };
+            out.push(line);
+        }
+    }
+}
+
+fn finished_label(s: &ToolSummary) -> (String, Style) {
+    let green = Style::new().fg(Color::Green);
+    let red = Style::new().fg(Color::Red);
+    match (s.ok, s.exit_code) {
+        (true, Some(0)) => ("ok exit 0".to_string(), green),
+        (true, Some(code)) => (format!("exit {code}"), Style::new().fg(Color::Yellow)),
+        (true, None) => ("ok".to_string(), green),
+        (false, _) => {
+            let why = s
+                .error
+                .as_deref()
+                .map(|e| format!("failed: {}", one_line(&sanitize(e), 200)))
+                .unwrap_or_else(|| "failed".to_string());
+            (why, red)
+        }
+    }
+}
+
+/// The spill file's path, cut from the left so its name stays visible.
+fn spill_line(path: &Path, width: usize) -> Line<'static> {
+    const LABEL: &str = "  full output: ";
+    let full = sanitize(&path.display().to_string());
+    let room = width.saturating_sub(LABEL.len() + 1).max(8);
+    let count = full.chars().count();
+    let shown = if count > room {
+        let tail: String = full.chars().skip(count - room).collect();
+        format!("…{tail}")
+    } else {
+        full
+    };
+    Line::from(vec![
+        Span::styled(LABEL, Style::new().fg(Color::DarkGray)),
+        Span::raw(shown),
+    ])
+}
+
+fn output_line(l: &OutputLine) -> Line<'static> {
+    let style = match l.kind {
+        LineKind::Stdout => Style::new(),
+        LineKind::Stderr => Style::new().fg(Color::LightRed),
+        LineKind::Info => Style::new()
+            .fg(Color::DarkGray)
+            .add_modifier(Modifier::ITALIC),
+    };
+    let gutter = match l.kind {
+        LineKind::Stderr => "! ",
+        LineKind::Info => "· ",
+        LineKind::Stdout => "  ",
+    };
+    Line::from(vec![
+        Span::styled(gutter, Style::new().fg(Color::DarkGray)),
+        Span::styled(l.text.clone(), style),
+    ])
+}
+
+/// `850ms`, `1.2s`, `2m03s`.
+pub fn format_duration(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ToolsPane {
+    calls: VecDeque<ToolCall>,
+    pub scroll: Scroll,
+}
+
+impl ToolsPane {
+    pub fn calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.calls.iter()
+    }
+
+    pub fn call(&self, call_id: &str) -> Option<&ToolCall> {
+        self.calls.iter().rev().find(|c| c.call_id == call_id)
+    }
+
+    fn call_mut(&mut self, call_id: &str) -> Option<&mut ToolCall> {
+        self.calls.iter_mut().rev().find(|c| c.call_id == call_id)
+    }
+
+    /// The call with this id, created if the request was never seen.
+    fn ensure(&mut self, call_id: &str, name: &str, summary: &str) -> &mut ToolCall {
+        if self.call(call_id).is_none() {
+            self.calls.push_back(ToolCall::new(call_id, name, summary));
+            if self.calls.len() > MAX_CALLS {
+                self.calls.pop_front();
+            }
+        }
+        let idx = self
+            .calls
+            .iter()
+            .rposition(|c| c.call_id == call_id)
+            .unwrap_or(self.calls.len().saturating_sub(1));
+        &mut self.calls[idx]
+    }
+
+    pub fn requested(&mut self, call_id: &str, name: &str, arguments: &str) {
+        self.ensure(call_id, name, arguments);
+    }
+
+    pub fn waiting_approval(&mut self, call_id: &str, tool: &str, action: &str) {
+        let call = self.ensure(call_id, tool, action);
+        call.summary = one_line(&sanitize(action), 300);
+        call.status = CallStatus::WaitingApproval;
+    }
+
+    pub fn started(&mut self, call_id: &str, name: &str, summary: &str) {
+        let call = self.ensure(call_id, name, summary);
+        call.summary = one_line(&sanitize(summary), 300);
+        call.status = CallStatus::Running;
+    }
+
+    pub fn output(&mut self, call_id: &str, stream: OutputStream, text: &str) {
+        let kind = match stream {
+            OutputStream::Stdout => LineKind::Stdout,
+            OutputStream::Stderr => LineKind::Stderr,
+        };
+        self.ensure(call_id, "?", "").append(kind, text);
+    }
+
+    pub fn info(&mut self, call_id: &str, text: &str) {
+        let call = self.ensure(call_id, "?", "");
+        call.open = false;
+        call.append(LineKind::Info, text);
+        call.open = false;
+    }
+
+    pub fn denied(&mut self, call_id: &str) {
+        if let Some(call) = self.call_mut(call_id) {
+            call.status = CallStatus::Denied;
+        }
+    }
+
+    pub fn completed(&mut self, call_id: &str, name: &str, summary: &ToolSummary) {
+        let call = self.ensure(call_id, name, "");
+        if call.status == CallStatus::Denied && !summary.ok {
+            return;
+        }
+        call.status = CallStatus::Finished(summary.clone());
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool) {
+        let mut block = pane_block("tools".into(), focused);
+        let inner = block.inner(area);
+        let height = inner.height as usize;
+        let total: usize = self.calls.iter().map(ToolCall::line_count).sum();
+        let below = self.scroll.lines_below(total, height);
+        if below > 0 {
+            block = block.title_bottom(format!(" ↓ {below} more (End) "));
+        }
+        frame.render_widget(block, area);
+        if self.calls.is_empty() {
+            let hint = Line::styled("no tool calls yet", Style::new().fg(Color::DarkGray));
+            frame.render_widget(Paragraph::new(hint), inner);
+            return;
+        }
+        let top = self.scroll.first_visible(total, height);
+        let end = top + height;
+        let mut lines = Vec::with_capacity(height);
+        let mut start = 0usize;
+        for call in &self.calls {
+            let n = call.line_count();
+            if start + n > top && start < end {
+                let from = top.saturating_sub(start);
+                let to = (end - start).min(n);
+                call.render_lines(from, to, inner.width as usize, &mut lines);
+            }
+            start += n;
+            if start >= end {
+                break;
+            }
+        }
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(p: &ToolsPane, id: &str) -> Vec<(LineKind, String)> {
+        p.call(id)
+            .map(|c| c.lines.iter().map(|l| (l.kind, l.text.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn output_chunks_join_into_lines_per_stream() {
+        let mut p = ToolsPane::default();
+        p.started("c1", "run_shell", "ls");
+        p.output("c1", OutputStream::Stdout, "a");
+        p.output("c1", OutputStream::Stdout, "b\nc\n");
+        p.output("c1", OutputStream::Stderr, "oops\n");
+        p.output("c1", OutputStream::Stdout, "\x1b[31md\te");
+        assert_eq!(
+            texts(&p, "c1"),
+            vec![
+                (LineKind::Stdout, "ab".to_string()),
+                (LineKind::Stdout, "c".to_string()),
+                (LineKind::Stderr, "oops".to_string()),
+                (LineKind::Stdout, "d   e".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_per_call_are_bounded() {
+        let mut p = ToolsPane::default();
+        let chunk: String = (0..MAX_LINES_PER_CALL + 20)
+            .map(|i| format!("{i}\n"))
+            .collect();
+        p.output("c1", OutputStream::Stdout, &chunk);
+        let call = p.call("c1").expect("call exists");
+        assert_eq!(call.lines.len(), MAX_LINES_PER_CALL);
+        assert_eq!(call.dropped, 20);
+        assert_eq!(call.lines.front().map(|l| l.text.as_str()), Some("20"));
+        p.output("c1", OutputStream::Stdout, &"x".repeat(MAX_LINE_CHARS * 2));
+        let call = p.call("c1").expect("call exists");
+        assert!(
+            call.lines
+                .back()
+                .is_some_and(|l| l.text.chars().count() <= MAX_LINE_CHARS + 1)
+        );
+    }
+
+    #[test]
+    fn denial_is_not_overwritten_by_the_failed_completion() {
+        let mut p = ToolsPane::default();
+        p.requested("c1", "run_shell", "{}");
+        p.waiting_approval("c1", "run_shell", "rm -rf /tmp/x");
+        p.denied("c1");
+        let summary = ToolSummary {
+            ok: false,
+            exit_code: None,
+            duration_ms: 0,
+            truncated: false,
+            spill: vec![],
+            error: Some("denied".into()),
+        };
+        p.completed("c1", "run_shell", &summary);
+        assert_eq!(p.call("c1").map(|c| &c.status), Some(&CallStatus::Denied));
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(format_duration(850), "850ms");
+        assert_eq!(format_duration(1_240), "1.2s");
+        assert_eq!(format_duration(123_000), "2m03s");
+    }
+}

@@ -1,0 +1,221 @@
+//! Text hygiene for the console: neutralises terminal escape sequences and
+//! control characters in agent and tool text, expands tabs, and wraps lines to
+//! a width.
+//!
+//! Every pane except the tmux mirror passes foreign text through [`sanitize`]
+//! before rendering. Pure functions: this module never touches the terminal.
+
+use std::iter::Peekable;
+use std::str::Chars;
+
+use ratatui::text::Span;
+
+/// Tab stops every this many columns.
+pub const TAB_WIDTH: usize = 4;
+
+/// Remove escape sequences (CSI, OSC, DCS and friends, 7- and 8-bit), control
+/// characters other than `\n`, and bidi overrides; expand tabs to spaces.
+pub fn sanitize(input: &str) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut col = 0usize;
+    let mut chars = input.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => {
+                out.push('\n');
+                col = 0;
+            }
+            '\t' => {
+                let n = TAB_WIDTH - col % TAB_WIDTH;
+                out.extend(std::iter::repeat_n(' ', n));
+                col += n;
+            }
+            '\u{1b}' => skip_escape(&mut chars),
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if c.is_control() || is_bidi_control(c) => {}
+            c => {
+                out.push(c);
+                col += char_width(c);
+            }
+        }
+    }
+    out
+}
+
+/// Bidirectional overrides and isolates can make text display differently
+/// from what it is (a command that reads safe but is not).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+fn skip_escape(chars: &mut Peekable<Chars<'_>>) {
+    match chars.peek().copied() {
+        Some('[') => {
+            chars.next();
+            skip_csi(chars);
+        }
+        Some(']' | 'P' | 'X' | '^' | '_') => {
+            chars.next();
+            skip_string(chars);
+        }
+        Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
+            // nF sequence: intermediates then one final byte.
+            while chars
+                .next_if(|c| ('\u{20}'..='\u{2f}').contains(c))
+                .is_some()
+            {}
+            chars.next_if(|c| ('\u{30}'..='\u{7e}').contains(c));
+        }
+        Some(c) if ('\u{30}'..='\u{7e}').contains(&c) => {
+            chars.next();
+        }
+        _ => {}
+    }
+}
+
+fn skip_csi(chars: &mut Peekable<Chars<'_>>) {
+    while let Some(&c) = chars.peek() {
+        if ('\u{20}'..='\u{3f}').contains(&c) {
+            chars.next();
+        } else {
+            if ('\u{40}'..='\u{7e}').contains(&c) {
+                chars.next();
+            }
+            return;
+        }
+    }
+}
+
+fn skip_string(chars: &mut Peekable<Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => return,
+            '\u{1b}' => {
+                chars.next_if_eq(&'\\');
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Display width of one character (0 for combining marks).
+pub fn char_width(c: char) -> usize {
+    let mut buf = [0u8; 4];
+    Span::raw(&*c.encode_utf8(&mut buf)).width()
+}
+
+/// Display width of a string.
+pub fn str_width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+/// Wrap already-sanitized text to `width` columns: greedy on word boundaries,
+/// breaking words longer than a line. Always returns at least one line.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        wrap_line(line, width, &mut out);
+    }
+    out
+}
+
+fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
+    let mut cur = String::new();
+    let mut cur_w = 0usize;
+    for word in line.split_inclusive(' ') {
+        let w = str_width(word);
+        if cur_w + w <= width {
+            cur.push_str(word);
+            cur_w += w;
+            continue;
+        }
+        let trimmed = word.trim_end_matches(' ');
+        if cur_w + str_width(trimmed) <= width {
+            cur.push_str(trimmed);
+            out.push(std::mem::take(&mut cur));
+            cur_w = 0;
+            continue;
+        }
+        if !cur.is_empty() {
+            out.push(cur.trim_end_matches(' ').to_string());
+            cur.clear();
+            cur_w = 0;
+        }
+        for c in word.chars() {
+            let cw = char_width(c);
+            if cur_w + cw > width && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+                cur_w = 0;
+            }
+            cur.push(c);
+            cur_w += cw;
+        }
+    }
+    out.push(cur);
+}
+
+/// Cut a string to at most `max` characters, marking the cut with `…`.
+pub fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The first line of `s`, cut to `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
+    let first = s.lines().next().unwrap_or("");
+    let cut = truncate_chars(first, max);
+    if s.trim_end().contains('\n') && !cut.ends_with('…') {
+        format!("{cut} …")
+    } else {
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_escape_sequences_and_controls() {
+        assert_eq!(sanitize("\x1b[31mred\x1b[0m"), "red");
+        assert_eq!(sanitize("a\x1b]0;title\x07b"), "ab");
+        assert_eq!(
+            sanitize("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b"),
+            "alinkb"
+        );
+        assert_eq!(sanitize("x\x1b(By"), "xy");
+        assert_eq!(sanitize("x\x1bcy"), "xy");
+        assert_eq!(sanitize("one\r\ntwo\x07\x08"), "one\ntwo");
+        assert_eq!(sanitize("a\u{9b}2Jb"), "ab");
+        assert_eq!(sanitize("safe\u{202e}txt.exe"), "safetxt.exe");
+        assert_eq!(sanitize("trailing\x1b"), "trailing");
+    }
+
+    #[test]
+    fn expands_tabs_to_stops() {
+        assert_eq!(sanitize("a\tb"), "a   b");
+        assert_eq!(sanitize("abcd\tb"), "abcd    b");
+        assert_eq!(sanitize("x\n\ty"), "x\n    y");
+    }
+
+    #[test]
+    fn wraps_on_words_and_breaks_long_words() {
+        assert_eq!(wrap("hello world foo", 11), ["hello world", "foo"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("a\n\nb", 10), ["a", "", "b"]);
+        assert_eq!(wrap("", 10), [""]);
+        assert_eq!(wrap("x", 0), ["x"]);
+    }
+
+    #[test]
+    fn one_line_marks_cuts() {
+        assert_eq!(one_line("abc", 10), "abc");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("ab\ncd", 10), "ab …");
+    }
+}
