@@ -73,6 +73,21 @@ pub struct AgentSettings {
     pub system_prompt: Option<String>,
     /// Most model rounds one turn may take before it is stopped.
     pub max_rounds: u32,
+    /// How gated tool calls are decided when the console starts.
+    pub approval: ApprovalMode,
+}
+
+/// The approval policy at start-up (the console can change it later).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Ask for every gated call.
+    #[default]
+    Ask,
+    /// Approve calls vigil itself rates low risk; ask for the rest.
+    AutoLow,
+    /// Approve everything (same as --auto-approve).
+    ApproveAll,
 }
 
 impl Default for AgentSettings {
@@ -81,6 +96,7 @@ impl Default for AgentSettings {
             name: "vigil".into(),
             system_prompt: None,
             max_rounds: 40,
+            approval: ApprovalMode::Ask,
         }
     }
 }

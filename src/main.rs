@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use vigil::agent::approval::Policy;
-use vigil::config::{Config, Overrides};
+use vigil::config::{ApprovalMode, Config, Overrides};
 use vigil::headless::exit;
 use vigil::{app, console, headless, toolcmd};
 
@@ -137,8 +137,14 @@ async fn run(cli: Cli, config: Config) -> i32 {
 async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
     let policy = if auto_approve {
         Policy::ApproveAll
+    } else if demo {
+        Policy::AutoApproveLow
     } else {
-        Policy::Ask
+        match config.agent.approval {
+            ApprovalMode::Ask => Policy::Ask,
+            ApprovalMode::AutoLow => Policy::AutoApproveLow,
+            ApprovalMode::ApproveAll => Policy::ApproveAll,
+        }
     };
     let running = match app::start_agent(config, demo, policy).await {
         Ok(r) => r,

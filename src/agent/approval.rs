@@ -14,13 +14,17 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::event::AgentEvent;
-use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, GateInfo};
+use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, GateInfo, Risk};
+use crate::tools::risk::assess_command;
 
 /// How gated calls are decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Policy {
     /// Ask the operator for every call.
     Ask,
+    /// Approve calls that vigil itself estimates low risk (and the model
+    /// does not label higher or as escalating); ask for the rest.
+    AutoApproveLow,
     /// Approve every call without asking (`--auto-approve`).
     ApproveAll,
     /// Deny every call without asking, with this reason for the model.
@@ -89,6 +93,7 @@ impl Approver for ApprovalBroker {
             tool: tool.to_string(),
             target: self.target.clone(),
             gate: gate.clone(),
+            estimate: estimate(tool, gate),
         };
         let key = (tool.to_string(), gate.action.clone());
         let automatic = if lock(&self.standing).contains(&key) {
@@ -96,6 +101,8 @@ impl Approver for ApprovalBroker {
         } else {
             match &*lock(&self.policy) {
                 Policy::Ask => None,
+                Policy::AutoApproveLow if is_low(&request) => Some(ApprovalDecision::ApproveOnce),
+                Policy::AutoApproveLow => None,
                 Policy::ApproveAll => Some(ApprovalDecision::ApproveOnce),
                 Policy::DenyAll(reason) => Some(ApprovalDecision::DenyWithReason(reason.clone())),
             }
@@ -121,6 +128,26 @@ impl Approver for ApprovalBroker {
         self.announce(id, &decision);
         decision
     }
+}
+
+/// vigil's own estimate for a gated call: commands are assessed from their
+/// text; anything else that needs approval counts as medium.
+fn estimate(tool: &str, gate: &GateInfo) -> Risk {
+    let own = if tool == "run_shell" || gate.editable_field.as_deref() == Some("command") {
+        assess_command(&gate.action)
+    } else {
+        Risk::Medium
+    };
+    if gate.privesc == Some(true) {
+        return Risk::High;
+    }
+    own
+}
+
+fn is_low(request: &ApprovalRequest) -> bool {
+    request.estimate == Risk::Low
+        && request.gate.model_risk.is_none_or(|r| r == Risk::Low)
+        && request.gate.privesc != Some(true)
 }
 
 struct PendingGuard<'a> {

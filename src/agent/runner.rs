@@ -22,7 +22,7 @@ use super::types::{ChatMessage, Role};
 use crate::event::{
     AgentCommand, AgentEvent, MirrorTarget, OutputStream, ToolSummary, TurnOutcome,
 };
-use crate::tools::{ToolContext, ToolRegistry, ToolStream};
+use crate::tools::{ApprovalDecision, ToolContext, ToolRegistry, ToolStream};
 
 /// The system prompt used when the config gives none.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an assistant that operates a real machine \
@@ -246,13 +246,20 @@ async fn run_call(shared: &Arc<Shared>, call_id: &str, name: &str, arguments: &s
     let events = shared.events.clone();
     let id = call_id.to_string();
     let tool_name = name.to_string();
+    // Duration counts from the moment the tool starts, not from the request
+    // (an approval may wait for minutes).
+    let started: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let started_in_sink = started.clone();
     let sink = Arc::new(move |ev: ToolStream| {
         let event = match ev {
-            ToolStream::Started { summary } => AgentEvent::ToolStarted {
-                call_id: id.clone(),
-                name: tool_name.clone(),
-                summary,
-            },
+            ToolStream::Started { summary } => {
+                *lock(&started_in_sink) = Some(Instant::now());
+                AgentEvent::ToolStarted {
+                    call_id: id.clone(),
+                    name: tool_name.clone(),
+                    summary,
+                }
+            }
             ToolStream::Stdout(text) => AgentEvent::ToolOutput {
                 call_id: id.clone(),
                 stream: OutputStream::Stdout,
@@ -275,16 +282,18 @@ async fn run_call(shared: &Arc<Shared>, call_id: &str, name: &str, arguments: &s
     if let Some(dir) = &shared.spill_dir {
         ctx = ctx.with_spill_dir(dir.clone());
     }
-    let started = Instant::now();
     let run = shared
         .registry
         .execute_with_context(name, arguments, &ctx)
         .await;
+    let duration_ms = lock(&started)
+        .map(|t| t.elapsed().as_millis() as u64)
+        .unwrap_or(0);
     let output = run.output.as_ref();
-    let error = if run.denied() {
-        Some(run.model_text.clone())
-    } else {
-        run.error.as_ref().map(|e| e.to_string())
+    let error = match &run.decision {
+        Some(ApprovalDecision::Deny) => Some("denied by the operator".to_string()),
+        Some(ApprovalDecision::DenyWithReason(reason)) => Some(format!("denied: {reason}")),
+        _ => run.error.as_ref().map(|e| e.to_string()),
     };
     shared.emit(AgentEvent::ToolCompleted {
         call_id: call_id.to_string(),
@@ -292,7 +301,7 @@ async fn run_call(shared: &Arc<Shared>, call_id: &str, name: &str, arguments: &s
         summary: ToolSummary {
             ok: run.ok(),
             exit_code: output.and_then(|o| o.exit_code),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms,
             truncated: output.is_some_and(|o| o.truncated),
             spill: output.map(|o| o.spill.clone()).unwrap_or_default(),
             error,

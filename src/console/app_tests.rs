@@ -30,6 +30,7 @@ pub(crate) fn request(id: u64, call_id: &str, action: &str) -> ApprovalRequest {
             why: Some("free disk space".into()),
             editable_field: Some("command".into()),
         },
+        estimate: Risk::Medium,
     }
 }
 

@@ -59,6 +59,9 @@ pub struct ApprovalRequest {
     /// Where it will run (local, tmux session, ssh host, container).
     pub target: String,
     pub gate: GateInfo,
+    /// vigil's own risk estimate, computed from the action (never the
+    /// model's label).
+    pub estimate: Risk,
 }
 
 /// The operator's answer.

@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod files;
 pub mod gate;
 pub mod registry;
+pub mod risk;
 pub mod shell;
 pub mod time;
 pub mod truncate;

@@ -208,7 +208,9 @@ fn detail_lines(p: &Pending, width: usize) -> Vec<Vec<Line<'static>>> {
 
     let dim = Style::new().fg(Color::DarkGray);
     let risk = vec![
-        Span::styled("  model says: risk ", dim),
+        Span::styled("  vigil: ", dim),
+        risk_span(Some(p.request.estimate)),
+        Span::styled(" · model: ", dim),
         risk_span(gate.model_risk),
     ];
     let flags = vec![
@@ -285,6 +287,7 @@ mod tests {
                 why: Some("clean up".into()),
                 editable_field: Some("command".into()),
             },
+            estimate: Risk::High,
         }
     }
 
