@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::gate::GateInfo;
 use super::truncate::{self, Keep};
-use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
+use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::ExecutionContext;
 
 /// Chars of a file the model sees.
@@ -97,9 +97,6 @@ impl Tool for ReadFile {
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
-        ctx.emit(ToolStream::Started {
-            summary: format!("read {path}"),
-        });
         let bytes = self
             .ctx
             .read_file(path)
@@ -192,9 +189,6 @@ impl Tool for WriteFile {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
         let content = required_str(&v, "content")?;
-        ctx.emit(ToolStream::Started {
-            summary: format!("write {path} ({} bytes)", content.len()),
-        });
         let n = self
             .ctx
             .write_file(path, content.as_bytes())

@@ -329,9 +329,6 @@ impl Tool for RunShell {
                 "refused: the command matches the denylist entry `{entry}`; this command is not allowed on this target"
             )));
         }
-        ctx.emit(ToolStream::Started {
-            summary: args.command.clone(),
-        });
         let on_output: Option<OutputFn> = ctx.sink().cloned().map(|sink| {
             let f: OutputFn = Arc::new(move |which, text: &str| {
                 sink(match which {
