@@ -11,7 +11,9 @@ use vigil::tools::gate::FixedApprover;
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
 use vigil::tools::truncate::Keep;
-use vigil::tools::{ApprovalDecision, Tool, ToolContext, ToolError, ToolRegistry, ToolStream};
+use vigil::tools::{
+    ApprovalDecision, FailureClass, Tool, ToolContext, ToolError, ToolRegistry, ToolStream,
+};
 
 fn shell(config: ShellConfig) -> RunShell {
     RunShell::new(ExecutionContext::local(), config)
@@ -61,10 +63,17 @@ async fn result_has_exit_code_and_both_streams() {
 #[tokio::test]
 async fn output_is_streamed_to_the_sink_while_running() {
     let (events, ctx) = recording_ctx();
-    shell(quiet())
-        .execute(&args("echo a; sleep 1; echo b >&2").to_string(), &ctx)
-        .await
-        .unwrap();
+    let mut reg = ToolRegistry::new();
+    reg.register(shell(quiet()));
+    // The registry (not the tool) reports Started, after the approval gate.
+    let run = reg
+        .execute_with_context(
+            "run_shell",
+            &args("echo a; sleep 1; echo b >&2").to_string(),
+            &ctx,
+        )
+        .await;
+    assert!(run.ok(), "{}", run.model_text);
     let done = Instant::now();
     let events = events.lock().unwrap();
     assert!(matches!(
@@ -143,8 +152,9 @@ async fn timeouts_kill_and_report_partial_output() {
         .await
         .unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(5));
-    let ToolError::ExecutionFailed(msg) = e else {
-        panic!("expected execution failure, got {e:?}");
+    assert_eq!(e.class(), FailureClass::Timeout);
+    let ToolError::Failed { message: msg, .. } = e else {
+        panic!("expected a classified failure, got {e:?}");
     };
     assert!(msg.starts_with("command timed out after 0.500s"), "{msg}");
     assert!(
@@ -174,10 +184,8 @@ async fn denylisted_commands_never_run() {
         .execute(&args(&cmd).to_string(), &ToolContext::default())
         .await
         .unwrap_err();
-    assert!(
-        matches!(&e, ToolError::ExecutionFailed(m) if m.contains("`shutdown`")),
-        "{e}"
-    );
+    assert_eq!(e.class(), FailureClass::PermissionDenied);
+    assert!(e.to_string().contains("`shutdown`"), "{e}");
     assert!(!marker.exists());
 }
 

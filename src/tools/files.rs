@@ -41,7 +41,7 @@ directories (run_shell with ls); inspecting binary files (run_shell with file, x
 Disambiguation: read_file returns the file exactly, without shell quoting concerns; run_shell \
 `cat` would mix the content with command output handling and risk approval prompts.
 
-Example: {\"path\": \"/etc/hostname\"}";
+Example: {\"path\": \"/var/log/nginx/error.log\"}";
 
 const WRITE_DESCRIPTION: &str = "Write text to a file on the execution target, creating it if \
 needed and replacing it entirely if it exists. The parent directory must already exist. Returns \
@@ -89,7 +89,8 @@ impl Tool for ReadFile {
                     }
                 },
                 "required": ["path"],
-                "additionalProperties": false
+                "additionalProperties": false,
+                "examples": [{"path": "/var/log/nginx/error.log"}]
             }),
         )
     }
@@ -97,11 +98,7 @@ impl Tool for ReadFile {
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
-        let bytes = self
-            .ctx
-            .read_file(path)
-            .await
-            .map_err(|e| ToolError::ExecutionFailed(e.to_string()))?;
+        let bytes = self.ctx.read_file(path).await.map_err(ToolError::from)?;
         let Ok(text) = std::str::from_utf8(&bytes) else {
             return Ok(ToolOutput::text(format!(
                 "{path} is not a UTF-8 text file ({} bytes); it looks binary. Use run_shell with \
@@ -121,6 +118,7 @@ impl Tool for ReadFile {
             result: Value::String(cut.text),
             exit_code: None,
             spill: spill.into_iter().collect(),
+            timeline: Some(format!("read {path} ({} bytes)", bytes.len())),
         })
     }
 }
@@ -160,11 +158,13 @@ impl Tool for WriteFile {
                     },
                     "content": {
                         "type": "string",
-                        "description": "The complete new content of the file."
+                        "description": "The complete new content of the file (may be empty).",
+                        "minLength": 0
                     }
                 },
                 "required": ["path", "content"],
-                "additionalProperties": false
+                "additionalProperties": false,
+                "examples": [{"path": "/tmp/notes.txt", "content": "disk check done\n"}]
             }),
         )
     }
@@ -185,7 +185,7 @@ impl Tool for WriteFile {
         })
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
         let content = required_str(&v, "content")?;
@@ -193,7 +193,7 @@ impl Tool for WriteFile {
             .ctx
             .write_file(path, content.as_bytes())
             .await
-            .map_err(|e| ToolError::ExecutionFailed(e.to_string()))?;
+            .map_err(ToolError::from)?;
         Ok(ToolOutput::text(format!("Wrote {n} bytes to {path}")))
     }
 }
@@ -257,7 +257,8 @@ mod tests {
             .execute(r#"{"path":"/nonexistent/vigil"}"#, &ToolContext::default())
             .await
             .unwrap_err();
-        assert!(matches!(e, ToolError::ExecutionFailed(ref m) if m.contains("no such file")));
+        assert_eq!(e.class(), crate::tools::FailureClass::NotFound);
+        assert!(e.to_string().contains("no such file"), "{e}");
         for bad in [r#"{}"#, r#"{"path":""}"#, r#"{"path":3}"#, "nope"] {
             let e = t.execute(bad, &ToolContext::default()).await.unwrap_err();
             assert!(matches!(e, ToolError::InvalidArguments(_)), "{bad}");
