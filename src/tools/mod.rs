@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod failure;
 pub mod files;
 pub mod gate;
+pub mod paths;
 pub mod registry;
 pub mod shell;
 pub mod time;
