@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use vigil::exec::ExecutionContext;
 use vigil::tools::ToolDefinition;
 use vigil::tools::ToolRegistry;
+use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::files::{ReadFile, WriteFile};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
@@ -20,6 +21,7 @@ fn all_tools() -> ToolRegistry {
     r.register(ReadFile::new(ctx.clone()));
     r.register(WriteFile::new(ctx.clone(), true));
     r.register(TimeTool::new());
+    r.register(Edit::new(ctx.clone(), EditConfig::default()));
     r
 }
 
@@ -56,6 +58,14 @@ fn write_file_validation_message() {
 #[test]
 fn time_validation_message() {
     insta::assert_snapshot!(message("time", json!({"format": "weekly"})));
+}
+
+#[test]
+fn edit_validation_message() {
+    insta::assert_snapshot!(message(
+        "edit",
+        json!({"command": "replace", "path": "/srv/x", "insert_line": 2.5, "view_range": [1, "end"]})
+    ));
 }
 
 #[test]
@@ -122,6 +132,7 @@ fn required_fields_are_in_the_schemas() {
     assert_eq!(required("read_file"), ["path"]);
     assert_eq!(required("write_file"), ["path", "content"]);
     assert!(required("time").is_empty());
+    assert_eq!(required("edit"), ["command", "path"]);
     // The registry names every tool it holds.
     let names = all_tools().names();
     for d in all_tools().definitions() {

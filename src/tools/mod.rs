@@ -5,6 +5,7 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
+pub mod edit;
 pub mod envelope;
 pub mod failure;
 pub mod files;
