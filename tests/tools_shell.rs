@@ -11,7 +11,9 @@ use vigil::tools::gate::FixedApprover;
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
 use vigil::tools::truncate::Keep;
-use vigil::tools::{ApprovalDecision, Tool, ToolContext, ToolError, ToolRegistry, ToolStream};
+use vigil::tools::{
+    ApprovalDecision, FailureClass, Tool, ToolContext, ToolError, ToolRegistry, ToolStream,
+};
 
 fn shell(config: ShellConfig) -> RunShell {
     RunShell::new(ExecutionContext::local(), config)
@@ -61,14 +63,23 @@ async fn result_has_exit_code_and_both_streams() {
 #[tokio::test]
 async fn output_is_streamed_to_the_sink_while_running() {
     let (events, ctx) = recording_ctx();
-    shell(quiet())
-        .execute(&args("echo a; sleep 1; echo b >&2").to_string(), &ctx)
-        .await
-        .unwrap();
+    let mut reg = ToolRegistry::new();
+    reg.register(shell(quiet()));
+    // The registry (not the tool) reports Started, after the approval gate.
+    let run = reg
+        .execute_with_context(
+            "run_shell",
+            &args("echo a; sleep 1; echo b >&2").to_string(),
+            &ctx,
+        )
+        .await;
+    assert!(run.ok(), "{}", run.model_text);
     let done = Instant::now();
     let events = events.lock().unwrap();
-    // Started is the registry's to emit; the tool streams output only.
-    let (first, at) = &events[0];
+    assert!(
+        matches!(&events[0].0, ToolStream::Started { summary } if summary.starts_with("echo a"))
+    );
+    let (first, at) = &events[1];
     assert_eq!(first, &ToolStream::Stdout("a\n".into()));
     assert!(done - *at >= Duration::from_millis(700));
     assert!(
@@ -140,8 +151,9 @@ async fn timeouts_kill_and_report_partial_output() {
         .await
         .unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(5));
-    let ToolError::ExecutionFailed(msg) = e else {
-        panic!("expected execution failure, got {e:?}");
+    assert_eq!(e.class(), FailureClass::Timeout);
+    let ToolError::Failed { message: msg, .. } = e else {
+        panic!("expected a classified failure, got {e:?}");
     };
     assert!(msg.starts_with("command timed out after 0.500s"), "{msg}");
     assert!(
@@ -171,10 +183,8 @@ async fn denylisted_commands_never_run() {
         .execute(&args(&cmd).to_string(), &ToolContext::default())
         .await
         .unwrap_err();
-    assert!(
-        matches!(&e, ToolError::ExecutionFailed(m) if m.contains("`shutdown`")),
-        "{e}"
-    );
+    assert_eq!(e.class(), FailureClass::PermissionDenied);
+    assert!(e.to_string().contains("`shutdown`"), "{e}");
     assert!(!marker.exists());
 }
 

@@ -55,12 +55,35 @@ impl<T: Transport> CommandBackend<T> {
             }
             Err(e) => return Err(e),
         };
-        if out.exit_code != Some(0) {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(ExecError::Io(format!(
-                "cannot {verb} {path}: {}",
-                remote_reason(&stderr, verb)
-            )));
+        let missing = if verb == "write" {
+            "no such file or directory (does the parent directory exist?)"
+        } else {
+            "no such file or directory"
+        };
+        match out.exit_code {
+            Some(0) => {}
+            Some(21) => {
+                return Err(ExecError::Io(format!(
+                    "cannot {verb} {path}: is a directory"
+                )));
+            }
+            Some(66) => {
+                return Err(ExecError::NotFound(format!(
+                    "cannot {verb} {path}: {missing}"
+                )));
+            }
+            Some(77) => {
+                return Err(ExecError::PermissionDenied(format!(
+                    "cannot {verb} {path}: permission denied"
+                )));
+            }
+            _ => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                return Err(ExecError::Io(format!(
+                    "cannot {verb} {path}: {}",
+                    remote_reason(&stderr, verb)
+                )));
+            }
         }
         Ok(out)
     }
@@ -78,6 +101,17 @@ fn local_reason(e: &std::io::Error, verb: &str) -> String {
         ErrorKind::IsADirectory => "is a directory".into(),
         ErrorKind::NotADirectory => "a component of the path is not a directory".into(),
         _ => e.to_string(),
+    }
+}
+
+/// A structured error from an I/O error on this machine.
+fn local_error(e: &std::io::Error, verb: &str, path: &str) -> ExecError {
+    use std::io::ErrorKind;
+    let msg = format!("cannot {verb} {path}: {}", local_reason(e, verb));
+    match e.kind() {
+        ErrorKind::NotFound => ExecError::NotFound(msg),
+        ErrorKind::PermissionDenied => ExecError::PermissionDenied(msg),
+        _ => ExecError::Io(msg),
     }
 }
 
@@ -109,6 +143,31 @@ impl<T: Transport> Backend for CommandBackend<T> {
         self.transport.label()
     }
 
+    fn is_local(&self) -> bool {
+        self.transport.is_local()
+    }
+
+    async fn path_kind(&self, path: &str) -> Result<super::PathKind, ExecError> {
+        if !self.transport.is_local() {
+            return super::shell_path_kind(self, path).await;
+        }
+        match tokio::fs::metadata(path).await {
+            Ok(m) if m.is_dir() => Ok(super::PathKind::Dir),
+            Ok(_) => Ok(super::PathKind::File),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(super::PathKind::Missing),
+            Err(e) => Err(local_error(&e, "inspect", path)),
+        }
+    }
+
+    async fn remove_file(&self, path: &str) -> Result<(), ExecError> {
+        if !self.transport.is_local() {
+            return super::shell_remove_file(self, path).await;
+        }
+        tokio::fs::remove_file(path)
+            .await
+            .map_err(|e| local_error(&e, "remove", path))
+    }
+
     async fn run(
         &self,
         req: RunRequest,
@@ -128,11 +187,17 @@ impl<T: Transport> Backend for CommandBackend<T> {
             ));
         }
         if self.transport.is_local() {
-            return tokio::fs::read(path).await.map_err(|e| {
-                ExecError::Io(format!("cannot read {path}: {}", local_reason(&e, "read")))
-            });
+            return tokio::fs::read(path)
+                .await
+                .map_err(|e| local_error(&e, "read", path));
         }
-        let script = format!("cat -- {}", sh_quote(path));
+        // Exit codes name the failure structurally (66 missing, 77 refused,
+        // 21 a directory); other failures keep cat's own words.
+        let q = sh_quote(path);
+        let script = format!(
+            "if [ -d {q} ]; then exit 21; elif [ ! -e {q} ]; then exit 66; \
+             elif [ ! -r {q} ]; then exit 77; fi; exec cat -- {q}"
+        );
         Ok(self.file_command(&script, None, "read", path).await?.stdout)
     }
 
@@ -143,15 +208,17 @@ impl<T: Transport> Backend for CommandBackend<T> {
             ));
         }
         if self.transport.is_local() {
-            tokio::fs::write(path, content).await.map_err(|e| {
-                ExecError::Io(format!(
-                    "cannot write {path}: {}",
-                    local_reason(&e, "write")
-                ))
-            })?;
+            tokio::fs::write(path, content)
+                .await
+                .map_err(|e| local_error(&e, "write", path))?;
             return Ok(content.len() as u64);
         }
-        let script = format!("cat > {}", sh_quote(path));
+        let q = sh_quote(path);
+        let script = format!(
+            "if [ -d {q} ]; then exit 21; fi; d=$(dirname -- {q}); \
+             if [ ! -d \"$d\" ]; then exit 66; fi; \
+             if [ -e {q} ] && [ ! -w {q} ]; then exit 77; fi; exec cat > {q}"
+        );
         self.file_command(&script, Some(content.to_vec()), "write", path)
             .await?;
         Ok(content.len() as u64)

@@ -75,6 +75,12 @@ pub enum ExecError {
     Spawn { program: String, message: String },
     #[error("{0}")]
     Io(String),
+    /// The file or directory does not exist (message names the path).
+    #[error("{0}")]
+    NotFound(String),
+    /// The target refused access (message names the path).
+    #[error("{0}")]
+    PermissionDenied(String),
     #[error("not supported on this target: {0}")]
     NotSupported(String),
     #[error("{0}")]
@@ -125,6 +131,125 @@ pub trait Backend: Send + Sync {
 
     /// Create or overwrite a file; returns the number of bytes written.
     async fn write_file(&self, path: &str, content: &[u8]) -> Result<u64, ExecError>;
+
+    /// True when the target's filesystem is this machine's (paths can be
+    /// canonicalised here).
+    fn is_local(&self) -> bool {
+        false
+    }
+
+    /// What is at `path`. The default asks the target's shell with `test`.
+    async fn path_kind(&self, path: &str) -> Result<PathKind, ExecError> {
+        shell_path_kind(self, path).await
+    }
+
+    /// Remove one file (not a directory). The default runs `rm -f --`.
+    async fn remove_file(&self, path: &str) -> Result<(), ExecError> {
+        shell_remove_file(self, path).await
+    }
+
+    /// Non-hidden entries under directory `path`, up to `depth` levels,
+    /// sorted; directories end in `/`. The default runs `find`.
+    async fn list_dir(&self, path: &str, depth: u32) -> Result<Vec<String>, ExecError> {
+        shell_list_dir(self, path, depth).await
+    }
+}
+
+/// What is at `path`, asked of the target's shell with `test` (the
+/// [`Backend::path_kind`] fallback, usable by any backend).
+pub async fn shell_path_kind<B: Backend + ?Sized>(
+    b: &B,
+    path: &str,
+) -> Result<PathKind, ExecError> {
+    let q = transport::sh_quote(path);
+    let script = format!(
+        "if [ -d {q} ]; then echo dir; elif [ -e {q} ]; then echo file; else echo none; fi"
+    );
+    let out = b
+        .run(
+            RunRequest {
+                command: script,
+                timeout: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+            None,
+        )
+        .await?;
+    match String::from_utf8_lossy(&out.stdout).trim() {
+        "dir" => Ok(PathKind::Dir),
+        "file" => Ok(PathKind::File),
+        "none" => Ok(PathKind::Missing),
+        other => Err(ExecError::Failed(format!(
+            "cannot inspect {path}: unexpected answer {other:?}"
+        ))),
+    }
+}
+
+/// Remove one file (not a directory). The default runs `rm -f --`.
+pub async fn shell_remove_file<B: Backend + ?Sized>(b: &B, path: &str) -> Result<(), ExecError> {
+    let script = format!("rm -f -- {}", transport::sh_quote(path));
+    let out = b
+        .run(
+            RunRequest {
+                command: script,
+                timeout: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+            None,
+        )
+        .await?;
+    if out.exit_code == Some(0) {
+        Ok(())
+    } else {
+        Err(ExecError::Failed(format!(
+            "cannot remove {path}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// Non-hidden entries under directory `path`, up to `depth` levels,
+/// sorted; directories end in `/`. The default runs `find`.
+pub async fn shell_list_dir<B: Backend + ?Sized>(
+    b: &B,
+    path: &str,
+    depth: u32,
+) -> Result<Vec<String>, ExecError> {
+    let q = transport::sh_quote(path);
+    let script = format!(
+        "cd {q} && find . -mindepth 1 -maxdepth {depth} ! -path '*/.*' \\( -type d -exec printf '%s/\\n' {{}} + -o -print \\)"
+    );
+    let out = b
+        .run(
+            RunRequest {
+                command: script,
+                timeout: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+            None,
+        )
+        .await?;
+    if out.exit_code != Some(0) {
+        return Err(ExecError::Failed(format!(
+            "cannot list {path}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let mut entries: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("./"))
+        .map(str::to_string)
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+/// What a path names on the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    File,
+    Dir,
+    Missing,
 }
 
 /// The handle every tool holds: a shared backend.

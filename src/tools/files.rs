@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::gate::GateInfo;
+use super::paths::PathPolicy;
 use super::truncate::{self, Keep};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::ExecutionContext;
@@ -31,7 +32,8 @@ fn required_str<'a>(v: &'a Value, name: &str) -> Result<&'a str, ToolError> {
 const READ_DESCRIPTION: &str = "Read a text file on the execution target and return its content. \
 Files longer than 8000 characters are cut (the beginning is kept) and the full text is saved to a \
 file named in the result. Binary (non-UTF-8) files are not returned; the result says so and gives \
-the size.
+the size. Sensitive places (/etc, /boot, .ssh, .aws, .gnupg, /proc/*/environ) and paths outside \
+the operator's allowed roots are refused; symlinks are resolved before that check.
 
 When to use: looking at a config file, script, log or any text file whose path you know.
 
@@ -41,7 +43,7 @@ directories (run_shell with ls); inspecting binary files (run_shell with file, x
 Disambiguation: read_file returns the file exactly, without shell quoting concerns; run_shell \
 `cat` would mix the content with command output handling and risk approval prompts.
 
-Example: {\"path\": \"/etc/hostname\"}";
+Example: {\"path\": \"/var/log/nginx/error.log\"}";
 
 const WRITE_DESCRIPTION: &str = "Write text to a file on the execution target, creating it if \
 needed and replacing it entirely if it exists. The parent directory must already exist. Returns \
@@ -62,11 +64,21 @@ Example: {\"path\": \"/tmp/notes.txt\", \"content\": \"disk check done\\n\"}";
 /// The `read_file` tool.
 pub struct ReadFile {
     ctx: ExecutionContext,
+    paths: PathPolicy,
 }
 
 impl ReadFile {
+    /// With the default [`PathPolicy`] (sensitive places refused).
     pub fn new(ctx: ExecutionContext) -> Self {
-        ReadFile { ctx }
+        ReadFile {
+            ctx,
+            paths: PathPolicy::default(),
+        }
+    }
+
+    pub fn with_paths(mut self, paths: PathPolicy) -> Self {
+        self.paths = paths;
+        self
     }
 }
 
@@ -89,25 +101,28 @@ impl Tool for ReadFile {
                     }
                 },
                 "required": ["path"],
-                "additionalProperties": false
+                "additionalProperties": false,
+                "examples": [{"path": "/var/log/nginx/error.log"}]
             }),
         )
+    }
+
+    fn summary(&self, args: &Value) -> Option<String> {
+        Some(format!("read {}", args["path"].as_str()?))
     }
 
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
-        let bytes = self
-            .ctx
-            .read_file(path)
-            .await
-            .map_err(|e| ToolError::ExecutionFailed(e.to_string()))?;
+        let real = self.paths.check(path, self.ctx.is_local())?;
+        let bytes = self.ctx.read_file(&real).await.map_err(ToolError::from)?;
         let Ok(text) = std::str::from_utf8(&bytes) else {
             return Ok(ToolOutput::text(format!(
                 "{path} is not a UTF-8 text file ({} bytes); it looks binary. Use run_shell with \
                  `file`, `xxd` or `strings` to inspect it.",
                 bytes.len()
-            )));
+            ))
+            .with_timeline(format!("read {path} ({} bytes, binary)", bytes.len())));
         };
         let (cut, spill) = truncate::cut_with_spill(
             text,
@@ -121,6 +136,7 @@ impl Tool for ReadFile {
             result: Value::String(cut.text),
             exit_code: None,
             spill: spill.into_iter().collect(),
+            timeline: Some(format!("read {path} ({} bytes)", bytes.len())),
         })
     }
 }
@@ -129,6 +145,7 @@ impl Tool for ReadFile {
 pub struct WriteFile {
     ctx: ExecutionContext,
     confirm_writes: bool,
+    paths: PathPolicy,
 }
 
 impl WriteFile {
@@ -137,7 +154,13 @@ impl WriteFile {
         WriteFile {
             ctx,
             confirm_writes,
+            paths: PathPolicy::default(),
         }
+    }
+
+    pub fn with_paths(mut self, paths: PathPolicy) -> Self {
+        self.paths = paths;
+        self
     }
 }
 
@@ -160,11 +183,13 @@ impl Tool for WriteFile {
                     },
                     "content": {
                         "type": "string",
-                        "description": "The complete new content of the file."
+                        "description": "The complete new content of the file (may be empty).",
+                        "minLength": 0
                     }
                 },
                 "required": ["path", "content"],
-                "additionalProperties": false
+                "additionalProperties": false,
+                "examples": [{"path": "/tmp/notes.txt", "content": "disk check done\n"}]
             }),
         )
     }
@@ -185,16 +210,23 @@ impl Tool for WriteFile {
         })
     }
 
+    fn summary(&self, args: &Value) -> Option<String> {
+        let n = args["content"].as_str().map(str::len).unwrap_or(0);
+        Some(format!("write {} ({n} bytes)", args["path"].as_str()?))
+    }
+
     async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
         let content = required_str(&v, "content")?;
+        let real = self.paths.check(path, self.ctx.is_local())?;
         let n = self
             .ctx
-            .write_file(path, content.as_bytes())
+            .write_file(&real, content.as_bytes())
             .await
-            .map_err(|e| ToolError::ExecutionFailed(e.to_string()))?;
-        Ok(ToolOutput::text(format!("Wrote {n} bytes to {path}")))
+            .map_err(ToolError::from)?;
+        Ok(ToolOutput::text(format!("Wrote {n} bytes to {path}"))
+            .with_timeline(format!("wrote {path} ({n} bytes)")))
     }
 }
 
@@ -257,11 +289,37 @@ mod tests {
             .execute(r#"{"path":"/nonexistent/vigil"}"#, &ToolContext::default())
             .await
             .unwrap_err();
-        assert!(matches!(e, ToolError::ExecutionFailed(ref m) if m.contains("no such file")));
+        assert_eq!(e.class(), crate::tools::FailureClass::NotFound);
+        assert!(e.to_string().contains("no such file"), "{e}");
         for bad in [r#"{}"#, r#"{"path":""}"#, r#"{"path":3}"#, "nope"] {
             let e = t.execute(bad, &ToolContext::default()).await.unwrap_err();
             assert!(matches!(e, ToolError::InvalidArguments(_)), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn path_policy_applies_to_reads_and_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("hostname-link");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        let e = ReadFile::new(ctx())
+            .execute(&json!({"path": link}).to_string(), &ToolContext::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.class(), crate::tools::FailureClass::PermissionDenied);
+        assert!(e.to_string().contains("resolves to /etc/hostname"), "{e}");
+        let outside = dir.path().join("x.txt");
+        let confined = PathPolicy::allowing(&["/nonexistent-root"]);
+        let e = WriteFile::new(ctx(), false)
+            .with_paths(confined)
+            .execute(
+                &json!({"path": outside, "content": "x"}).to_string(),
+                &ToolContext::default(),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("outside the allowed paths"), "{e}");
+        assert!(!outside.exists());
     }
 
     #[tokio::test]

@@ -5,14 +5,18 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
+pub mod edit;
 pub mod envelope;
+pub mod failure;
 pub mod files;
 pub mod gate;
+pub mod paths;
 pub mod registry;
 pub mod risk;
 pub mod shell;
 pub mod time;
 pub mod truncate;
+pub mod validate;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +25,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use failure::FailureClass;
 pub use gate::{ApprovalDecision, Approver, GateInfo};
 pub use registry::{ToolRegistry, ToolRun};
 
@@ -116,6 +121,10 @@ pub struct ToolOutput {
     pub truncated: bool,
     /// Files holding the full text of anything that was cut.
     pub spill: Vec<PathBuf>,
+    /// What the console's timeline shows instead of the full result (e.g.
+    /// `read /etc/motd (120 bytes)` rather than the content). `None`: the
+    /// console shows the result itself.
+    pub timeline: Option<String>,
 }
 
 impl ToolOutput {
@@ -129,6 +138,12 @@ impl ToolOutput {
     pub fn text(s: impl Into<String>) -> Self {
         ToolOutput::new(Value::String(s.into()))
     }
+
+    /// Set the timeline view.
+    pub fn with_timeline(mut self, line: impl Into<String>) -> Self {
+        self.timeline = Some(line.into());
+        self
+    }
 }
 
 /// Why a tool call failed.
@@ -140,6 +155,13 @@ pub enum ToolError {
     /// The action was attempted and failed.
     #[error("execution failed: {0}")]
     ExecutionFailed(String),
+    /// The action was attempted and failed in a way with a known class
+    /// (built with [`ToolError::failed`]; see [`ToolError::class`]).
+    #[error("execution failed: {message}")]
+    Failed {
+        class: FailureClass,
+        message: String,
+    },
 }
 
 /// The tool contract.
@@ -154,6 +176,12 @@ pub trait Tool: Send + Sync {
     /// When a call with these (already parsed) arguments needs the operator's
     /// approval, what to show. `None`: the call runs without asking.
     fn gate(&self, _args: &Value) -> Option<GateInfo> {
+        None
+    }
+
+    /// One line naming what a call does, for the timeline's Started entry
+    /// (e.g. the command). `None`: the registry summarises the arguments.
+    fn summary(&self, _args: &Value) -> Option<String> {
         None
     }
 

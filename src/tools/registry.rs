@@ -1,16 +1,21 @@
 //! The tool registry: holds the tools, lists their definitions in a stable
 //! order, and runs one call through the single path every call takes —
-//! lookup, argument parsing, the approval gate, execution, the envelope.
+//! lookup, repeated-failure suppression, argument parsing and schema
+//! validation, the approval gate, execution, the envelope.
 //!
 //! It never renders and never decides approvals itself: it asks its
-//! [`Approver`].
+//! [`Approver`]. It never re-runs a call that has already failed
+//! [`ToolRegistry::failure_limit`] times with the same canonical arguments.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use super::envelope;
+use super::failure::FailureClass;
 use super::gate::{ApprovalDecision, Approver, FixedApprover};
+use super::validate;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
 
 /// The result of running one call through the registry.
@@ -24,11 +29,17 @@ pub struct ToolRun {
     pub error: Option<ToolError>,
     /// The operator's decision, for gated calls.
     pub decision: Option<ApprovalDecision>,
+    /// What kind of failure this was (`None` on success).
+    pub class: Option<FailureClass>,
+    /// Repairs validation made to the arguments (also in the envelope).
+    pub notes: Vec<String>,
+    /// True when the call was not run because it had failed too often.
+    pub suppressed: bool,
 }
 
 impl ToolRun {
     pub fn ok(&self) -> bool {
-        self.error.is_none() && !self.denied()
+        self.error.is_none() && !self.denied() && !self.suppressed
     }
 
     pub fn denied(&self) -> bool {
@@ -38,28 +49,116 @@ impl ToolRun {
         )
     }
 
+    /// What the console's timeline shows for this call's result.
+    pub fn timeline(&self) -> String {
+        match &self.output {
+            Some(o) => o.timeline.clone().unwrap_or_else(|| match &o.result {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }),
+            None => self.model_text.clone(),
+        }
+    }
+
     fn failed(error: ToolError) -> Self {
+        let class = error.class();
         ToolRun {
-            model_text: format!("Tool error: {error}"),
+            model_text: error_text(&error, class),
             output: None,
             error: Some(error),
             decision: None,
+            class: Some(class),
+            notes: Vec::new(),
+            suppressed: false,
         }
     }
+
+    fn failed_as(error: ToolError, class: FailureClass) -> Self {
+        let mut run = ToolRun::failed(error);
+        run.class = Some(class);
+        if let Some(e) = &run.error {
+            run.model_text = error_text(e, class);
+        }
+        run
+    }
+}
+
+/// `Tool error: <error>` plus the class and its retry hint.
+fn error_text(error: &ToolError, class: FailureClass) -> String {
+    format!("Tool error: {error}\n[class: {class}] {}", class.hint())
 }
 
 /// The message a denied call returns to the model.
 pub const DENIED: &str = "Command execution denied by user.";
 
+/// How many failures of one exact call are allowed before it is suppressed.
+pub const DEFAULT_FAILURE_LIMIT: u32 = 2;
+
+/// Most distinct failing calls remembered (older ones below the limit are
+/// forgotten first).
+const FAILURE_MEMORY: usize = 1024;
+
+/// Failure counts per (tool, canonical arguments).
+#[derive(Default)]
+struct Failures {
+    counts: HashMap<(String, String), (u32, FailureClass)>,
+}
+
 /// Holds every registered tool.
 pub struct ToolRegistry {
     tools: Vec<Box<dyn Tool>>,
     approver: Arc<dyn Approver>,
+    failure_limit: u32,
+    failures: Mutex<Failures>,
 }
 
 impl Default for ToolRegistry {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Arguments re-serialised with sorted keys at every level, so `{"a":1,"b":2}`
+/// and `{ "b": 2, "a": 1 }` are the same call. Unparseable text is trimmed.
+pub fn canonical_arguments(arguments: &str) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&m[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, e) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(e, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let trimmed = arguments.trim();
+    let text = if trimmed.is_empty() { "{}" } else { trimmed };
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => {
+            let mut out = String::new();
+            write(&v, &mut out);
+            out
+        }
+        Err(_) => text.to_string(),
     }
 }
 
@@ -72,11 +171,29 @@ impl ToolRegistry {
             approver: Arc::new(FixedApprover(ApprovalDecision::DenyWithReason(
                 "no operator is available to approve this call".into(),
             ))),
+            failure_limit: DEFAULT_FAILURE_LIMIT,
+            failures: Mutex::default(),
         }
     }
 
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
         self.approver = approver;
+    }
+
+    /// Failures of one exact call before it is suppressed (at least 1).
+    pub fn set_failure_limit(&mut self, limit: u32) {
+        self.failure_limit = limit.max(1);
+    }
+
+    pub fn failure_limit(&self) -> u32 {
+        self.failure_limit
+    }
+
+    /// Forget every recorded failure (e.g. for a new session).
+    pub fn clear_failures(&self) {
+        if let Ok(mut f) = self.failures.lock() {
+            f.counts.clear();
+        }
     }
 
     /// Add a tool. A tool with the same name replaces the earlier one.
@@ -117,26 +234,95 @@ impl ToolRegistry {
             .await
     }
 
-    /// Run a call: look the tool up, parse the arguments, ask the approver when
-    /// the tool is gated, execute, and wrap the result in the envelope.
+    /// Run a call: refuse it when the same call already failed too often,
+    /// look the tool up, parse and validate the arguments, ask the approver
+    /// when the tool is gated, execute, and wrap the result in the envelope.
+    /// Failures are counted per (tool, canonical arguments).
     pub async fn execute_with_context(
         &self,
         name: &str,
         arguments: &str,
         ctx: &ToolContext,
     ) -> ToolRun {
+        let key = (name.to_string(), self.call_key(name, arguments));
+        if let Some(run) = self.suppressed(&key) {
+            return run;
+        }
+        let run = self.run_once(name, arguments, ctx).await;
+        if let Some(class) = run.class.filter(|_| run.error.is_some()) {
+            self.record_failure(key, class);
+        }
+        run
+    }
+
+    /// The canonical arguments of a call: after validation's repairs when
+    /// they validate (so `1.0` and `1` are the same call), else as sent.
+    fn call_key(&self, name: &str, arguments: &str) -> String {
+        let canonical = canonical_arguments(arguments);
+        let repaired = self.get(name).and_then(|tool| {
+            let parsed: Value = serde_json::from_str(&canonical).ok()?;
+            validate::validate(&tool.definition(), parsed).ok()
+        });
+        match repaired {
+            Some(v) => canonical_arguments(&v.args.to_string()),
+            None => canonical,
+        }
+    }
+
+    /// The deterministic answer for a call that failed too often, if it did.
+    fn suppressed(&self, key: &(String, String)) -> Option<ToolRun> {
+        let failures = self.failures.lock().ok()?;
+        let (count, last) = *failures.counts.get(key)?;
+        if count < self.failure_limit {
+            return None;
+        }
+        let error = ToolError::failed(
+            FailureClass::Suppressed,
+            format!(
+                "this exact `{}` call has already failed {} times with the same arguments \
+                 (last failure class: {last}); it was not run again. {}",
+                key.0,
+                self.failure_limit,
+                last.hint()
+            ),
+        );
+        let mut run = ToolRun::failed(error);
+        run.suppressed = true;
+        Some(run)
+    }
+
+    fn record_failure(&self, key: (String, String), class: FailureClass) {
+        let Ok(mut failures) = self.failures.lock() else {
+            return;
+        };
+        if failures.counts.len() >= FAILURE_MEMORY && !failures.counts.contains_key(&key) {
+            let limit = self.failure_limit;
+            failures.counts.retain(|_, (n, _)| *n >= limit);
+            if failures.counts.len() >= FAILURE_MEMORY {
+                return;
+            }
+        }
+        let entry = failures.counts.entry(key).or_insert((0, class));
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = class;
+    }
+
+    async fn run_once(&self, name: &str, arguments: &str, ctx: &ToolContext) -> ToolRun {
         let Some(tool) = self.get(name) else {
-            return ToolRun::failed(ToolError::InvalidArguments(format!(
-                "unknown tool `{name}`; available tools: {}",
-                self.names().join(", ")
-            )));
+            return ToolRun::failed_as(
+                ToolError::InvalidArguments(format!(
+                    "unknown tool `{name}`; available tools: {}",
+                    self.names().join(", ")
+                )),
+                FailureClass::UnknownTool,
+            );
         };
         let raw = if arguments.trim().is_empty() {
             "{}"
         } else {
             arguments
         };
-        let args: Value = match serde_json::from_str(raw) {
+        let parsed: Value = match serde_json::from_str(raw) {
             Ok(v @ Value::Object(_)) => v,
             Ok(other) => {
                 return ToolRun::failed(ToolError::InvalidArguments(format!(
@@ -150,11 +336,17 @@ impl ToolRegistry {
                 )));
             }
         };
+        let def = tool.definition();
+        let validate::Validated { args, notes } = match validate::validate(&def, parsed) {
+            Ok(v) => v,
+            Err(message) => return ToolRun::failed(ToolError::InvalidArguments(message)),
+        };
 
-        let mut effective = raw.to_string();
+        let mut effective = args.to_string();
         let mut decision = None;
-        if let Some(gate) = tool.gate(&args) {
-            let d = self.approver.decide(&ctx.call_id, name, &gate).await;
+        let gate = tool.gate(&args);
+        if let Some(gate) = &gate {
+            let d = self.approver.decide(&ctx.call_id, name, gate).await;
             match &d {
                 ApprovalDecision::Deny => {
                     return denied_run(DENIED.to_string(), d);
@@ -175,12 +367,10 @@ impl ToolRegistry {
             decision = Some(d);
         }
 
-        let summary = match tool.gate(&args) {
-            Some(g) => match &decision {
-                Some(ApprovalDecision::ApproveEdited(cmd)) => cmd.clone(),
-                _ => g.action,
-            },
-            None => summarize_args(&args),
+        let summary = match (&gate, &decision) {
+            (Some(_), Some(ApprovalDecision::ApproveEdited(cmd))) => cmd.clone(),
+            (Some(g), _) => g.action.clone(),
+            (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
         };
         ctx.emit(ToolStream::Started { summary });
         let result = tool.execute(&effective, ctx).await;
@@ -194,16 +384,23 @@ impl ToolRegistry {
                         "edited_to": cmd,
                     });
                 }
+                if !notes.is_empty() {
+                    env["notes"] = json!(notes);
+                }
                 ToolRun {
                     model_text: env.to_string(),
                     output: Some(output),
                     error: None,
                     decision,
+                    class: None,
+                    notes,
+                    suppressed: false,
                 }
             }
             Err(e) => {
                 let mut run = ToolRun::failed(e);
                 run.decision = decision;
+                run.notes = notes;
                 run
             }
         }
@@ -216,6 +413,9 @@ fn denied_run(text: String, decision: ApprovalDecision) -> ToolRun {
         output: None,
         error: None,
         decision: Some(decision),
+        class: Some(FailureClass::Denied),
+        notes: Vec::new(),
+        suppressed: false,
     }
 }
 
@@ -307,8 +507,13 @@ mod tests {
         let run = r.execute("nope", "{}").await;
         assert_eq!(
             run.model_text,
-            "Tool error: invalid arguments: unknown tool `nope`; available tools: echo, gated"
+            format!(
+                "Tool error: invalid arguments: unknown tool `nope`; available tools: echo, gated\n\
+                 [class: unknown_tool] {}",
+                FailureClass::UnknownTool.hint()
+            )
         );
+        assert_eq!(run.class, Some(FailureClass::UnknownTool));
     }
 
     #[tokio::test]
@@ -323,6 +528,123 @@ mod tests {
         assert!(bad.model_text.starts_with("Tool error: invalid arguments"));
         let bad = r.execute("echo", "{nope").await;
         assert!(bad.model_text.contains("not valid JSON"));
+    }
+
+    /// Fails every time, counting executions.
+    struct Failing(Arc<AtomicUsize>);
+    #[async_trait]
+    impl Tool for Failing {
+        fn name(&self) -> &str {
+            "failing"
+        }
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition::function(
+                "failing",
+                "f",
+                json!({"type":"object","properties":{"path":{"type":"string"},
+                       "n":{"type":"integer"}},"required":["path"]}),
+            )
+        }
+        async fn execute(&self, _a: &str, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(ToolError::failed(FailureClass::NotFound, "no such file"))
+        }
+    }
+
+    #[tokio::test]
+    async fn identical_failures_are_suppressed_for_good() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let mut r = ToolRegistry::new();
+        r.register(Failing(count.clone()));
+        let first = r.execute("failing", r#"{"path":"/x","n":1}"#).await;
+        assert_eq!(first.class, Some(FailureClass::NotFound));
+        assert!(
+            first
+                .model_text
+                .starts_with("Tool error: execution failed: no such file")
+        );
+        assert!(first.model_text.contains("[class: not_found]"));
+        // Same call, keys reordered and the integer as an integral float.
+        let second = r.execute("failing", r#"{ "n": 1.0, "path": "/x" }"#).await;
+        assert!(!second.suppressed);
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+        let mut texts = Vec::new();
+        for _ in 0..3 {
+            let run = r.execute("failing", r#"{"path":"/x","n":1}"#).await;
+            assert!(run.suppressed && !run.ok());
+            assert_eq!(run.class, Some(FailureClass::Suppressed));
+            texts.push(run.model_text);
+        }
+        assert_eq!(count.load(Ordering::SeqCst), 2, "never re-executed");
+        assert!(texts.iter().all(|t| t == &texts[0]), "deterministic");
+        assert!(texts[0].starts_with("Tool error: "), "{}", texts[0]);
+        assert!(texts[0].contains("already failed 2 times"), "{}", texts[0]);
+        // A different call still runs.
+        r.execute("failing", r#"{"path":"/y"}"#).await;
+        assert_eq!(count.load(Ordering::SeqCst), 3);
+        // Validation failures count too, and are suppressed the same way.
+        for _ in 0..2 {
+            let run = r.execute("failing", r#"{"path":""}"#).await;
+            assert_eq!(run.class, Some(FailureClass::InvalidArguments));
+        }
+        assert!(r.execute("failing", r#"{"path":""}"#).await.suppressed);
+        r.clear_failures();
+        assert!(
+            !r.execute("failing", r#"{"path":"/x","n":1}"#)
+                .await
+                .suppressed
+        );
+    }
+
+    #[tokio::test]
+    async fn validation_runs_before_the_gate_and_repairs_are_noted() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let mut r = ToolRegistry::new();
+        r.set_approver(Arc::new(FixedApprover(ApprovalDecision::ApproveOnce)));
+        r.register(Failing(count.clone()));
+        let run = r.execute("failing", r#"{"n":2}"#).await;
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+        assert!(run.model_text.contains("missing required argument `path`"));
+        assert!(
+            run.model_text
+                .contains("Example call: failing {\"path\":\"<path>\"}")
+        );
+
+        struct Obj;
+        #[async_trait]
+        impl Tool for Obj {
+            fn name(&self) -> &str {
+                "obj"
+            }
+            fn definition(&self) -> ToolDefinition {
+                ToolDefinition::function(
+                    "obj",
+                    "o",
+                    json!({"type":"object","properties":{"o":{"type":"object"}},"required":["o"]}),
+                )
+            }
+            async fn execute(&self, a: &str, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
+                let v: Value = crate::tools::parse_args(a)?;
+                Ok(ToolOutput::new(v["o"].clone()).with_timeline("got an object"))
+            }
+        }
+        r.register(Obj);
+        let run = r.execute("obj", r#"{"o":"{\"k\":1}"}"#).await;
+        assert!(run.ok(), "{}", run.model_text);
+        let v: Value = serde_json::from_str(&run.model_text).unwrap();
+        assert_eq!(v["result"], json!({"k": 1}));
+        assert_eq!(v["notes"].as_array().unwrap().len(), 1);
+        assert_eq!(run.timeline(), "got an object");
+    }
+
+    #[test]
+    fn canonical_arguments_sort_keys_at_every_level() {
+        assert_eq!(
+            canonical_arguments(r#"{"b":{"y":1,"x":[{"d":1,"c":2}]},"a":"s"}"#),
+            r#"{"a":"s","b":{"x":[{"c":2,"d":1}],"y":1}}"#
+        );
+        assert_eq!(canonical_arguments("  "), "{}");
+        assert_eq!(canonical_arguments(" {nope "), "{nope");
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::gate::{GateInfo, Risk};
 use super::truncate::{self, Keep};
-use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
+use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
 use crate::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest, humanize};
 
 /// How `run_shell` waits for its command.
@@ -303,7 +303,10 @@ impl Tool for RunShell {
                     }
                 },
                 "required": ["command", "risk", "mutation", "privesc", "why"],
-                "additionalProperties": false
+                "additionalProperties": false,
+                "examples": [{"command": "df -h /var", "risk": "low", "mutation": false,
+                              "privesc": false, "why": "Check free space before rotating logs",
+                              "wait": "30s"}]
             }),
         )
     }
@@ -322,12 +325,19 @@ impl Tool for RunShell {
         })
     }
 
+    fn summary(&self, args: &Value) -> Option<String> {
+        args["command"].as_str().map(str::to_string)
+    }
+
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args = parse(arguments)?;
         if let Some(entry) = denied_by(&args.command, &self.config.denylist) {
-            return Err(ToolError::ExecutionFailed(format!(
-                "refused: the command matches the denylist entry `{entry}`; this command is not allowed on this target"
-            )));
+            return Err(ToolError::failed(
+                FailureClass::PermissionDenied,
+                format!(
+                    "refused: the command matches the denylist entry `{entry}`; this command is not allowed on this target"
+                ),
+            ));
         }
         let on_output: Option<OutputFn> = ctx.sink().cloned().map(|sink| {
             let f: OutputFn = Arc::new(move |which, text: &str| {
@@ -360,14 +370,17 @@ impl Tool for RunShell {
             }
             Err(ExecError::Timeout { limit, partial }) => {
                 let out = self.render(&partial.stdout, &partial.stderr, ctx);
-                Err(ToolError::ExecutionFailed(format!(
-                    "command timed out after {} and was killed; partial output: stdout: {} stderr: {}",
-                    humanize(limit),
-                    out.result["stdout"],
-                    out.result["stderr"],
-                )))
+                Err(ToolError::failed(
+                    FailureClass::Timeout,
+                    format!(
+                        "command timed out after {} and was killed; partial output: stdout: {} stderr: {}",
+                        humanize(limit),
+                        out.result["stdout"],
+                        out.result["stderr"],
+                    ),
+                ))
             }
-            Err(e) => Err(ToolError::ExecutionFailed(e.to_string())),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -406,6 +419,7 @@ impl RunShell {
             exit_code: None,
             truncated: out_cut.removed > 0 || err_cut.removed > 0,
             spill: out_spill.into_iter().chain(err_spill).collect(),
+            timeline: None,
         }
     }
 }

@@ -169,7 +169,8 @@ impl Tool for TimeTool {
                         "description": "epoch (seconds, default), epoch_ms, epoch_ns, iso (2025-02-26T12:34:56.789Z), rfc2822 (Wed, 26 Feb 2025 12:34:56 +0000), date (2025-02-26) or time (12:34:56)."
                     }
                 },
-                "additionalProperties": false
+                "additionalProperties": false,
+                "examples": [{"format": "iso"}]
             }),
         )
     }
