@@ -8,6 +8,7 @@ use vigil::exec::ExecutionContext;
 use vigil::tools::ToolDefinition;
 use vigil::tools::ToolRegistry;
 use vigil::tools::edit::{Edit, EditConfig};
+use vigil::tools::fetch::{FetchConfig, FetchUrl};
 use vigil::tools::files::{ReadFile, WriteFile};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
@@ -22,6 +23,7 @@ fn all_tools() -> ToolRegistry {
     r.register(WriteFile::new(ctx.clone(), true));
     r.register(TimeTool::new());
     r.register(Edit::new(ctx.clone(), EditConfig::default()));
+    r.register(FetchUrl::new(FetchConfig::default()));
     r
 }
 
@@ -66,6 +68,11 @@ fn edit_validation_message() {
         "edit",
         json!({"command": "replace", "path": "/srv/x", "insert_line": 2.5, "view_range": [1, "end"]})
     ));
+}
+
+#[test]
+fn fetch_url_validation_message() {
+    insta::assert_snapshot!(message("fetch_url", json!({"url": ["https://a.example"]})));
 }
 
 #[test]
@@ -133,6 +140,7 @@ fn required_fields_are_in_the_schemas() {
     assert_eq!(required("write_file"), ["path", "content"]);
     assert!(required("time").is_empty());
     assert_eq!(required("edit"), ["command", "path"]);
+    assert_eq!(required("fetch_url"), ["url"]);
     // The registry names every tool it holds.
     let names = all_tools().names();
     for d in all_tools().definitions() {

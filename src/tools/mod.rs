@@ -8,11 +8,13 @@
 pub mod edit;
 pub mod envelope;
 pub mod failure;
+pub mod fetch;
 pub mod files;
 pub mod gate;
 pub mod paths;
 pub mod registry;
 pub mod shell;
+pub mod ssrf;
 pub mod time;
 pub mod truncate;
 pub mod validate;
