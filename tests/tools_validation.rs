@@ -10,6 +10,7 @@ use vigil::tools::ToolRegistry;
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::fetch::{FetchConfig, FetchUrl};
 use vigil::tools::files::{ReadFile, WriteFile};
+use vigil::tools::search::{SearchConfig, WebSearch};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
 use vigil::tools::validate::{example_args, validate};
@@ -24,6 +25,7 @@ fn all_tools() -> ToolRegistry {
     r.register(TimeTool::new());
     r.register(Edit::new(ctx.clone(), EditConfig::default()));
     r.register(FetchUrl::new(FetchConfig::default()));
+    r.register(WebSearch::new(SearchConfig::default()));
     r
 }
 
@@ -73,6 +75,11 @@ fn edit_validation_message() {
 #[test]
 fn fetch_url_validation_message() {
     insta::assert_snapshot!(message("fetch_url", json!({"url": ["https://a.example"]})));
+}
+
+#[test]
+fn web_search_validation_message() {
+    insta::assert_snapshot!(message("web_search", json!({"q": "tokio"})));
 }
 
 #[test]
@@ -141,6 +148,8 @@ fn required_fields_are_in_the_schemas() {
     assert!(required("time").is_empty());
     assert_eq!(required("edit"), ["command", "path"]);
     assert_eq!(required("fetch_url"), ["url"]);
+    assert_eq!(required("web_search"), ["query"]);
+    assert_eq!(all_tools().names().len(), 7);
     // The registry names every tool it holds.
     let names = all_tools().names();
     for d in all_tools().definitions() {

@@ -13,6 +13,7 @@ pub mod files;
 pub mod gate;
 pub mod paths;
 pub mod registry;
+pub mod search;
 pub mod shell;
 pub mod ssrf;
 pub mod time;
