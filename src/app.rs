@@ -15,7 +15,11 @@ use crate::config::Config;
 use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
 use crate::scripted::{Scenario, ScriptedServer};
+use crate::tools::edit::{Edit, EditConfig};
+use crate::tools::fetch::{FetchConfig, FetchUrl};
 use crate::tools::files::{ReadFile, WriteFile};
+use crate::tools::paths::PathPolicy;
+use crate::tools::search::{SearchConfig, WebSearch};
 use crate::tools::shell::{RunShell, ShellConfig};
 use crate::tools::time::TimeTool;
 use crate::tools::{Approver, ToolRegistry};
@@ -42,9 +46,40 @@ pub fn build_registry(
             },
         ));
     }
+    let paths = PathPolicy {
+        allowed_roots: t.files_allowed_paths.clone(),
+        ..PathPolicy::default()
+    };
     if t.files_enabled {
-        registry.register(ReadFile::new(exec.clone()));
-        registry.register(WriteFile::new(exec.clone(), t.write_confirm));
+        registry.register(ReadFile::new(exec.clone()).with_paths(paths.clone()));
+        registry.register(WriteFile::new(exec.clone(), t.write_confirm).with_paths(paths.clone()));
+    }
+    if t.edit_enabled {
+        registry.register(Edit::new(
+            exec.clone(),
+            EditConfig {
+                confirm: t.edit_confirm,
+                paths,
+                ..EditConfig::default()
+            },
+        ));
+    }
+    if t.fetch_enabled {
+        registry.register(FetchUrl::new(FetchConfig {
+            allow_private: t.fetch_allow_private,
+            allow_domains: t.fetch_allow_domains.clone(),
+            deny_domains: t.fetch_deny_domains.clone(),
+            timeout: Duration::from_secs(t.fetch_timeout_secs),
+            max_bytes: t.fetch_max_bytes,
+            confirm: t.fetch_confirm,
+            ..FetchConfig::default()
+        }));
+    }
+    if t.search_enabled {
+        registry.register(WebSearch::new(SearchConfig {
+            base_url: t.search_base_url.clone(),
+            ..SearchConfig::default()
+        }));
     }
     if t.time_enabled {
         registry.register(TimeTool);

@@ -117,6 +117,31 @@ pub struct ToolsConfig {
     /// Commands containing any of these (after normalising spaces and
     /// quotes) are refused without asking.
     pub shell_denylist: Vec<String>,
+    /// Register `edit` (view / create / str_replace / insert / undo_edit).
+    pub edit_enabled: bool,
+    /// Ask the operator before every mutating `edit`.
+    pub edit_confirm: bool,
+    /// Roots the file tools may touch (empty: anywhere but the sensitive
+    /// places such as /etc, /boot and ~/.ssh, which need an explicit root).
+    pub files_allowed_paths: Vec<String>,
+    /// Register `fetch_url`.
+    pub fetch_enabled: bool,
+    /// Ask the operator before every fetch.
+    pub fetch_confirm: bool,
+    /// Allow fetching loopback and private addresses (off: SSRF defence).
+    pub fetch_allow_private: bool,
+    /// Only these domains (and their subdomains) may be fetched, when set.
+    pub fetch_allow_domains: Vec<String>,
+    /// These domains (and their subdomains) are never fetched.
+    pub fetch_deny_domains: Vec<String>,
+    /// Seconds a fetch may take.
+    pub fetch_timeout_secs: u64,
+    /// Largest response body read, in bytes.
+    pub fetch_max_bytes: usize,
+    /// Register `web_search`.
+    pub search_enabled: bool,
+    /// The DuckDuckGo HTML endpoint (change it to use a mirror).
+    pub search_base_url: String,
 }
 
 impl Default for ToolsConfig {
@@ -128,6 +153,18 @@ impl Default for ToolsConfig {
             shell_confirm: true,
             write_confirm: true,
             shell_denylist: Vec::new(),
+            edit_enabled: true,
+            edit_confirm: true,
+            files_allowed_paths: Vec::new(),
+            fetch_enabled: true,
+            fetch_confirm: false,
+            fetch_allow_private: false,
+            fetch_allow_domains: Vec::new(),
+            fetch_deny_domains: Vec::new(),
+            fetch_timeout_secs: 30,
+            fetch_max_bytes: 2 * 1024 * 1024,
+            search_enabled: true,
+            search_base_url: "https://html.duckduckgo.com/html/".into(),
         }
     }
 }

@@ -158,3 +158,74 @@ async fn a_bad_config_file_names_file_line_and_key() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_call_reaches_every_builtin_through_the_same_path() {
+    let env = env().await;
+    let out = vigil(&env, &["tool", "list"]).await;
+    let defs: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let names: Vec<&str> = defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["function"]["name"].as_str().unwrap())
+        .collect();
+    for want in [
+        "edit",
+        "fetch_url",
+        "read_file",
+        "run_shell",
+        "time",
+        "web_search",
+        "write_file",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+
+    // Validation answers before anything runs, with a literal example.
+    let out = vigil(&env, &["tool", "call", "run_shell", r#"{"command":"ls"}"#]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("Tool error: invalid arguments"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("risk") && stdout.contains("Example"),
+        "{stdout}"
+    );
+
+    // edit creates and replaces through the CLI (gated: auto-approved here).
+    let file = env.dir.path().join("notes.txt");
+    let create = format!(
+        r#"{{"command":"create","path":"{}","file_text":"a\tb\n"}}"#,
+        file.display()
+    );
+    let out = vigil(&env, &["--auto-approve", "tool", "call", "edit", &create]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\tb\n");
+    let replace = format!(
+        r#"{{"command":"str_replace","path":"{}","old_str":"b","new_str":"c"}}"#,
+        file.display()
+    );
+    let out = vigil(&env, &["--auto-approve", "tool", "call", "edit", &replace]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "a\tc\n",
+        "tabs kept"
+    );
+    // Creating over an existing file is refused.
+    let out = vigil(&env, &["--auto-approve", "tool", "call", "edit", &create]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+
+    // fetch_url refuses the loopback model server (SSRF defence on by default).
+    let url = format!(r#"{{"url":"{}/models"}}"#, env.server.base_url());
+    let out = vigil(&env, &["tool", "call", "fetch_url", &url]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("Tool error"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -8,7 +8,9 @@ use vigil::exec::ExecutionContext;
 use vigil::tools::ToolDefinition;
 use vigil::tools::ToolRegistry;
 use vigil::tools::edit::{Edit, EditConfig};
+use vigil::tools::fetch::{FetchConfig, FetchUrl};
 use vigil::tools::files::{ReadFile, WriteFile};
+use vigil::tools::search::{SearchConfig, WebSearch};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
 use vigil::tools::validate::{example_args, validate};
@@ -22,6 +24,8 @@ fn all_tools() -> ToolRegistry {
     r.register(WriteFile::new(ctx.clone(), true));
     r.register(TimeTool::new());
     r.register(Edit::new(ctx.clone(), EditConfig::default()));
+    r.register(FetchUrl::new(FetchConfig::default()));
+    r.register(WebSearch::new(SearchConfig::default()));
     r
 }
 
@@ -66,6 +70,16 @@ fn edit_validation_message() {
         "edit",
         json!({"command": "replace", "path": "/srv/x", "insert_line": 2.5, "view_range": [1, "end"]})
     ));
+}
+
+#[test]
+fn fetch_url_validation_message() {
+    insta::assert_snapshot!(message("fetch_url", json!({"url": ["https://a.example"]})));
+}
+
+#[test]
+fn web_search_validation_message() {
+    insta::assert_snapshot!(message("web_search", json!({"q": "tokio"})));
 }
 
 #[test]
@@ -133,6 +147,9 @@ fn required_fields_are_in_the_schemas() {
     assert_eq!(required("write_file"), ["path", "content"]);
     assert!(required("time").is_empty());
     assert_eq!(required("edit"), ["command", "path"]);
+    assert_eq!(required("fetch_url"), ["url"]);
+    assert_eq!(required("web_search"), ["query"]);
+    assert_eq!(all_tools().names().len(), 7);
     // The registry names every tool it holds.
     let names = all_tools().names();
     for d in all_tools().definitions() {

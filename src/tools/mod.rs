@@ -8,12 +8,15 @@
 pub mod edit;
 pub mod envelope;
 pub mod failure;
+pub mod fetch;
 pub mod files;
 pub mod gate;
 pub mod paths;
 pub mod registry;
 pub mod risk;
+pub mod search;
 pub mod shell;
+pub mod ssrf;
 pub mod time;
 pub mod truncate;
 pub mod validate;

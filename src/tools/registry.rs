@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::envelope;
 use super::failure::FailureClass;
+pub use super::failure::canonical_arguments;
 use super::gate::{ApprovalDecision, Approver, FixedApprover};
 use super::validate;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
@@ -115,50 +116,6 @@ pub struct ToolRegistry {
 impl Default for ToolRegistry {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// Arguments re-serialised with sorted keys at every level, so `{"a":1,"b":2}`
-/// and `{ "b": 2, "a": 1 }` are the same call. Unparseable text is trimmed.
-pub fn canonical_arguments(arguments: &str) -> String {
-    fn write(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    write(&m[k], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, e) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(e, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let trimmed = arguments.trim();
-    let text = if trimmed.is_empty() { "{}" } else { trimmed };
-    match serde_json::from_str::<Value>(text) {
-        Ok(v) => {
-            let mut out = String::new();
-            write(&v, &mut out);
-            out
-        }
-        Err(_) => text.to_string(),
     }
 }
 
@@ -635,16 +592,6 @@ mod tests {
         assert_eq!(v["result"], json!({"k": 1}));
         assert_eq!(v["notes"].as_array().unwrap().len(), 1);
         assert_eq!(run.timeline(), "got an object");
-    }
-
-    #[test]
-    fn canonical_arguments_sort_keys_at_every_level() {
-        assert_eq!(
-            canonical_arguments(r#"{"b":{"y":1,"x":[{"d":1,"c":2}]},"a":"s"}"#),
-            r#"{"a":"s","b":{"x":[{"c":2,"d":1}],"y":1}}"#
-        );
-        assert_eq!(canonical_arguments("  "), "{}");
-        assert_eq!(canonical_arguments(" {nope "), "{nope");
     }
 
     #[tokio::test]
