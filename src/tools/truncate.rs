@@ -102,10 +102,45 @@ pub fn spill(dir: &Path, label: &str, full: &[u8]) -> std::io::Result<PathBuf> {
         match opts.open(&path) {
             Ok(mut f) => {
                 f.write_all(full)?;
+                prune(dir, &path, SPILL_MAX_FILES, SPILL_MAX_BYTES);
                 return Ok(path);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Retention: a spill directory keeps at most this many files...
+pub const SPILL_MAX_FILES: usize = 1000;
+/// ...and at most this many bytes; the oldest files go first.
+pub const SPILL_MAX_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Delete the oldest spill files in `dir` until at most `max_files` files and
+/// `max_bytes` bytes remain; `keep` (the newest) is never deleted. Spill names
+/// start with a fixed-width millisecond stamp, so name order is age order.
+pub fn prune(dir: &Path, keep: &Path, max_files: usize, max_bytes: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(PathBuf, u64)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| (e.path(), e.metadata().map(|m| m.len()).unwrap_or(0)))
+        .collect();
+    files.sort();
+    let mut count = files.len();
+    let mut bytes: u64 = files.iter().map(|(_, n)| n).sum();
+    for (path, len) in files {
+        if count <= max_files && bytes <= max_bytes {
+            break;
+        }
+        if path == keep {
+            continue;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            count -= 1;
+            bytes = bytes.saturating_sub(len);
         }
     }
 }
@@ -199,6 +234,27 @@ mod tests {
                 assert_eq!(kept, limit, "{keep:?} {limit}");
             }
         }
+    }
+
+    #[test]
+    fn retention_drops_the_oldest_spill_files_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        for i in 0..5 {
+            let p = dir.path().join(format!("{:013}-x-0.txt", 1_000 + i));
+            std::fs::write(&p, vec![b'a'; 10]).unwrap();
+            paths.push(p);
+        }
+        prune(dir.path(), &paths[4], 3, u64::MAX);
+        let left: Vec<bool> = paths.iter().map(|p| p.exists()).collect();
+        assert_eq!(left, [false, false, true, true, true]);
+        prune(dir.path(), &paths[4], 100, 15);
+        let left: Vec<bool> = paths.iter().map(|p| p.exists()).collect();
+        assert_eq!(
+            left,
+            [false, false, false, false, true],
+            "byte cap keeps the newest"
+        );
     }
 
     #[test]
