@@ -100,6 +100,16 @@ pub struct Running {
 /// Start the agent for `config`. With `demo`, a scripted model server is
 /// started on loopback first and the client pointed at it.
 pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<Running, String> {
+    start_agent_with(config, demo, policy, ExecutionContext::local()).await
+}
+
+/// [`start_agent`] on a given execution context (tests use a recording one).
+pub async fn start_agent_with(
+    config: &Config,
+    demo: bool,
+    policy: Policy,
+    exec: ExecutionContext,
+) -> Result<Running, String> {
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
 
@@ -119,7 +129,6 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
         )
     };
 
-    let exec = ExecutionContext::local();
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(
         event_tx.clone(),

@@ -120,11 +120,18 @@ pub struct ScriptedCall {
     /// Sent as a JSON string (OpenAI's double encoding).
     #[serde(default)]
     pub arguments: toml::Table,
+    /// Sent verbatim instead of `arguments`, even when it is not valid JSON
+    /// (to play a hostile or broken model).
+    #[serde(default)]
+    pub raw_arguments: Option<String>,
 }
 
 impl ScriptedCall {
     /// The arguments as the JSON string the wire carries.
     pub fn arguments_json(&self) -> String {
+        if let Some(raw) = &self.raw_arguments {
+            return raw.clone();
+        }
         serde_json::to_string(&self.arguments).unwrap_or_else(|_| "{}".into())
     }
 }

@@ -313,11 +313,17 @@ impl ToolRegistry {
                     return denied_run(text, d);
                 }
                 ApprovalDecision::ApproveEdited(new_action) => {
-                    if let Some(field) = &gate.editable_field {
-                        let mut edited = args.clone();
-                        edited[field.as_str()] = Value::String(new_action.clone());
-                        effective = edited.to_string();
-                    }
+                    // An edit that cannot be applied must not turn into an
+                    // approval of the unedited call: nothing runs.
+                    let Some(field) = &gate.editable_field else {
+                        let text = "Command execution denied by user: the operator's edit \
+                                    cannot be applied to this kind of call, so nothing was run."
+                            .to_string();
+                        return denied_run(text, ApprovalDecision::Deny);
+                    };
+                    let mut edited = args.clone();
+                    edited[field.as_str()] = Value::String(new_action.clone());
+                    effective = edited.to_string();
                 }
                 ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveSession => {}
             }
