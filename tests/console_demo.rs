@@ -53,10 +53,7 @@ fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
 
     // Ctrl-C quits and leaves the alternate screen.
     tmux.keys("demo", &["C-c"]);
-    tmux.wait_for("demo", "the process to exit", WAIT, |_| {
-        tmux.display("demo", "#{pane_dead}") == "1"
-    });
-    assert_eq!(tmux.display("demo", "#{pane_dead_status}"), "0");
+    assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
     assert_eq!(tmux.display("demo", "#{alternate_on}"), "0");
 }
 
@@ -84,8 +81,6 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
     );
     tmux.keys("demo", &["BSpace", "Tab"]);
     tmux.keys("demo", &["q"]);
-    tmux.wait_for("demo", "the process to exit", WAIT, |_| {
-        tmux.display("demo", "#{pane_dead}") == "1"
-    });
+    assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
     assert_eq!(tmux.display("demo", "#{alternate_on}"), "0");
 }

@@ -109,6 +109,54 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// Wait until the pane's process has exited; returns `status/signal`.
+    /// tmux 3.3 sometimes marks the pane dead without reaping the child (it
+    /// stays a zombie), so the status is then read from /proc like waitpid
+    /// would report it.
+    pub fn wait_exit(&self, session: &str, timeout: Duration) -> String {
+        let pid = self.display(session, "#{pane_pid}");
+        let start = Instant::now();
+        loop {
+            let state = self.display(
+                session,
+                "#{pane_dead}:#{pane_dead_status}/#{pane_dead_signal}",
+            );
+            if let Some(rest) = state.strip_prefix("1:") {
+                if rest != "/" {
+                    return rest.to_string();
+                }
+                if let Some(status) = zombie_status(&pid) {
+                    return status;
+                }
+            }
+            if start.elapsed() > timeout {
+                panic!(
+                    "process did not exit within {timeout:?} (state {state}); screen:\n{}",
+                    self.screen(session)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// `status/signal` of an exited, unreaped process, from /proc/PID/stat.
+fn zombie_status(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // fields[0] is the state (field 3); exit_code is field 52.
+    if fields.first() != Some(&"Z") {
+        return None;
+    }
+    let code: i32 = fields.get(49)?.parse().ok()?;
+    Some(if code & 0x7f == 0 {
+        format!("{}/", (code >> 8) & 0xff)
+    } else {
+        format!("/{}", code & 0x7f)
+    })
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").output();
