@@ -185,7 +185,7 @@ impl Tool for WriteFile {
         })
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
         let content = required_str(&v, "content")?;
