@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn output_payloads_decode_octal() {
-        assert_eq!(decode_output(br"a\011b\015\012\\x"), b"a\tb\r\n\\x");
+        assert_eq!(decode_output(br"a\011b\015\012\134x"), b"a\tb\r\n\\x");
         assert_eq!(decode_output(br"\033]5379;t;o\007"), b"\x1b]5379;t;o\x07");
         assert_eq!(decode_output(br"end\01"), br"end\01");
     }
