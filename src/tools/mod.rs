@@ -11,6 +11,9 @@ pub mod gate;
 pub mod registry;
 pub mod shell;
 pub mod time;
+pub mod tmux_capture;
+pub mod tmux_keys;
+pub mod tmux_manage;
 pub mod truncate;
 
 use std::path::PathBuf;

@@ -323,13 +323,22 @@ impl TmuxManager {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// `None`: no such session; `Some("")`: a session nobody owns.
     async fn session_owner(&self, session: &str) -> Option<String> {
-        let t = format!("={session}");
+        let t = format!("={session}:");
+        // `show-options -q` succeeds even for a missing session.
         let out = self
-            .tmux(&["show-options", "-q", "-v", "-t", &t, "@vigil-owner"])
+            .tmux(&[
+                "display-message",
+                "-p",
+                "-t",
+                &t,
+                "#{session_name}\t#{@vigil-owner}",
+            ])
             .await
             .ok()?;
-        Some(out.trim().to_string())
+        let (name, owner) = out.trim_end_matches('\n').split_once('\t')?;
+        (name == session).then(|| owner.to_string())
     }
 
     /// The control client of a managed session, creating or recreating the
