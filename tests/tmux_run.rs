@@ -322,3 +322,23 @@ async fn files_are_byte_exact_and_target_and_mirror_are_reported() {
             .contains(&format!("tmux -L {} attach -t vigil-test", s.socket))
     );
 }
+
+#[tokio::test]
+async fn the_operator_sees_output_in_the_pane_while_it_runs() {
+    let (b, s) = common::start("bash").await;
+    let b2 = b.clone();
+    let task =
+        tokio::spawn(async move { b2.run(req("echo live-line; sleep 1; echo end"), None).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
+    assert!(screen.contains("live-line"), "{screen}");
+    let out = task.await.unwrap().unwrap();
+    assert_eq!(out.stdout, b"live-line\nend\n");
+    // Shown once, not again by the wrapper at the end.
+    let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
+    assert_eq!(screen.matches("live-line").count(), 1, "{screen}");
+    // Short commands are shown by the wrapper itself.
+    run(&b, "echo short-one").await;
+    let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
+    assert!(screen.lines().any(|l| l == "short-one"), "{screen}");
+}

@@ -73,6 +73,8 @@ pub struct PaneState {
     pub in_mode: bool,
     pub alternate_on: bool,
     pub current_command: String,
+    /// The pane's terminal device on the target (`/dev/pts/N`).
+    pub tty: String,
 }
 
 const LOST: &str = "terminal state (working directory, environment, shell variables, running \
@@ -547,15 +549,16 @@ impl TmuxManager {
         let out = pane
             .control
             .cmd(&format!(
-                "display -p -t {} \"#{{pane_in_mode}} #{{alternate_on}} #{{pane_current_command}}\"",
+                "display -p -t {} \"#{{pane_in_mode}} #{{alternate_on}} #{{pane_tty}} #{{pane_current_command}}\"",
                 pane.id
             ))
             .await?
             .join("");
-        let mut it = out.splitn(3, ' ');
+        let mut it = out.splitn(4, ' ');
         Ok(PaneState {
             in_mode: it.next() == Some("1"),
             alternate_on: it.next() == Some("1"),
+            tty: it.next().unwrap_or_default().to_string(),
             current_command: it.next().unwrap_or_default().trim().to_string(),
         })
     }

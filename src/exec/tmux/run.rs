@@ -1,13 +1,16 @@
 //! Running one command in a managed pane: dispatch through the control
 //! client, completion from secret-tagged markers, exact output from files.
 //!
-//! The pane's shell sources a small wrapper (see [`super::script`]) whose
-//! stdout and stderr go through FIFOs to `tee`s that keep the exact bytes in
-//! files and show them in the pane. Completion, exit code and "stream
-//! finished" arrive as invisible OSC markers in control-mode `%output`; the
-//! scrollback is never polled and never parsed for output. This module
-//! must never type into a pane whose shell is not at its prompt, and must
-//! send Ctrl-C whenever it gives up on a command (timeout or cancel).
+//! The pane's shell sources a small wrapper (see [`super::script`]) that
+//! sends the command's stdout and stderr straight to files on the target
+//! (exact bytes, any length, no extra process) and prints an invisible OSC
+//! marker with the exit code. Completion arrives as that marker in
+//! control-mode `%output`; the scrollback is never polled and never parsed
+//! for output. While a command runs, new bytes in the files go to the
+//! output callback and (on this machine) to the pane's terminal, so the
+//! operator sees them live. This module must never type into a pane whose
+//! shell is not at its prompt, and must send Ctrl-C whenever it gives up on
+//! a command (timeout or cancel).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -23,8 +26,6 @@ use super::script::{self, CmdFiles, Marker, MarkerScanner, is_shell, tq};
 use crate::exec::process::Utf8Chunker;
 use crate::exec::{ExecError, OutputFn, OutputStream, RunOutcome, RunRequest};
 
-/// How long to wait for the output copiers after the exit marker.
-const DRAIN_GRACE: Duration = Duration::from_millis(250);
 /// How long a probe may take before Ctrl-C is sent again.
 const PROBE_WAIT: Duration = Duration::from_millis(1500);
 const PROBE_TRIES: usize = 3;
@@ -129,19 +130,47 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
     )))
 }
 
-/// Streams new bytes of the output files to the callback.
+/// Follows the output files while the command runs: new bytes go to the
+/// callback and, on this machine, to the pane's terminal so the operator
+/// sees them live (the wrapper then skips its own display).
 struct Streamer {
-    on_output: OutputFn,
+    on_output: Option<OutputFn>,
     offsets: [u64; 2],
     chunkers: [Utf8Chunker; 2],
+    /// The pane's tty and the flag file telling the wrapper we showed it.
+    tty_path: Option<String>,
+    live_flag: String,
+    tty: Option<tokio::fs::File>,
 }
 
 impl Streamer {
     fn emit(&mut self, i: usize, bytes: &[u8]) {
         self.offsets[i] += bytes.len() as u64;
-        let text = self.chunkers[i].push(bytes);
-        if !text.is_empty() {
-            (self.on_output)(which(i), &text);
+        if let Some(f) = &self.on_output {
+            let text = self.chunkers[i].push(bytes);
+            if !text.is_empty() {
+                f(which(i), &text);
+            }
+        }
+    }
+
+    async fn show(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        if self.tty.is_none() {
+            let Some(path) = self.tty_path.take() else {
+                return;
+            };
+            if tokio::fs::write(&self.live_flag, b"").await.is_err() {
+                return;
+            }
+            self.tty = tokio::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .await
+                .ok();
+        }
+        if let Some(t) = self.tty.as_mut() {
+            let _ = t.write_all(bytes).await;
         }
     }
 
@@ -149,6 +178,7 @@ impl Streamer {
         for (i, ext) in ["o", "e"].iter().enumerate() {
             let new = mgr.read_from(&files.path(ext), self.offsets[i]).await;
             if !new.is_empty() {
+                self.show(&new).await;
                 self.emit(i, &new);
             }
         }
@@ -164,9 +194,11 @@ impl Streamer {
             if !rest.is_empty() {
                 self.emit(i, &rest);
             }
-            let tail = self.chunkers[i].finish();
-            if !tail.is_empty() {
-                (self.on_output)(which(i), &tail);
+            if let Some(f) = &self.on_output {
+                let tail = self.chunkers[i].finish();
+                if !tail.is_empty() {
+                    f(which(i), &tail);
+                }
             }
         }
     }
@@ -250,16 +282,17 @@ pub async fn run_in_pane(
         id,
     };
     let token = format!("{}:{id}", mgr.secret());
-    mgr.prepare_fifos(&[files.path("of"), files.path("ef")]);
+    let wrapper = if req.detach {
+        mgr.prepare_fifos(&[files.path("of"), files.path("ef")]);
+        script::wrapper_detached(&files, &token)
+    } else {
+        script::wrapper(&files, &token)
+    };
     let mut events = pane.control.subscribe();
     let buffer = format!("vigil-{id}");
     let mut lines = Vec::with_capacity(8);
     lines.extend(save_lines(&buffer, &files.path("c"), &req.command));
-    lines.extend(save_lines(
-        &buffer,
-        &files.path("sh"),
-        &script::wrapper(&files, &token),
-    ));
+    lines.extend(save_lines(&buffer, &files.path("sh"), &wrapper));
     lines.push(format!("delete-buffer -b {buffer}"));
     lines.extend(type_lines(&pane.id, &format!(" . {}", files.path("sh"))));
     let mut guard = CancelGuard {
@@ -305,43 +338,39 @@ pub async fn run_in_pane(
     }
 
     let mut scanner = MarkerScanner::new(&token);
-    let mut streamer = on_output.map(|f| Streamer {
-        on_output: f,
+    let local = mgr.transport().is_local();
+    let mut streamer = Streamer {
+        on_output,
         offsets: [0, 0],
         chunkers: Default::default(),
-    });
-    let debounce = if mgr.transport().is_local() {
-        Duration::from_millis(15)
+        tty_path: (local && state.tty.starts_with('/')).then(|| state.tty.clone()),
+        live_flag: files.path("live"),
+        tty: None,
+    };
+    // Following the files costs a read per tick on this machine and a
+    // process elsewhere; commands shorter than one tick never pay it.
+    let follow = local || streamer.on_output.is_some();
+    let tick = if local {
+        Duration::from_millis(25)
     } else {
         Duration::from_millis(250)
     };
     let deadline = req.timeout.map(|t| Instant::now() + t);
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
+    let mut next_pull = Instant::now() + tick;
     let mut rc: Option<i32> = None;
-    let (mut out_done, mut err_done) = (false, false);
-    let mut drain_until: Option<Instant> = None;
-    let mut stream_at: Option<Instant> = None;
 
     let timed_out = loop {
-        if rc.is_some() && out_done && err_done {
+        if rc.is_some() {
             break false;
         }
         tokio::select! {
             ev = events.recv() => match ev {
                 Some(Event::Output { pane: p, data }) if p == pane.id => {
                     for m in scanner.push(&data) {
-                        match m {
-                            Marker::Exit(code) => {
-                                rc = Some(code);
-                                drain_until = Some(Instant::now() + DRAIN_GRACE);
-                            }
-                            Marker::StdoutDone => out_done = true,
-                            Marker::StderrDone => err_done = true,
-                            Marker::Probe => {}
+                        if let Marker::Exit(code) = m {
+                            rc = Some(code);
                         }
-                    }
-                    if streamer.is_some() && stream_at.is_none() && rc.is_none() {
-                        stream_at = Some(Instant::now() + debounce);
                     }
                 }
                 Some(Event::Output { .. }) => {}
@@ -357,14 +386,9 @@ pub async fn run_in_pane(
                     return Err(lost(&pane, "the tmux server or session went away"));
                 }
             },
-            _ = tokio::time::sleep_until(stream_at.unwrap_or(far)), if stream_at.is_some() => {
-                stream_at = None;
-                if let Some(s) = streamer.as_mut() {
-                    s.pull(mgr, &files).await;
-                }
-            }
-            _ = tokio::time::sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => {
-                break false;
+            _ = tokio::time::sleep_until(next_pull), if follow => {
+                streamer.pull(mgr, &files).await;
+                next_pull = Instant::now() + tick;
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                 break true;
@@ -376,30 +400,10 @@ pub async fn run_in_pane(
         pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
         pane.slot.dirty.store(true, Ordering::SeqCst);
         guard.armed = false;
-        // Let the copiers see the end of the interrupted streams.
-        let until = Instant::now() + DRAIN_GRACE;
-        while !(out_done && err_done) {
-            tokio::select! {
-                ev = events.recv() => match ev {
-                    Some(Event::Output { pane: p, data }) if p == pane.id => {
-                        for m in scanner.push(&data) {
-                            match m {
-                                Marker::StdoutDone => out_done = true,
-                                Marker::StderrDone => err_done = true,
-                                _ => {}
-                            }
-                        }
-                    }
-                    Some(Event::Closed) | None => break,
-                    _ => {}
-                },
-                _ = tokio::time::sleep_until(until) => break,
-            }
-        }
+        // Give the interrupted command a moment to flush what it wrote.
+        tokio::time::sleep(Duration::from_millis(50)).await;
         let (stdout, stderr) = read_results(mgr, &files).await;
-        if let Some(s) = streamer.as_mut() {
-            s.finish(&stdout, &stderr);
-        }
+        streamer.finish(&stdout, &stderr);
         return Err(ExecError::Timeout {
             limit: req.timeout.unwrap_or_default(),
             partial: Box::new(RunOutcome {
@@ -415,9 +419,7 @@ pub async fn run_in_pane(
     drop(guard);
 
     let ((stdout, stderr), after) = tokio::join!(read_results(mgr, &files), mgr.pane_state(&pane));
-    if let Some(s) = streamer.as_mut() {
-        s.finish(&stdout, &stderr);
-    }
+    streamer.finish(&stdout, &stderr);
     if let Ok(st) = after {
         if st.alternate_on {
             notes.push(format!(

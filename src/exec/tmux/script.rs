@@ -71,7 +71,7 @@ impl CmdFiles {
     }
     /// Every file a command may leave behind.
     pub fn all(&self) -> Vec<String> {
-        ["sh", "c", "o", "e", "of", "ef"]
+        ["sh", "c", "o", "e", "of", "ef", "live"]
             .iter()
             .map(|e| self.path(e))
             .collect()
@@ -86,29 +86,49 @@ pub fn marker_printf(token: &str, kind: &str, to_stderr: bool) -> String {
     )
 }
 
-/// The script the pane's shell sources for one command.
+/// The zsh/POSIX branch that sources the command file with redirections.
+fn source_line(files: &CmdFiles, out: &str, err: &str) -> String {
+    let c = files.path("c");
+    format!(
+        "if [ -n \"${{ZSH_VERSION-}}\" ]; then {{ . {c}; }} >{out} 2>{err}; \
+         else {{ command . {c}; }} >{out} 2>{err}; fi\n"
+    )
+}
+
+/// The script the pane's shell sources for a command vigil waits for.
 ///
 /// The command text lives in its own file (`N.c`) so a syntax error in it
 /// cannot swallow the completion marker; dash needs `command .` for that,
 /// zsh's `command` does not run builtins, hence the runtime branch. Output
-/// goes through FIFOs to two background `tee`s that write the exact bytes
-/// to files and show them in the pane; each `tee` reports when it has seen
-/// the end of its stream.
+/// goes straight to files (exact bytes, no extra process). Unless vigil
+/// already showed it live (the `N.live` flag), the output (its last 64 KiB
+/// per stream) is shown in the pane afterwards; the exit marker comes last, so when it arrives the
+/// shell is back at its prompt.
 pub fn wrapper(files: &CmdFiles, token: &str) -> String {
+    let (o, e, live) = (files.path("o"), files.path("e"), files.path("live"));
+    format!(
+        "{src}__vigil_rc=$?\n\
+         if [ ! -e {live} ] && {{ [ -s {o} ] || [ -s {e} ]; }}; then tail -q -c 65536 -- {o} {e}; fi\n\
+         printf '\\033]{OSC};{token};rc;%s\\007' \"$__vigil_rc\"; unset __vigil_rc\n",
+        src = source_line(files, &o, &e),
+    )
+}
+
+/// The script for a detached command: output goes through FIFOs to two
+/// background `tee`s that keep the bytes in files and show them in the pane
+/// live (so capture-pane can poll it).
+pub fn wrapper_detached(files: &CmdFiles, token: &str) -> String {
     let p = |e: &str| files.path(e);
     format!(
         "[ -p {of} ] || mkfifo {of} {ef}\n\
-         ( (tee {o} <{of}; {mo}) & (tee {e} <{ef} >&2; {me}) & )\n\
-         if [ -n \"${{ZSH_VERSION-}}\" ]; then {{ . {c}; }} >{of} 2>{ef}; \
-         else {{ command . {c}; }} >{of} 2>{ef}; fi\n\
+         ( tee {o} <{of} & tee {e} <{ef} >&2 & )\n\
+         {src}\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$?\"\n",
         of = p("of"),
         ef = p("ef"),
         o = p("o"),
         e = p("e"),
-        c = p("c"),
-        mo = marker_printf(token, "o", false),
-        me = marker_printf(token, "e", true),
+        src = source_line(files, &p("of"), &p("ef")),
     )
 }
 
@@ -265,12 +285,16 @@ mod tests {
             id: 4,
         };
         let w = wrapper(&f, "s:4");
-        for p in ["/tmp/d/4.c", "/tmp/d/4.o", "/tmp/d/4.e", "/tmp/d/4.of"] {
+        for p in ["/tmp/d/4.c", "/tmp/d/4.o", "/tmp/d/4.e", "/tmp/d/4.live"] {
             assert!(w.contains(p), "{p}");
         }
         assert!(w.contains("command . /tmp/d/4.c"));
         assert!(w.contains("ZSH_VERSION"));
         assert!(w.contains("5379;s:4;rc;%s"));
+        let d = wrapper_detached(&f, "s:4");
+        for p in ["/tmp/d/4.of", "/tmp/d/4.ef", "tee /tmp/d/4.o"] {
+            assert!(d.contains(p), "{p}");
+        }
     }
 
     #[test]
