@@ -21,13 +21,14 @@ use super::{TmuxError, TmuxOptions};
 use crate::exec::transport::{Transport, sh_quote};
 use crate::exec::{MirrorTarget, process};
 
-/// The reserved name of the default pane in every managed session.
-pub const SHARED: &str = "shared";
+pub use super::names::{
+    SHARED, canonical_pane, canonical_session, owner_prefix, random_hex, server_args,
+};
 
 /// Longest a one-off tmux process may take.
 const TMUX_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -82,42 +83,19 @@ programs) was lost";
 
 /// Managed sessions and panes on one private tmux server.
 pub struct TmuxManager {
-    transport: Arc<dyn Transport>,
-    opts: TmuxOptions,
-    default_session: String,
-    secret: String,
-    dir: String,
-    controls: tokio::sync::Mutex<HashMap<String, Arc<Control>>>,
-    slots: Mutex<HashMap<(String, String), Arc<PaneSlot>>>,
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) opts: TmuxOptions,
+    pub(super) default_session: String,
+    pub(super) secret: String,
+    pub(super) dir: String,
+    pub(super) controls: tokio::sync::Mutex<HashMap<String, Arc<Control>>>,
+    pub(super) slots: Mutex<HashMap<(String, String), Arc<PaneSlot>>>,
     /// Sessions and panes vigil created (recreated when they vanish).
-    known_sessions: Mutex<HashSet<String>>,
-    known_panes: Mutex<HashSet<(String, String)>>,
-    shared_pane: Mutex<String>,
-    next_id: AtomicU64,
-    changes: watch::Sender<u64>,
-}
-
-/// 16 random bytes as hex (from the OS; a hashed fallback otherwise).
-pub fn random_hex() -> String {
-    use std::io::Read;
-    let mut b = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .is_ok();
-    if !ok {
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in b.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0),
-            );
-            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
-        }
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    pub(super) known_sessions: Mutex<HashSet<String>>,
+    pub(super) known_panes: Mutex<HashSet<(String, String)>>,
+    pub(super) shared_pane: Mutex<String>,
+    pub(super) next_id: AtomicU64,
+    pub(super) changes: watch::Sender<u64>,
 }
 
 impl TmuxManager {
@@ -288,7 +266,7 @@ impl TmuxManager {
         }
     }
 
-    fn slot(&self, session: &str, pane: &str) -> Arc<PaneSlot> {
+    pub(super) fn slot(&self, session: &str, pane: &str) -> Arc<PaneSlot> {
         lock(&self.slots)
             .entry((session.to_string(), pane.to_string()))
             .or_default()
@@ -326,7 +304,7 @@ impl TmuxManager {
     }
 
     /// `None`: no such session; `Some("")`: a session nobody owns.
-    async fn session_owner(&self, session: &str) -> Option<String> {
+    pub(super) async fn session_owner(&self, session: &str) -> Option<String> {
         let t = format!("={session}:");
         // `show-options -q` succeeds even for a missing session.
         let out = self
@@ -345,7 +323,10 @@ impl TmuxManager {
 
     /// The control client of a managed session, creating or recreating the
     /// session when vigil owns it. Returns whether it was (re)created.
-    async fn ensure_session(&self, session: &str) -> Result<(Arc<Control>, bool), TmuxError> {
+    pub(super) async fn ensure_session(
+        &self,
+        session: &str,
+    ) -> Result<(Arc<Control>, bool), TmuxError> {
         let mut controls = self.controls.lock().await;
         if let Some(c) = controls.get(session) {
             if !c.is_closed() {
@@ -421,7 +402,7 @@ impl TmuxManager {
     }
 
     /// Managed panes of a session: (pane id, pane name).
-    async fn list_panes(
+    pub(super) async fn list_panes(
         &self,
         control: &Control,
         session: &str,
@@ -440,7 +421,7 @@ impl TmuxManager {
             .collect())
     }
 
-    async fn new_pane(
+    pub(super) async fn new_pane(
         &self,
         control: &Control,
         session: &str,
@@ -569,320 +550,5 @@ impl TmuxManager {
             .cmd(&format!("display -p -t {} \"#{{pane_id}}\"", pane.id))
             .await
             .is_ok_and(|l| l.join("").trim() == pane.id)
-    }
-
-    /// Managed sessions owned by this agent.
-    pub async fn managed_sessions(&self) -> Result<Vec<String>, TmuxError> {
-        let out = self
-            .tmux(&["list-sessions", "-F", "#{session_name} #{@vigil-owner}"])
-            .await
-            .unwrap_or_default();
-        Ok(out
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .filter(|(_, o)| *o == self.opts.agent_name)
-            .map(|(s, _)| s.to_string())
-            .collect())
-    }
-
-    /// Create or reuse a managed session (with its shared pane).
-    pub async fn create_session(&self, name: &str) -> Result<String, TmuxError> {
-        let session = self.session_name(Some(name));
-        let existing = self.managed_sessions().await?;
-        if existing.contains(&session) {
-            self.resolve(Some(&session), None).await?;
-            return Ok(format!(
-                "reused managed tmux session {session} (pane `{SHARED}` ready)"
-            ));
-        }
-        if existing.len() >= self.opts.max_sessions {
-            return Err(TmuxError::Refused(format!(
-                "limit reached: {} managed tmux sessions (max_sessions = {}); kill one first",
-                existing.len(),
-                self.opts.max_sessions
-            )));
-        }
-        lock(&self.known_sessions).insert(session.clone());
-        let pane = self.resolve(Some(&session), None).await?;
-        pane.slot.take_notes();
-        Ok(format!(
-            "created managed tmux session {session} with pane `{SHARED}` ({})",
-            pane.id
-        ))
-    }
-
-    /// Kill a managed session other than the default one.
-    pub async fn kill_session(&self, name: &str) -> Result<String, TmuxError> {
-        let session = self.session_name(Some(name));
-        if session == self.default_session {
-            return Err(TmuxError::Refused(format!(
-                "{session} is the default shared session and cannot be killed"
-            )));
-        }
-        match self.session_owner(&session).await {
-            None => {
-                return Err(TmuxError::Missing(format!("no tmux session {session}")));
-            }
-            Some(o) if o != self.opts.agent_name => {
-                return Err(TmuxError::Refused(format!(
-                    "tmux session {session} is not managed by vigil agent `{}`",
-                    self.opts.agent_name
-                )));
-            }
-            Some(_) => {}
-        }
-        lock(&self.known_sessions).remove(&session);
-        lock(&self.known_panes).retain(|(s, _)| *s != session);
-        self.controls.lock().await.remove(&session);
-        self.tmux(&["kill-session", "-t", &format!("={session}")])
-            .await?;
-        Ok(format!("killed managed tmux session {session}"))
-    }
-
-    /// Create or reuse a managed pane (a window of its own) in a session.
-    pub async fn create_pane(
-        &self,
-        session: Option<&str>,
-        name: &str,
-    ) -> Result<String, TmuxError> {
-        let session = self.session_name(session);
-        let name = canonical_pane(name);
-        let (control, _) = self.ensure_session(&session).await?;
-        let panes = self.list_panes(&control, &session).await?;
-        if let Some((id, _)) = panes.iter().find(|(_, n)| *n == name) {
-            return Ok(format!(
-                "reused managed pane `{name}` ({id}) in tmux session {session}"
-            ));
-        }
-        if name == SHARED {
-            let p = self.resolve(Some(&session), None).await?;
-            return Ok(format!(
-                "managed pane `{SHARED}` ({}) in tmux session {session} is ready",
-                p.id
-            ));
-        }
-        if panes.len() >= self.opts.max_panes {
-            return Err(TmuxError::Refused(format!(
-                "limit reached: {} managed panes in tmux session {session} (max_panes = {}); kill one first",
-                panes.len(),
-                self.opts.max_panes
-            )));
-        }
-        let id = self.new_pane(&control, &session, &name).await?;
-        lock(&self.known_panes).insert((session.clone(), name.clone()));
-        self.slot(&session, &name)
-            .dirty
-            .store(true, Ordering::SeqCst);
-        Ok(format!(
-            "created managed pane `{name}` ({id}) in tmux session {session}"
-        ))
-    }
-
-    /// Kill a managed pane other than the shared one.
-    pub async fn kill_pane(&self, session: Option<&str>, name: &str) -> Result<String, TmuxError> {
-        let session = self.session_name(session);
-        let name = canonical_pane(name);
-        if name == SHARED {
-            return Err(TmuxError::Refused(
-                "the shared pane is protected and cannot be killed".into(),
-            ));
-        }
-        let (control, _) = self.ensure_session(&session).await?;
-        let panes = self.list_panes(&control, &session).await?;
-        let Some((id, _)) = panes.iter().find(|(_, n)| *n == name) else {
-            return Err(TmuxError::Missing(format!(
-                "no managed pane `{name}` in tmux session {session} (unmanaged panes are never killed)"
-            )));
-        };
-        lock(&self.known_panes).remove(&(session.clone(), name.clone()));
-        control.cmd(&format!("kill-pane -t {id}")).await?;
-        Ok(format!(
-            "killed managed pane `{name}` ({id}) in tmux session {session}"
-        ))
-    }
-
-    /// Run `capture-pane -p` with extra flags on a pane id or raw target.
-    pub async fn capture(&self, target: &str, flags: &[String]) -> Result<String, TmuxError> {
-        let control = self.any_control().await?;
-        let mut line = format!("capture-pane -p -t {}", tq(target));
-        for f in flags {
-            line.push(' ');
-            line.push_str(&tq(f));
-        }
-        Ok(control.cmd(&line).await?.join("\n"))
-    }
-
-    /// Whether a pane (id or raw target) is on its alternate screen.
-    pub async fn alternate_on(&self, target: &str) -> Result<bool, TmuxError> {
-        let control = self.any_control().await?;
-        let out = control
-            .cmd(&format!(
-                "display -p -t {} \"#{{alternate_on}}\"",
-                tq(target)
-            ))
-            .await?;
-        Ok(out.join("").trim() == "1")
-    }
-
-    /// Type literal text, then key names, then Enter.
-    pub async fn send_keys(
-        &self,
-        target: &str,
-        literal: Option<&str>,
-        keys: &[String],
-        enter: bool,
-    ) -> Result<(), TmuxError> {
-        let control = self.any_control().await?;
-        let mut lines = Vec::new();
-        if let Some(text) = literal.filter(|t| !t.is_empty()) {
-            lines.push(format!("send-keys -t {} -l -- {}", tq(target), tq(text)));
-        }
-        for k in keys {
-            lines.push(format!("send-keys -t {} {}", tq(target), tq(k)));
-        }
-        if enter {
-            lines.push(format!("send-keys -t {} Enter", tq(target)));
-        }
-        for r in control.batch(&lines).await {
-            r?;
-        }
-        Ok(())
-    }
-
-    /// The default session's control client (recreating it if needed).
-    async fn any_control(&self) -> Result<Arc<Control>, TmuxError> {
-        Ok(self.resolve(None, None).await?.control)
-    }
-
-    /// Read a file on the target from `offset` to its current end.
-    pub async fn read_from(&self, path: &str, offset: u64) -> Vec<u8> {
-        if self.transport.is_local() {
-            use tokio::io::{AsyncReadExt, AsyncSeekExt};
-            let Ok(mut f) = tokio::fs::File::open(path).await else {
-                return Vec::new();
-            };
-            if f.seek(std::io::SeekFrom::Start(offset)).await.is_err() {
-                return Vec::new();
-            }
-            let mut buf = Vec::new();
-            let _ = f.read_to_end(&mut buf).await;
-            return buf;
-        }
-        let script = format!("tail -c +{} {} 2>/dev/null", offset + 1, sh_quote(path));
-        process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(TMUX_TIMEOUT),
-            None,
-        )
-        .await
-        .map(|o| o.stdout)
-        .unwrap_or_default()
-    }
-
-    /// Remove files on the target (best effort).
-    pub async fn remove(&self, paths: &[String]) {
-        if self.transport.is_local() {
-            for p in paths {
-                let _ = tokio::fs::remove_file(p).await;
-            }
-            return;
-        }
-        let mut script = String::from("rm -f");
-        for p in paths {
-            script.push(' ');
-            script.push_str(&sh_quote(p));
-        }
-        let _ = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(TMUX_TIMEOUT),
-            None,
-        )
-        .await;
-    }
-
-    /// Make FIFOs ahead of the command when the target is this machine
-    /// (the wrapper makes them itself elsewhere).
-    pub fn prepare_fifos(&self, paths: &[String]) {
-        if !self.transport.is_local() {
-            return;
-        }
-        for p in paths {
-            if let Ok(c) = std::ffi::CString::new(p.as_str()) {
-                // SAFETY: `c` is a valid NUL-terminated path for mkfifo(3).
-                unsafe {
-                    libc::mkfifo(c.as_ptr(), 0o600);
-                }
-            }
-        }
-    }
-}
-
-/// `vigil-<agent>`.
-pub fn owner_prefix(agent: &str) -> String {
-    let a = sanitize(agent);
-    if a.is_empty() {
-        "vigil".into()
-    } else {
-        format!("vigil-{a}")
-    }
-}
-
-/// Session names always carry the owner prefix.
-pub fn canonical_session(prefix: &str, name: &str) -> String {
-    let n = sanitize(name.trim());
-    if n == prefix || n.starts_with(&format!("{prefix}-")) {
-        n
-    } else {
-        format!("{prefix}-{n}")
-    }
-}
-
-/// Pane names: `shared` is reserved; others carry `vigil-`.
-pub fn canonical_pane(name: &str) -> String {
-    let n = sanitize(name.trim());
-    if n == SHARED || n.starts_with("vigil-") {
-        n
-    } else {
-        format!("vigil-{n}")
-    }
-}
-
-/// `-L name`, or `-S path` when the socket contains a `/`.
-pub fn server_args(socket: &str) -> Vec<String> {
-    if socket.contains('/') {
-        vec!["-S".into(), socket.into()]
-    } else {
-        vec!["-L".into(), socket.into()]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_canonicalised_to_the_owner_prefix() {
-        let p = owner_prefix("ops bot");
-        assert_eq!(p, "vigil-ops-bot");
-        assert_eq!(canonical_session(&p, "build"), "vigil-ops-bot-build");
-        assert_eq!(
-            canonical_session(&p, "vigil-ops-bot-build"),
-            "vigil-ops-bot-build"
-        );
-        assert_eq!(canonical_session(&p, "vigil-ops-bot"), "vigil-ops-bot");
-        assert_eq!(canonical_pane("shared"), "shared");
-        assert_eq!(canonical_pane("worker 1"), "vigil-worker-1");
-        assert_eq!(canonical_pane("vigil-worker-1"), "vigil-worker-1");
-        assert_eq!(server_args("x"), vec!["-L", "x"]);
-        assert_eq!(server_args("/tmp/s"), vec!["-S", "/tmp/s"]);
-    }
-
-    #[test]
-    fn secrets_are_random() {
-        let a = random_hex();
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, random_hex());
     }
 }

@@ -19,6 +19,8 @@ pub mod backend;
 pub mod control;
 pub mod guard;
 pub mod manager;
+pub mod names;
+pub mod ops;
 pub mod run;
 pub mod script;
 
