@@ -9,6 +9,7 @@
 
 pub mod backend;
 pub mod process;
+pub mod tmux;
 pub mod transport;
 
 use std::sync::Arc;
@@ -60,6 +61,9 @@ pub struct RunOutcome {
     pub stderr: Vec<u8>,
     /// Set for detached runs: where the command went and how to poll it.
     pub dispatched: Option<String>,
+    /// Things the model must know about the run that are not output (a
+    /// recreated terminal, a program left on the alternate screen).
+    pub notes: Vec<String>,
 }
 
 /// Why a command or file operation could not be carried out.

@@ -234,6 +234,7 @@ pub async fn run(
                 stdout,
                 stderr,
                 dispatched: None,
+                notes: Vec::new(),
             })
         }
         None => {
@@ -248,6 +249,7 @@ pub async fn run(
                     stdout,
                     stderr,
                     dispatched: None,
+                    notes: Vec::new(),
                 }),
             })
         }

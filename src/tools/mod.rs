@@ -18,6 +18,9 @@ pub mod search;
 pub mod shell;
 pub mod ssrf;
 pub mod time;
+pub mod tmux_capture;
+pub mod tmux_keys;
+pub mod tmux_manage;
 pub mod truncate;
 pub mod validate;
 

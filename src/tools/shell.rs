@@ -365,6 +365,9 @@ impl Tool for RunShell {
                 }
                 let mut out = self.render(&outcome.stdout, &outcome.stderr, ctx);
                 out.result["exit_code"] = json!(outcome.exit_code);
+                if !outcome.notes.is_empty() {
+                    out.result["notes"] = json!(outcome.notes);
+                }
                 out.exit_code = outcome.exit_code;
                 Ok(out)
             }

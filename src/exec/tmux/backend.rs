@@ -1,0 +1,100 @@
+//! [`TmuxBackend`]: the [`Backend`] whose commands run in the managed pane.
+//!
+//! Commands go to [`super::run`]; files go out of band through the same
+//! transport (a [`CommandBackend`]: `tokio::fs` locally, `cat` elsewhere),
+//! so their content is byte-exact and never passes through the screen.
+//! This module adds no behaviour of its own beyond wiring.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::process::Command;
+
+use super::manager::TmuxManager;
+use super::{TmuxError, TmuxOptions};
+use crate::exec::backend::CommandBackend;
+use crate::exec::transport::Transport;
+use crate::exec::{Backend, ExecError, MirrorTarget, OutputFn, RunOutcome, RunRequest};
+
+/// A shared transport behind a trait object.
+#[derive(Clone)]
+pub struct SharedTransport(pub Arc<dyn Transport>);
+
+impl Transport for SharedTransport {
+    fn label(&self) -> String {
+        self.0.label()
+    }
+    fn shell(&self, script: &str, stdin: bool) -> Command {
+        self.0.shell(script, stdin)
+    }
+    fn is_local(&self) -> bool {
+        self.0.is_local()
+    }
+}
+
+/// Runs commands in a managed tmux pane on any transport.
+pub struct TmuxBackend<T: Transport> {
+    manager: Arc<TmuxManager>,
+    files: CommandBackend<SharedTransport>,
+    _transport: PhantomData<fn() -> T>,
+}
+
+impl<T: Transport> TmuxBackend<T> {
+    /// Start (or adopt) the private server and the default session.
+    pub async fn start(transport: T, opts: TmuxOptions) -> Result<Arc<Self>, TmuxError> {
+        let shared: Arc<dyn Transport> = Arc::new(transport);
+        let manager = TmuxManager::start(shared.clone(), opts).await?;
+        Ok(Arc::new(TmuxBackend {
+            manager,
+            files: CommandBackend::new(SharedTransport(shared)),
+            _transport: PhantomData,
+        }))
+    }
+
+    /// The handle the tmux tools and the console use.
+    pub fn manager(&self) -> Arc<TmuxManager> {
+        self.manager.clone()
+    }
+
+    /// How to attach, for the startup line.
+    pub fn startup_notice(&self) -> String {
+        self.manager.startup_notice()
+    }
+}
+
+#[async_trait]
+impl<T: Transport> Backend for TmuxBackend<T> {
+    fn target(&self) -> String {
+        let t = self.manager.transport();
+        if t.is_local() {
+            format!("tmux {}", self.manager.default_session())
+        } else {
+            format!("tmux {} ({})", self.manager.default_session(), t.label())
+        }
+    }
+
+    fn mirror(&self) -> Option<MirrorTarget> {
+        Some(self.manager.mirror_target())
+    }
+
+    fn supports_detach(&self) -> bool {
+        true
+    }
+
+    async fn run(
+        &self,
+        req: RunRequest,
+        on_output: Option<OutputFn>,
+    ) -> Result<RunOutcome, ExecError> {
+        super::run::run_in_pane(&self.manager, req, on_output).await
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, ExecError> {
+        self.files.read_file(path).await
+    }
+
+    async fn write_file(&self, path: &str, content: &[u8]) -> Result<u64, ExecError> {
+        self.files.write_file(path, content).await
+    }
+}

@@ -1,0 +1,504 @@
+//! Running one command in a managed pane: dispatch through the control
+//! client, completion from secret-tagged markers, exact output from files.
+//!
+//! The pane's shell sources a small wrapper (see [`super::script`]) that
+//! sends the command's stdout and stderr straight to files on the target
+//! (exact bytes, any length, no extra process) and prints an invisible OSC
+//! marker with the exit code. Completion arrives as that marker in
+//! control-mode `%output`; the scrollback is never polled and never parsed
+//! for output. While a command runs, new bytes in the files go to the
+//! output callback and (on this machine) to the pane's terminal, so the
+//! operator sees them live. This module must never type into a pane whose
+//! shell is not at its prompt, and must send Ctrl-C whenever it gives up on
+//! a command (timeout or cancel).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::TmuxError;
+use super::control::{Control, Event};
+use super::guard::guard_shared_shell;
+use super::manager::{PaneRef, PaneSlot, TmuxManager};
+use super::script::{self, CmdFiles, Marker, MarkerScanner, is_shell, tq};
+use crate::exec::process::Utf8Chunker;
+use crate::exec::{ExecError, OutputFn, OutputStream, RunOutcome, RunRequest};
+
+/// How long a probe may take before Ctrl-C is sent again.
+const PROBE_WAIT: Duration = Duration::from_millis(1500);
+const PROBE_TRIES: usize = 3;
+/// How long after a detached dispatch the pane's foreground process is
+/// not trusted yet.
+const DETACH_SETTLE: Duration = Duration::from_millis(300);
+
+/// Sends Ctrl-C to the pane when a run is abandoned (future dropped).
+struct CancelGuard {
+    control: Arc<Control>,
+    pane: String,
+    slot: Arc<PaneSlot>,
+    armed: bool,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.control
+                .fire(&format!("send-keys -t {} C-c", self.pane));
+            self.slot.dirty.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Write `content` to `path` on the target through the tmux server.
+fn save_lines(buffer: &str, path: &str, content: &str) -> [String; 2] {
+    [
+        format!("set-buffer -b {buffer} {}", tq(content)),
+        format!("save-buffer -b {buffer} {}", tq(path)),
+    ]
+}
+
+/// Clear whatever the operator left on the command line, then type `line`.
+fn type_lines(pane: &str, line: &str) -> [String; 3] {
+    [
+        format!("send-keys -t {pane} C-e C-u"),
+        format!("send-keys -t {pane} -l -- {}", tq(line)),
+        format!("send-keys -t {pane} Enter"),
+    ]
+}
+
+async fn all_ok(control: &Control, lines: Vec<String>) -> Result<(), ExecError> {
+    for r in control.batch(&lines).await {
+        r.map_err(|e| ExecError::Failed(format!("could not dispatch to tmux: {e}")))?;
+    }
+    Ok(())
+}
+
+fn lost(pane: &PaneRef, what: &str) -> ExecError {
+    ExecError::Failed(format!(
+        "{what} while the command ran in pane `{}` of tmux session {}; its terminal state \
+         (working directory, environment, running programs) was lost; the next command recreates it",
+        pane.name, pane.session
+    ))
+}
+
+/// Make sure the shell is at its prompt: source a probe and wait for its
+/// marker, sending Ctrl-C between tries.
+async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecError> {
+    for attempt in 0..PROBE_TRIES {
+        let id = mgr.next_id();
+        let token = format!("{}:{id}", mgr.secret());
+        let path = format!("{}/{id}.sh", mgr.dir());
+        let mut events = pane.control.subscribe();
+        let mut lines = save_lines(&format!("vigil-{id}"), &path, &script::probe(&token)).to_vec();
+        lines.push(format!("delete-buffer -b vigil-{id}"));
+        lines.extend(type_lines(&pane.id, &format!(" . {path}")));
+        all_ok(&pane.control, lines).await?;
+        let mut scanner = MarkerScanner::new(&token);
+        let wait = if attempt == 0 {
+            PROBE_WAIT * 2
+        } else {
+            PROBE_WAIT
+        };
+        let deadline = Instant::now() + wait;
+        let seen = loop {
+            tokio::select! {
+                ev = events.recv() => match ev {
+                    Some(Event::Output { pane: p, data }) if p == pane.id => {
+                        if scanner.push(&data).contains(&Marker::Probe) {
+                            break true;
+                        }
+                    }
+                    Some(Event::Closed) | None => return Err(lost(pane, "the tmux server went away")),
+                    Some(_) => {}
+                },
+                _ = tokio::time::sleep_until(deadline) => break false,
+            }
+        };
+        mgr.remove(&[path]).await;
+        if seen {
+            pane.slot.dirty.store(false, Ordering::SeqCst);
+            return Ok(());
+        }
+        pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
+    }
+    Err(ExecError::Failed(format!(
+        "the shell in pane `{}` did not come back to its prompt after Ctrl-C; look at it with \
+         capture-pane and get it back with send-keys (e.g. C-c, q, or Enter)",
+        pane.name
+    )))
+}
+
+/// Follows the output files while the command runs: new bytes go to the
+/// callback and, on this machine, to the pane's terminal so the operator
+/// sees them live (the wrapper then skips its own display).
+struct Streamer {
+    on_output: Option<OutputFn>,
+    offsets: [u64; 2],
+    chunkers: [Utf8Chunker; 2],
+    /// The pane's tty and the flag file telling the wrapper we showed it.
+    tty_path: Option<String>,
+    live_flag: String,
+    tty: Option<tokio::fs::File>,
+}
+
+impl Streamer {
+    fn emit(&mut self, i: usize, bytes: &[u8]) {
+        self.offsets[i] += bytes.len() as u64;
+        if let Some(f) = &self.on_output {
+            let text = self.chunkers[i].push(bytes);
+            if !text.is_empty() {
+                f(which(i), &text);
+            }
+        }
+    }
+
+    async fn show(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        if self.tty.is_none() {
+            let Some(path) = self.tty_path.take() else {
+                return;
+            };
+            if tokio::fs::write(&self.live_flag, b"").await.is_err() {
+                return;
+            }
+            self.tty = tokio::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .await
+                .ok();
+        }
+        if let Some(t) = self.tty.as_mut() {
+            let _ = t.write_all(bytes).await;
+        }
+    }
+
+    async fn pull(&mut self, mgr: &TmuxManager, files: &CmdFiles) {
+        for (i, ext) in ["o", "e"].iter().enumerate() {
+            let new = mgr.read_from(&files.path(ext), self.offsets[i]).await;
+            if !new.is_empty() {
+                self.show(&new).await;
+                self.emit(i, &new);
+            }
+        }
+    }
+
+    /// Emit what the final files hold beyond what was streamed.
+    fn finish(&mut self, out: &[u8], err: &[u8]) {
+        for (i, full) in [out, err].iter().enumerate() {
+            let from = usize::try_from(self.offsets[i])
+                .unwrap_or(usize::MAX)
+                .min(full.len());
+            let rest = full[from..].to_vec();
+            if !rest.is_empty() {
+                self.emit(i, &rest);
+            }
+            if let Some(f) = &self.on_output {
+                let tail = self.chunkers[i].finish();
+                if !tail.is_empty() {
+                    f(which(i), &tail);
+                }
+            }
+        }
+    }
+}
+
+fn which(i: usize) -> OutputStream {
+    if i == 0 {
+        OutputStream::Stdout
+    } else {
+        OutputStream::Stderr
+    }
+}
+
+/// Run one command in a managed pane.
+pub async fn run_in_pane(
+    mgr: &TmuxManager,
+    req: RunRequest,
+    on_output: Option<OutputFn>,
+) -> Result<RunOutcome, ExecError> {
+    guard_shared_shell(&req.command).map_err(ExecError::Failed)?;
+    let pane = mgr
+        .resolve(req.session.as_deref(), req.pane.as_deref())
+        .await
+        .map_err(ExecError::from)?;
+    let _turn = pane.slot.run.lock().await;
+    let mut notes = pane.slot.take_notes();
+
+    let mut state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
+    let detached = pane.slot.busy.lock().map(|b| b.clone()).unwrap_or(None);
+    if let Some((_, cmd, when)) = detached {
+        // Right after dispatch the shell may not have started the command
+        // yet: give it a moment before trusting the foreground process.
+        let settle = when + DETACH_SETTLE;
+        if is_shell(&state.current_command) && std::time::Instant::now() < settle {
+            tokio::time::sleep_until(settle.into()).await;
+            state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
+        }
+        if !is_shell(&state.current_command) {
+            return Err(ExecError::Failed(format!(
+                "pane `{}` is still running the detached command `{cmd}`; poll it with \
+                 capture-pane, stop it with send-keys C-c, or use another pane",
+                pane.name
+            )));
+        }
+        // Done or interrupted (its exit marker may never come): check the
+        // prompt before typing.
+        if let Ok(mut b) = pane.slot.busy.lock() {
+            *b = None;
+        }
+        pane.slot.dirty.store(true, Ordering::SeqCst);
+    }
+    if state.in_mode {
+        // The operator was scrolling: leave copy mode so keys reach the shell.
+        pane.control
+            .cmd(&format!("copy-mode -q -t {}", pane.id))
+            .await?;
+    }
+    if pane.slot.dirty.load(Ordering::SeqCst) {
+        confirm_prompt(mgr, &pane).await?;
+        state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
+    }
+    if state.alternate_on {
+        return Err(ExecError::Failed(format!(
+            "a full-screen program (`{}`) holds pane `{}` on its alternate screen; nothing was \
+             typed. Look at it with capture-pane (include_alternate_screen: true) and quit it with \
+             send-keys (e.g. q, :q Enter, or C-c) before running commands",
+            state.current_command, pane.name
+        )));
+    }
+    if !is_shell(&state.current_command) {
+        return Err(ExecError::Failed(format!(
+            "pane `{}` is busy running `{}` (the shell is not at its prompt); look with \
+             capture-pane, stop it with send-keys C-c, or use another pane",
+            pane.name, state.current_command
+        )));
+    }
+
+    let id = mgr.next_id();
+    let files = CmdFiles {
+        dir: mgr.dir().to_string(),
+        id,
+    };
+    let token = format!("{}:{id}", mgr.secret());
+    let wrapper = if req.detach {
+        mgr.prepare_fifos(&[files.path("of"), files.path("ef")]);
+        script::wrapper_detached(&files, &token)
+    } else {
+        script::wrapper(&files, &token)
+    };
+    let mut events = pane.control.subscribe();
+    let buffer = format!("vigil-{id}");
+    let mut lines = Vec::with_capacity(8);
+    lines.extend(save_lines(&buffer, &files.path("c"), &req.command));
+    lines.extend(save_lines(&buffer, &files.path("sh"), &wrapper));
+    lines.push(format!("delete-buffer -b {buffer}"));
+    lines.extend(type_lines(&pane.id, &format!(" . {}", files.path("sh"))));
+    let mut guard = CancelGuard {
+        control: pane.control.clone(),
+        pane: pane.id.clone(),
+        slot: pane.slot.clone(),
+        armed: true,
+    };
+    all_ok(&pane.control, lines).await?;
+
+    if req.detach {
+        guard.armed = false;
+        if let Ok(mut b) = pane.slot.busy.lock() {
+            *b = Some((
+                token.clone(),
+                req.command.clone(),
+                std::time::Instant::now(),
+            ));
+        }
+        tokio::spawn(watch_detached(
+            events,
+            token,
+            pane.id.clone(),
+            pane.slot.clone(),
+            files.all(),
+            mgr.transport().is_local(),
+        ));
+        let mut msg = format!(
+            "command dispatched to tmux pane {} (`{}` in session {}); it runs in the background \
+             of the conversation. Poll its output with capture-pane (e.g. {{\"delay\": \"5s\"}}), \
+             stop it with send-keys {{\"keys\": [\"C-c\"]}}",
+            pane.id, pane.name, pane.session
+        );
+        for n in &notes {
+            msg.push_str("\nnote: ");
+            msg.push_str(n);
+        }
+        return Ok(RunOutcome {
+            dispatched: Some(msg),
+            notes,
+            ..Default::default()
+        });
+    }
+
+    let mut scanner = MarkerScanner::new(&token);
+    let local = mgr.transport().is_local();
+    let mut streamer = Streamer {
+        on_output,
+        offsets: [0, 0],
+        chunkers: Default::default(),
+        tty_path: (local && state.tty.starts_with('/')).then(|| state.tty.clone()),
+        live_flag: files.path("live"),
+        tty: None,
+    };
+    // Following the files costs a read per tick on this machine and a
+    // process elsewhere; commands shorter than one tick never pay it.
+    let follow = local || streamer.on_output.is_some();
+    let tick = if local {
+        Duration::from_millis(25)
+    } else {
+        Duration::from_millis(250)
+    };
+    let deadline = req.timeout.map(|t| Instant::now() + t);
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
+    let mut next_pull = Instant::now() + tick;
+    let mut rc: Option<i32> = None;
+
+    let timed_out = loop {
+        if rc.is_some() {
+            break false;
+        }
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Some(Event::Output { pane: p, data }) if p == pane.id => {
+                    for m in scanner.push(&data) {
+                        if let Marker::Exit(code) = m {
+                            rc = Some(code);
+                        }
+                    }
+                }
+                Some(Event::Output { .. }) => {}
+                Some(Event::Changed) => {
+                    if !mgr.pane_exists(&pane).await {
+                        guard.armed = false;
+                        mgr.remove(&files.all()).await;
+                        return Err(lost(&pane, "the pane was killed"));
+                    }
+                }
+                Some(Event::Closed) | None => {
+                    guard.armed = false;
+                    return Err(lost(&pane, "the tmux server or session went away"));
+                }
+            },
+            _ = tokio::time::sleep_until(next_pull), if follow => {
+                streamer.pull(mgr, &files).await;
+                next_pull = Instant::now() + tick;
+            }
+            _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
+                break true;
+            }
+        }
+    };
+
+    if timed_out {
+        pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
+        pane.slot.dirty.store(true, Ordering::SeqCst);
+        guard.armed = false;
+        // Give the interrupted command a moment to flush what it wrote.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (stdout, stderr) = read_results(mgr, &files).await;
+        streamer.finish(&stdout, &stderr);
+        return Err(ExecError::Timeout {
+            limit: req.timeout.unwrap_or_default(),
+            partial: Box::new(RunOutcome {
+                exit_code: None,
+                stdout,
+                stderr,
+                dispatched: None,
+                notes,
+            }),
+        });
+    }
+    guard.armed = false;
+    drop(guard);
+
+    let ((stdout, stderr), after) = tokio::join!(read_results(mgr, &files), mgr.pane_state(&pane));
+    streamer.finish(&stdout, &stderr);
+    if let Ok(st) = after {
+        if st.alternate_on {
+            notes.push(format!(
+                "a full-screen program (`{}`) was left on the pane's alternate screen; its screen \
+                 is not part of this output. Use capture-pane (include_alternate_screen: true) to \
+                 see it and send-keys to quit it",
+                st.current_command
+            ));
+        }
+    }
+    Ok(RunOutcome {
+        exit_code: rc,
+        stdout,
+        stderr,
+        dispatched: None,
+        notes,
+    })
+}
+
+/// Read both output files and remove the command's files.
+async fn read_results(mgr: &TmuxManager, files: &CmdFiles) -> (Vec<u8>, Vec<u8>) {
+    let (po, pe) = (files.path("o"), files.path("e"));
+    let (o, e) = tokio::join!(mgr.read_from(&po, 0), mgr.read_from(&pe, 0));
+    mgr.remove(&files.all()).await;
+    (o, e)
+}
+
+/// Follow a detached command until its exit marker, then clear the pane's
+/// busy flag. Files are left for the operator's own tooling only on
+/// remote targets where removal would cost a round trip per command.
+async fn watch_detached(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    token: String,
+    pane: String,
+    slot: Arc<PaneSlot>,
+    files: Vec<String>,
+    local: bool,
+) {
+    let mut scanner = MarkerScanner::new(&token);
+    while let Some(ev) = events.recv().await {
+        match ev {
+            Event::Output { pane: p, data }
+                if p == pane
+                    && scanner
+                        .push(&data)
+                        .iter()
+                        .any(|m| matches!(m, Marker::Exit(_))) =>
+            {
+                if let Ok(mut b) = slot.busy.lock() {
+                    if b.as_ref().is_some_and(|(t, _, _)| *t == token) {
+                        *b = None;
+                    }
+                }
+                break;
+            }
+            Event::Closed => return,
+            _ => {}
+        }
+        let still_ours = slot
+            .busy
+            .lock()
+            .map(|b| b.as_ref().is_some_and(|(t, _, _)| *t == token))
+            .unwrap_or(false);
+        if !still_ours {
+            break;
+        }
+    }
+    if local {
+        for f in files {
+            let _ = tokio::fs::remove_file(f).await;
+        }
+    }
+}
+
+impl From<TmuxError> for ExecError {
+    fn from(e: TmuxError) -> Self {
+        match e {
+            TmuxError::Exec(e) => e,
+            other => ExecError::Failed(other.to_string()),
+        }
+    }
+}

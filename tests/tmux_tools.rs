@@ -1,0 +1,338 @@
+//! The tmux tools on real tmux (private sockets): every capture-pane
+//! option, send-keys and its gate, the management tools with ownership,
+//! limits and protection.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use vigil::exec::tmux::TmuxManager;
+use vigil::exec::{Backend, RunRequest};
+use vigil::tools::gate::FixedApprover;
+use vigil::tools::tmux_capture::CapturePane;
+use vigil::tools::tmux_keys::SendKeys;
+use vigil::tools::tmux_manage::{ManageAction, TmuxManage};
+use vigil::tools::{ApprovalDecision, Tool, ToolContext, ToolRegistry};
+
+fn meta(mut v: Value) -> Value {
+    v["risk"] = json!("low");
+    v["mutation"] = json!(true);
+    v["privesc"] = json!(false);
+    v["why"] = json!("test");
+    v
+}
+
+async fn call(t: &dyn Tool, v: Value) -> Result<String, String> {
+    t.execute(&v.to_string(), &ToolContext::default())
+        .await
+        .map(|o| o.result.as_str().unwrap_or_default().to_string())
+        .map_err(|e| e.to_string())
+}
+
+async fn sh(b: &dyn Backend, cmd: &str) {
+    let r = RunRequest {
+        command: cmd.into(),
+        timeout: Some(Duration::from_secs(20)),
+        ..Default::default()
+    };
+    b.run(r, None).await.unwrap();
+}
+
+fn manager(b: &vigil::exec::tmux::TmuxBackend<vigil::exec::transport::Local>) -> Arc<TmuxManager> {
+    b.manager()
+}
+
+#[tokio::test]
+async fn capture_pane_options() {
+    let (b, s) = common::start("bash").await;
+    let cap = CapturePane::new(manager(&b));
+    sh(&*b, "seq 1 60; printf 'pad   \\n'; printf '\\033[31mRED\\033[0m\\n'; printf 'x%.0s' $(seq 1 150); echo").await;
+
+    let visible = call(&cap, json!({})).await.unwrap();
+    assert!(
+        visible.contains("RED") && !visible.contains("\x1b["),
+        "{visible}"
+    );
+    assert!(
+        !visible.lines().any(|l| l == "1"),
+        "history is not visible by default"
+    );
+    let all = call(&cap, json!({"start": "-"})).await.unwrap();
+    assert!(all.lines().any(|l| l == "1"), "{all}");
+    let window = call(&cap, json!({"start": 0, "end": "2"})).await.unwrap();
+    assert!(window.lines().count() <= 3, "{window}");
+    let escapes = call(&cap, json!({"include_escape_sequences": true}))
+        .await
+        .unwrap();
+    assert!(escapes.contains("\x1b["), "{escapes}");
+    let octal = call(
+        &cap,
+        json!({"escape_non_printable": true, "include_escape_sequences": true}),
+    )
+    .await
+    .unwrap();
+    assert!(octal.contains("\\033"), "{octal}");
+    let trailing = call(
+        &cap,
+        json!({"preserve_trailing_spaces": true, "join_wrapped_lines": false}),
+    )
+    .await
+    .unwrap();
+    assert!(trailing.lines().any(|l| l == "pad   "), "{trailing}");
+    let trimmed = call(&cap, json!({"join_wrapped_lines": false}))
+        .await
+        .unwrap();
+    assert!(trimmed.lines().any(|l| l == "pad"), "{trimmed}");
+    // 150 x's wrap at width 120: joined by default, split when asked.
+    let joined = call(&cap, json!({})).await.unwrap();
+    assert!(joined.lines().any(|l| l == "x".repeat(150)), "{joined}");
+    let split = call(&cap, json!({"join_wrapped_lines": false}))
+        .await
+        .unwrap();
+    assert!(split.lines().any(|l| l == "x".repeat(120)), "{split}");
+
+    // No alternate screen: main screen plus a notice.
+    let alt = call(&cap, json!({"include_alternate_screen": true}))
+        .await
+        .unwrap();
+    assert!(
+        alt.contains("no alternate screen is active") && alt.contains("RED"),
+        "{alt}"
+    );
+    // A missing managed pane falls back to shared with a notice first.
+    let fb = call(&cap, json!({"pane": "nope"})).await.unwrap();
+    assert!(
+        fb.starts_with("[notice: no managed pane `vigil-nope`"),
+        "{fb}"
+    );
+    assert!(fb.contains("RED"));
+    // Delay waits.
+    let t = Instant::now();
+    call(&cap, json!({"delay": "300ms"})).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    // Raw target on vigil's server.
+    let raw = call(&cap, json!({"target": "vigil-test:shared"}))
+        .await
+        .unwrap();
+    assert!(raw.contains("RED"));
+    // Bad options are argument errors.
+    assert!(
+        call(&cap, json!({"start": "top"}))
+            .await
+            .unwrap_err()
+            .contains("start")
+    );
+    assert!(
+        call(&cap, json!({"delay": "2h"}))
+            .await
+            .unwrap_err()
+            .contains("delay")
+    );
+
+    // The alternate screen itself, and tail truncation.
+    s.tmux(&[
+        "send-keys",
+        "-t",
+        "vigil-test:shared",
+        "printf '\\033[?1049hALTSCREEN'; sleep 30",
+        "Enter",
+    ]);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let alt = call(&cap, json!({"include_alternate_screen": true}))
+        .await
+        .unwrap();
+    assert!(!alt.contains("notice"), "{alt}");
+    s.tmux(&["send-keys", "-t", "vigil-test:shared", "C-c"]);
+    s.tmux(&[
+        "send-keys",
+        "-t",
+        "vigil-test:shared",
+        "printf '\\033[?1049l'; clear",
+        "Enter",
+    ]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sh(&*b, "seq 1 3000").await;
+    let long = call(&cap, json!({"start": "-"})).await.unwrap();
+    assert!(long.starts_with("[truncated "), "{}", &long[..50]);
+    assert!(long.trim_end().ends_with('$') || long.contains("3000"));
+}
+
+#[tokio::test]
+async fn send_keys_types_in_order_and_never_retargets() {
+    let (b, s) = common::start("bash").await;
+    sh(&*b, "true").await;
+    let keys = SendKeys::new(manager(&b));
+    let out = call(
+        &keys,
+        meta(json!({"literal_text": "echo one-", "keys": ["Left", "BSpace"], "enter": true})),
+    )
+    .await
+    .unwrap();
+    assert!(out.contains("sent"), "{out}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
+    assert!(screen.lines().any(|l| l == "on-"), "{screen}");
+
+    let err = call(&keys, meta(json!({"pane": "ghost", "keys": ["C-c"]})))
+        .await
+        .unwrap_err();
+    assert!(err.contains("no managed pane"), "{err}");
+    let err = call(&keys, json!({"keys": ["C-c"]})).await.unwrap_err();
+    assert!(err.contains("risk"), "{err}");
+    let err = call(&keys, meta(json!({}))).await.unwrap_err();
+    assert!(err.contains("nothing to send"), "{err}");
+
+    // Gated like run_shell: a denial means nothing is typed.
+    let mut reg = ToolRegistry::new();
+    reg.set_approver(Arc::new(FixedApprover(ApprovalDecision::Deny)));
+    reg.register(SendKeys::new(manager(&b)));
+    let run = reg
+        .execute(
+            "send-keys",
+            &meta(json!({"literal_text": "echo denied-text", "enter": true})).to_string(),
+        )
+        .await;
+    assert!(run.denied());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"])
+            .contains("denied-text")
+    );
+    let g = keys.gate(&meta(json!({"keys": ["C-c"]}))).unwrap();
+    assert!(g.action.contains("C-c"));
+    assert!(
+        SendKeys::new(manager(&b))
+            .with_confirm(false)
+            .gate(&json!({}))
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn management_tools_respect_ownership_limits_and_protection() {
+    let (b, s) = common::start("dash").await;
+    let m = manager(&b);
+    let tools: Vec<TmuxManage> = TmuxManage::all(&m);
+    let t = |a: ManageAction| tools.iter().find(|x| x.name() == a.tool_name()).unwrap();
+    let cs = t(ManageAction::CreateSession);
+    let ks = t(ManageAction::KillSession);
+    let cp = t(ManageAction::CreatePane);
+    let kp = t(ManageAction::KillPane);
+
+    let out = call(cs, meta(json!({"session": "build"}))).await.unwrap();
+    assert!(
+        out.contains("created managed tmux session vigil-test-build"),
+        "{out}"
+    );
+    let out = call(cs, meta(json!({"session": "vigil-test-build"})))
+        .await
+        .unwrap();
+    assert!(out.contains("reused"), "{out}");
+    assert!(
+        s.tmux(&[
+            "show-options",
+            "-t",
+            "vigil-test-build",
+            "-v",
+            "@vigil-owner"
+        ])
+        .contains("test")
+    );
+    call(cs, meta(json!({"session": "two"}))).await.unwrap();
+    let err = call(cs, meta(json!({"session": "three"})))
+        .await
+        .unwrap_err();
+    assert!(err.contains("max_sessions = 3"), "{err}");
+
+    // Commands run in the new session.
+    let r = b
+        .run(
+            RunRequest {
+                command: "echo in-build".into(),
+                session: Some("build".into()),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.stdout, b"in-build\n");
+
+    let err = call(ks, meta(json!({"session": "vigil-test"})))
+        .await
+        .unwrap_err();
+    assert!(err.contains("cannot be killed"), "{err}");
+    s.tmux(&["new-session", "-d", "-s", "vigil-test-foreign"]);
+    let err = call(ks, meta(json!({"session": "foreign"})))
+        .await
+        .unwrap_err();
+    assert!(err.contains("not managed"), "{err}");
+    let out = call(ks, meta(json!({"session": "two"}))).await.unwrap();
+    assert!(out.contains("killed"), "{out}");
+    assert!(
+        !s.tmux(&["ls", "-F", "#{session_name}"])
+            .contains("vigil-test-two")
+    );
+    let err = call(ks, json!({"session": "build"})).await.unwrap_err();
+    assert!(err.contains("risk"), "{err}");
+
+    let out = call(cp, meta(json!({"pane": "logs"}))).await.unwrap();
+    assert!(out.contains("created managed pane `vigil-logs`"), "{out}");
+    let r = b
+        .run(
+            RunRequest {
+                command: "echo in-logs".into(),
+                pane: Some("logs".into()),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.stdout, b"in-logs\n");
+    call(cp, meta(json!({"pane": "p2"}))).await.unwrap();
+    let err = call(cp, meta(json!({"pane": "p3"}))).await.unwrap_err();
+    assert!(err.contains("max_panes = 3"), "{err}");
+    let err = call(kp, meta(json!({"pane": "shared"}))).await.unwrap_err();
+    assert!(err.contains("protected"), "{err}");
+    s.tmux(&["new-window", "-d", "-t", "vigil-test:", "-n", "vigil-raw"]);
+    let err = call(kp, meta(json!({"pane": "raw"}))).await.unwrap_err();
+    assert!(err.contains("unmanaged"), "{err}");
+    let out = call(kp, meta(json!({"pane": "logs"}))).await.unwrap();
+    assert!(out.contains("killed managed pane `vigil-logs`"), "{out}");
+
+    for tool in &tools {
+        let d = tool.definition();
+        for section in [
+            "When to use:",
+            "When NOT to use:",
+            "Disambiguation:",
+            "Example:",
+        ] {
+            assert!(
+                d.function.description.contains(section),
+                "{} {section}",
+                tool.name()
+            );
+        }
+        let g = tool
+            .gate(&meta(json!({"session": "x", "pane": "y"})))
+            .unwrap();
+        assert!(g.action.contains(tool.name()));
+    }
+    for d in [
+        CapturePane::new(m.clone()).definition(),
+        SendKeys::new(m.clone()).definition(),
+    ] {
+        for section in [
+            "When to use:",
+            "When NOT to use:",
+            "Disambiguation:",
+            "Example:",
+        ] {
+            assert!(d.function.description.contains(section), "{section}");
+        }
+    }
+}
