@@ -11,9 +11,15 @@ use tokio::sync::mpsc;
 use crate::agent::approval::{ApprovalBroker, Policy};
 use crate::agent::client::{ModelClient, ModelClientConfig};
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
-use crate::config::Config;
+use crate::config::{Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
+use crate::exec::tmux::manager::TmuxManager;
+use crate::exec::tmux::{TmuxBackend, TmuxOptions, tmux_available};
+use crate::exec::transport::Local;
+use crate::tools::tmux_capture::CapturePane;
+use crate::tools::tmux_keys::SendKeys;
+use crate::tools::tmux_manage::TmuxManage;
 use crate::scripted::{Scenario, ScriptedServer};
 use crate::tools::edit::{Edit, EditConfig};
 use crate::tools::fetch::{FetchConfig, FetchUrl};
@@ -100,7 +106,78 @@ pub struct Running {
 /// Start the agent for `config`. With `demo`, a scripted model server is
 /// started on loopback first and the client pointed at it.
 pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<Running, String> {
-    start_agent_with(config, demo, policy, ExecutionContext::local()).await
+    let target = build_exec(config).await?;
+    start_agent_with(config, demo, policy, target).await
+}
+
+/// Where commands run, with what the operator should be told about it.
+pub struct Target {
+    pub exec: ExecutionContext,
+    /// The managed tmux layer, when commands run in a tmux pane.
+    pub tmux: Option<Arc<TmuxManager>>,
+    pub notices: Vec<String>,
+}
+
+impl From<ExecutionContext> for Target {
+    fn from(exec: ExecutionContext) -> Self {
+        Target {
+            exec,
+            tmux: None,
+            notices: Vec::new(),
+        }
+    }
+}
+
+/// Build the execution target the config asks for: a managed tmux pane when
+/// tmux is on (or available, in auto mode) and the shell is enabled, plain
+/// local processes otherwise.
+pub async fn build_exec(config: &Config) -> Result<Target, String> {
+    let want = match config.tmux.mode {
+        TmuxMode::Off => false,
+        TmuxMode::On => true,
+        TmuxMode::Auto => config.tools.shell_enabled && tmux_available(),
+    };
+    if !want {
+        let mut target = Target::from(ExecutionContext::local());
+        if config.tmux.mode == TmuxMode::Auto && config.tools.shell_enabled {
+            target.notices.push(
+                "tmux is not installed: commands run as plain local processes (no managed pane, \
+                 no wait=false, no capture-pane/send-keys)"
+                    .into(),
+            );
+        }
+        return Ok(target);
+    }
+    let t = &config.tmux;
+    let opts = TmuxOptions {
+        socket: t.socket.clone(),
+        session: t.session.clone(),
+        agent_name: config.agent.name.clone(),
+        max_sessions: t.max_sessions,
+        max_panes: t.max_panes,
+        shell: t.shell.clone(),
+        width: t.width,
+        height: t.height,
+    };
+    let backend = TmuxBackend::start(Local, opts)
+        .await
+        .map_err(|e| format!("cannot start the managed tmux session: {e}"))?;
+    let notice = backend.startup_notice();
+    let manager = backend.manager();
+    Ok(Target {
+        exec: ExecutionContext::from_arc(backend),
+        tmux: Some(manager),
+        notices: vec![notice],
+    })
+}
+
+/// Register the tmux tools on a registry.
+pub fn register_tmux_tools(registry: &mut ToolRegistry, config: &Config, tmux: &Arc<TmuxManager>) {
+    registry.register(CapturePane::new(tmux.clone()));
+    registry.register(SendKeys::new(tmux.clone()).with_confirm(config.tmux.send_keys_confirm));
+    for tool in TmuxManage::all(tmux) {
+        registry.register(tool);
+    }
 }
 
 /// [`start_agent`] on a given execution context (tests use a recording one).
@@ -108,8 +185,13 @@ pub async fn start_agent_with(
     config: &Config,
     demo: bool,
     policy: Policy,
-    exec: ExecutionContext,
+    target: impl Into<Target>,
 ) -> Result<Running, String> {
+    let Target {
+        exec,
+        tmux,
+        notices,
+    } = target.into();
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
 
@@ -135,7 +217,11 @@ pub async fn start_agent_with(
         target.clone(),
         policy,
     ));
-    let registry = Arc::new(build_registry(config, &exec, broker.clone()));
+    let mut registry = build_registry(config, &exec, broker.clone());
+    if let Some(tmux) = &tmux {
+        register_tmux_tools(&mut registry, config, tmux);
+    }
+    let registry = Arc::new(registry);
     let client = ModelClient::new(ModelClientConfig {
         base_url,
         model: model_name,
@@ -161,6 +247,7 @@ pub async fn start_agent_with(
         demo,
         mirror: exec.mirror(),
         spill_dir: Some(session_dir.join("spill")),
+        notices,
     };
     let task = spawn_agent(setup, event_tx, cmd_rx);
     Ok(Running {

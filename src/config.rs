@@ -32,6 +32,58 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub console: ConsoleConfig,
     pub paths: PathsConfig,
+    pub tmux: TmuxConfig,
+}
+
+/// Whether commands run in a managed tmux pane.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TmuxMode {
+    /// Use tmux when it is installed (plain processes otherwise, with a notice).
+    #[default]
+    Auto,
+    /// Always use tmux; starting fails without it.
+    On,
+    /// Never use tmux: plain processes.
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TmuxConfig {
+    /// "auto", "on" or "off".
+    pub mode: TmuxMode,
+    /// vigil's private tmux server: a socket name (`tmux -L`), or a path.
+    pub socket: String,
+    /// The managed session's name (default: vigil-<agent name>).
+    pub session: Option<String>,
+    /// Most managed sessions at once.
+    pub max_sessions: usize,
+    /// Most managed panes per session (the shared pane included).
+    pub max_panes: usize,
+    /// Program new panes run (default: tmux's default shell).
+    pub shell: Option<String>,
+    /// Size of new tmux windows.
+    pub width: u16,
+    pub height: u16,
+    /// Ask the operator before `send-keys` (typed keys run commands).
+    pub send_keys_confirm: bool,
+}
+
+impl Default for TmuxConfig {
+    fn default() -> Self {
+        TmuxConfig {
+            mode: TmuxMode::Auto,
+            socket: "vigil".into(),
+            session: None,
+            max_sessions: 4,
+            max_panes: 8,
+            shell: None,
+            width: 200,
+            height: 50,
+            send_keys_confirm: true,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -93,7 +145,7 @@ pub enum ApprovalMode {
 impl Default for AgentSettings {
     fn default() -> Self {
         AgentSettings {
-            name: "vigil".into(),
+            name: "agent".into(),
             system_prompt: None,
             max_rounds: 40,
             approval: ApprovalMode::Ask,
@@ -201,6 +253,12 @@ pub struct Overrides {
     pub model: Option<String>,
     pub api_key: Option<String>,
     pub data_dir: Option<PathBuf>,
+    /// `Some(None)`: `--tmux`; `Some(Some(name))`: `--tmux NAME`.
+    pub tmux: Option<Option<String>>,
+    /// `--no-tmux`.
+    pub no_tmux: bool,
+    /// `VIGIL_TMUX_SOCKET`.
+    pub tmux_socket: Option<String>,
 }
 
 impl Config {
@@ -245,6 +303,18 @@ impl Config {
         if let Some(v) = o.data_dir {
             self.paths.data_dir = Some(v);
         }
+        if let Some(session) = o.tmux {
+            self.tmux.mode = TmuxMode::On;
+            if session.is_some() {
+                self.tmux.session = session;
+            }
+        }
+        if o.no_tmux {
+            self.tmux.mode = TmuxMode::Off;
+        }
+        if let Some(socket) = o.tmux_socket {
+            self.tmux.socket = socket;
+        }
     }
 
     /// The API key: explicit value, else the variable named by `api_key_env`.
@@ -286,6 +356,18 @@ impl Config {
             return Err(ConfigError::Invalid {
                 key: "agent.max_rounds".into(),
                 message: "must be at least 1".into(),
+            });
+        }
+        if self.tmux.max_sessions == 0 || self.tmux.max_panes == 0 {
+            return Err(ConfigError::Invalid {
+                key: "tmux.max_sessions / tmux.max_panes".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        if self.tmux.socket.trim().is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "tmux.socket".into(),
+                message: "must not be empty".into(),
             });
         }
         if !(1..=240).contains(&self.console.fps) {

@@ -39,6 +39,15 @@ struct Cli {
     /// Approve every gated tool call without asking.
     #[arg(long, global = true)]
     auto_approve: bool,
+    /// Run commands in a managed tmux pane (optionally naming its session).
+    #[arg(long, global = true, value_name = "SESSION", num_args = 0..=1, conflicts_with = "no_tmux")]
+    tmux: Option<Option<String>>,
+    /// Run commands as plain local processes, even when tmux is installed.
+    #[arg(long, global = true)]
+    no_tmux: bool,
+    /// vigil's private tmux server (socket name or path).
+    #[arg(long, global = true, env = "VIGIL_TMUX_SOCKET", value_name = "NAME")]
+    tmux_socket: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -84,6 +93,9 @@ fn main() -> ExitCode {
         model: cli.model.clone(),
         api_key: cli.api_key.clone(),
         data_dir: cli.data_dir.clone(),
+        tmux: cli.tmux.clone(),
+        no_tmux: cli.no_tmux,
+        tmux_socket: cli.tmux_socket.clone(),
     });
     let _log_guard = init_logging(&config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -170,8 +182,17 @@ async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
 }
 
 async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
-    let exec = vigil::exec::ExecutionContext::local();
-    let registry = app::build_registry(config, &exec, toolcmd::approver(auto_approve));
+    let target = match app::build_exec(config).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    let mut registry = app::build_registry(config, &target.exec, toolcmd::approver(auto_approve));
+    if let Some(tmux) = &target.tmux {
+        app::register_tmux_tools(&mut registry, config, tmux);
+    }
     match action {
         ToolAction::List => {
             let defs = registry.definitions();

@@ -69,6 +69,8 @@ async fn harness() -> Harness {
     config.model.base_url = server.base_url();
     config.model.model = "test-model".into();
     config.paths.data_dir = Some(dir.path().to_path_buf());
+    // These cases exercise plain local processes; tmux has its own tests.
+    config.tmux.mode = vigil::config::TmuxMode::Off;
     let running = start_agent(&config, false, Policy::Ask).await.unwrap();
     Harness {
         running,
@@ -348,6 +350,7 @@ async fn unreachable_model_is_a_clear_error_not_a_hang() {
     let mut config = Config::default();
     config.model.base_url = format!("http://127.0.0.1:{port}/v1");
     config.paths.data_dir = Some(dir.path().to_path_buf());
+    config.tmux.mode = vigil::config::TmuxMode::Off;
     let mut running = start_agent(&config, false, Policy::Ask).await.unwrap();
     running
         .commands

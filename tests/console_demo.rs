@@ -10,20 +10,27 @@ use common::{Tmux, vigil_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn start_demo(tmux: &Tmux, data: &std::path::Path) {
+/// Starts the demo in `tmux`; returns the guard of vigil's own private tmux
+/// server (where the agent's managed pane lives).
+fn start_demo(tmux: &Tmux, data: &std::path::Path) -> common::Server {
+    let agent_tmux = common::Server {
+        socket: common::socket(),
+    };
     let cmd = format!(
-        "VIGIL_DATA_DIR={} {} --demo",
+        "VIGIL_DATA_DIR={} VIGIL_TMUX_SOCKET={} {} --demo",
         data.display(),
+        agent_tmux.socket,
         vigil_bin().display()
     );
     tmux.start("demo", 120, 36, &cmd);
+    agent_tmux
 }
 
 #[test]
 fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
     let data = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("demo-approve");
-    start_demo(&tmux, data.path());
+    let _agent_tmux = start_demo(&tmux, data.path());
 
     // The harmless command runs by itself (vigil rates it low risk) and its
     // output streams into the tools pane.
@@ -61,7 +68,7 @@ fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
 fn demo_deny_tells_the_model_and_nothing_runs() {
     let data = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("demo-deny");
-    start_demo(&tmux, data.path());
+    let _agent_tmux = start_demo(&tmux, data.path());
     tmux.wait_text("demo", "approvals (1)", WAIT);
     tmux.keys("demo", &["n"]);
     let screen = tmux.wait_text("demo", "you denied that command", WAIT);

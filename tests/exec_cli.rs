@@ -30,6 +30,8 @@ struct Env {
     server: ScriptedServer,
     dir: tempfile::TempDir,
     marker: std::path::PathBuf,
+    /// vigil's private tmux server for this test (killed on drop).
+    tmux: common::Server,
 }
 
 async fn env() -> Env {
@@ -43,6 +45,9 @@ async fn env() -> Env {
         server,
         dir,
         marker,
+        tmux: common::Server {
+            socket: common::socket(),
+        },
     }
 }
 
@@ -52,6 +57,7 @@ async fn vigil(env: &Env, args: &[&str]) -> Output {
         .env("VIGIL_BASE_URL", env.server.base_url())
         .env("VIGIL_MODEL", "test")
         .env("VIGIL_DATA_DIR", env.dir.path())
+        .env("VIGIL_TMUX_SOCKET", &env.tmux.socket)
         .env_remove("VIGIL_API_KEY")
         .stdin(std::process::Stdio::null());
     tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())

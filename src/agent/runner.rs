@@ -45,6 +45,8 @@ pub struct AgentSetup {
     pub mirror: Option<MirrorTarget>,
     /// Where full outputs go when the model sees a cut view.
     pub spill_dir: Option<PathBuf>,
+    /// Told to the operator right after the session starts.
+    pub notices: Vec<String>,
 }
 
 /// Start the agent task.
@@ -94,6 +96,9 @@ async fn run_agent(
         mirror: setup.mirror.clone(),
         tools: setup.registry.names(),
     });
+    for text in setup.notices {
+        let _ = events.send(AgentEvent::Notice { text });
+    }
     let broker = setup.broker.clone();
     let shared = Arc::new(Shared {
         client: setup.client,
