@@ -18,6 +18,7 @@ use crate::scripted::{Scenario, ScriptedServer};
 use crate::tools::edit::{Edit, EditConfig};
 use crate::tools::fetch::{FetchConfig, FetchUrl};
 use crate::tools::files::{ReadFile, WriteFile};
+use crate::tools::mcp::{self, McpState, StateSink};
 use crate::tools::paths::PathPolicy;
 use crate::tools::search::{SearchConfig, WebSearch};
 use crate::tools::shell::{RunShell, ShellConfig};
@@ -87,6 +88,36 @@ pub fn build_registry(
     registry
 }
 
+/// [`build_registry`] plus the configured MCP servers, started concurrently
+/// (each within its `timeout_secs`); `sink` hears their state changes.
+pub async fn build_registry_async(
+    config: &Config,
+    exec: &ExecutionContext,
+    approver: Arc<dyn Approver>,
+    sink: Option<StateSink>,
+) -> ToolRegistry {
+    let mut registry = build_registry(config, exec, approver);
+    for started in mcp::start_all(&config.mcp, sink).await {
+        if let Ok(tools) = started.tools {
+            for tool in tools {
+                registry.register(tool);
+            }
+        }
+    }
+    registry
+}
+
+/// Report MCP server states as [`AgentEvent::McpServerState`].
+pub fn mcp_events(events: mpsc::UnboundedSender<AgentEvent>) -> StateSink {
+    Arc::new(move |name: &str, state: McpState, tools: usize| {
+        let _ = events.send(AgentEvent::McpServerState {
+            name: name.to_string(),
+            state,
+            tools,
+        });
+    })
+}
+
 /// A running agent and the ends of its channels.
 pub struct Running {
     pub events: mpsc::UnboundedReceiver<AgentEvent>,
@@ -126,7 +157,15 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
         target.clone(),
         policy,
     ));
-    let registry = Arc::new(build_registry(config, &exec, broker.clone()));
+    let registry = Arc::new(
+        build_registry_async(
+            config,
+            &exec,
+            broker.clone(),
+            Some(mcp_events(event_tx.clone())),
+        )
+        .await,
+    );
     let client = ModelClient::new(ModelClientConfig {
         base_url,
         model: model_name,

@@ -32,6 +32,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub console: ConsoleConfig,
     pub paths: PathsConfig,
+    /// `[mcp.servers.NAME]`: MCP servers whose tools join the registry.
+    pub mcp: crate::tools::mcp::McpConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -294,6 +296,9 @@ impl Config {
                 message: format!("{} is outside 1..=240", self.console.fps),
             });
         }
+        self.mcp
+            .validate()
+            .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
         Ok(())
     }
 }

@@ -171,7 +171,13 @@ async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
 
 async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
     let exec = vigil::exec::ExecutionContext::local();
-    let registry = app::build_registry(config, &exec, toolcmd::approver(auto_approve));
+    let registry = app::build_registry_async(
+        config,
+        &exec,
+        toolcmd::approver(auto_approve),
+        Some(toolcmd::mcp_state_to_stderr()),
+    )
+    .await;
     match action {
         ToolAction::List => {
             let defs = registry.definitions();

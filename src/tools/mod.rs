@@ -11,6 +11,7 @@ pub mod failure;
 pub mod fetch;
 pub mod files;
 pub mod gate;
+pub mod mcp;
 pub mod paths;
 pub mod registry;
 pub mod risk;
@@ -175,6 +176,12 @@ pub trait Tool: Send + Sync {
 
     /// OpenAI-compatible function definition sent with every request.
     fn definition(&self) -> ToolDefinition;
+
+    /// The lazy-visibility domain this tool belongs to (`web`, `mcp:NAME`,
+    /// ...). `None`: a core tool, always visible.
+    fn domain(&self) -> Option<&str> {
+        None
+    }
 
     /// When a call with these (already parsed) arguments needs the operator's
     /// approval, what to show. `None`: the call runs without asking.
