@@ -20,9 +20,11 @@ use crate::tools::fetch::{FetchConfig, FetchUrl};
 use crate::tools::files::{ReadFile, WriteFile};
 use crate::tools::mcp::{self, McpState, StateSink};
 use crate::tools::paths::PathPolicy;
+use crate::tools::request_tools::RequestTools;
 use crate::tools::search::{SearchConfig, WebSearch};
 use crate::tools::shell::{RunShell, ShellConfig};
 use crate::tools::time::TimeTool;
+use crate::tools::visibility::DomainPolicy;
 use crate::tools::{Approver, ToolRegistry};
 
 /// The model name the demo reports.
@@ -97,13 +99,32 @@ pub async fn build_registry_async(
     sink: Option<StateSink>,
 ) -> ToolRegistry {
     let mut registry = build_registry(config, exec, approver);
+    let mut policy = DomainPolicy {
+        hidden: config.tools.hidden_domains.iter().cloned().collect(),
+        blocked: config
+            .tools
+            .blocked_domains
+            .iter()
+            .map(|d| (d.clone(), "blocked by the operator".to_string()))
+            .collect(),
+    };
+    let offer_request_tools = !policy.is_empty() || config.mcp.servers.values().any(|s| s.hidden);
     for started in mcp::start_all(&config.mcp, sink).await {
-        if let Ok(tools) = started.tools {
-            for tool in tools {
-                registry.register(tool);
+        let domain = mcp::domain_of(started.server.name());
+        if started.server.config().hidden {
+            policy.hidden.insert(domain.clone());
+        }
+        match started.tools {
+            Ok(tools) => tools.into_iter().for_each(|t| registry.register(t)),
+            Err(e) => {
+                policy.blocked.entry(domain).or_insert(e.to_string());
             }
         }
     }
+    if offer_request_tools {
+        registry.register(RequestTools::new(registry.domains(), policy.clone()));
+    }
+    registry.set_domain_policy(policy);
     registry
 }
 

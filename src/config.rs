@@ -144,6 +144,11 @@ pub struct ToolsConfig {
     pub search_enabled: bool,
     /// The DuckDuckGo HTML endpoint (change it to use a mirror).
     pub search_base_url: String,
+    /// Tool domains (`web`, `mcp:NAME`) not shown to the model until it asks
+    /// for them with `request_tools`.
+    pub hidden_domains: Vec<String>,
+    /// Tool domains never shown, even when asked for.
+    pub blocked_domains: Vec<String>,
 }
 
 impl Default for ToolsConfig {
@@ -167,6 +172,8 @@ impl Default for ToolsConfig {
             fetch_max_bytes: 2 * 1024 * 1024,
             search_enabled: true,
             search_base_url: "https://html.duckduckgo.com/html/".into(),
+            hidden_domains: Vec::new(),
+            blocked_domains: Vec::new(),
         }
     }
 }

@@ -54,6 +54,13 @@ name = "everything__trigger-long-running-operation"
 arguments = { duration = 20, steps = 1 }
 
 [[rule]]
+when = { role = "user", contains = "reveal-mcp" }
+text = "Revealing."
+[[rule.tool_calls]]
+name = "request_tools"
+arguments = { domains = ["mcp:everything"], reason = "need it" }
+
+[[rule]]
 when = { role = "tool" }
 times = 0
 text = "Finished."
@@ -340,4 +347,27 @@ fn tool_list_and_call_work_on_mcp_tools() {
         String::from_utf8_lossy(&out.stdout).contains("denied"),
         "{out:?}"
     );
+}
+
+#[tokio::test]
+async fn a_hidden_server_is_sent_after_request_tools() {
+    let mut h = harness(&everything_toml("trusted = true\nhidden = true")).await;
+    let (_, _) = turn(&mut h, "reveal-mcp").await;
+    let reqs = h.server.requests();
+    let names = |r: &Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d["function"]["name"].as_str().map(String::from))
+            .collect()
+    };
+    assert!(
+        !names(&reqs[0])
+            .iter()
+            .any(|n| n.starts_with("everything__"))
+    );
+    assert!(names(&reqs[1]).contains(&"everything__echo".to_string()));
+    let added = &tool_messages(&h.server)[0];
+    assert!(added.contains("everything__get-sum"), "{added}");
 }

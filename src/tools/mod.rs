@@ -14,6 +14,7 @@ pub mod gate;
 pub mod mcp;
 pub mod paths;
 pub mod registry;
+pub mod request_tools;
 pub mod risk;
 pub mod search;
 pub mod shell;
@@ -21,6 +22,7 @@ pub mod ssrf;
 pub mod time;
 pub mod truncate;
 pub mod validate;
+pub mod visibility;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,6 +84,8 @@ pub struct ToolContext {
     sink: Option<StreamSink>,
     /// Directory where full outputs are kept when the model sees a cut view.
     pub spill_dir: Option<PathBuf>,
+    /// The turn's visible tool domains (`None`: everything, e.g. the CLI).
+    visibility: Option<visibility::Visibility>,
 }
 
 impl ToolContext {
@@ -100,6 +104,15 @@ impl ToolContext {
     pub fn with_spill_dir(mut self, dir: PathBuf) -> Self {
         self.spill_dir = Some(dir);
         self
+    }
+
+    pub fn with_visibility(mut self, visibility: visibility::Visibility) -> Self {
+        self.visibility = Some(visibility);
+        self
+    }
+
+    pub fn visibility(&self) -> Option<&visibility::Visibility> {
+        self.visibility.as_ref()
     }
 
     /// Report an event to the sink, if any.
