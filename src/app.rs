@@ -194,7 +194,11 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
         connect_timeout: Duration::from_secs(config.model.connect_timeout_secs),
         request_timeout: Duration::from_secs(config.model.idle_timeout_secs),
     })
-    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    .map_err(|e| format!("cannot build the HTTP client: {e}"))?
+    .with_tool_protocol(
+        config.model.tool_protocol,
+        config.model.json_tags_multiple_calls,
+    );
 
     let session_dir = session_dir(config);
     let setup = AgentSetup {

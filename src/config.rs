@@ -51,6 +51,11 @@ pub struct ModelConfig {
     pub connect_timeout_secs: u64,
     /// Seconds a response may stay silent before the request is abandoned.
     pub idle_timeout_secs: u64,
+    /// `native` tool calls, or `json-tags` (`<json>` blocks in the text) for
+    /// models without native tool calls.
+    pub tool_protocol: crate::agent::json_tags::ToolProtocol,
+    /// json-tags: allow several calls in one reply (default: one).
+    pub json_tags_multiple_calls: bool,
 }
 
 impl Default for ModelConfig {
@@ -62,6 +67,8 @@ impl Default for ModelConfig {
             api_key_env: None,
             connect_timeout_secs: 10,
             idle_timeout_secs: 300,
+            tool_protocol: Default::default(),
+            json_tags_multiple_calls: false,
         }
     }
 }
