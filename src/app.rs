@@ -24,10 +24,13 @@ use crate::scripted::{Scenario, ScriptedServer};
 use crate::tools::edit::{Edit, EditConfig};
 use crate::tools::fetch::{FetchConfig, FetchUrl};
 use crate::tools::files::{ReadFile, WriteFile};
+use crate::tools::mcp::{self, McpState, StateSink};
 use crate::tools::paths::PathPolicy;
+use crate::tools::request_tools::RequestTools;
 use crate::tools::search::{SearchConfig, WebSearch};
 use crate::tools::shell::{RunShell, ShellConfig};
 use crate::tools::time::TimeTool;
+use crate::tools::visibility::DomainPolicy;
 use crate::tools::{Approver, ToolRegistry};
 
 /// The model name the demo reports.
@@ -91,6 +94,59 @@ pub fn build_registry(
         registry.register(TimeTool);
     }
     registry
+}
+
+/// [`build_registry`] plus the configured MCP servers, started concurrently
+/// (each within its `timeout_secs`); `sink` hears their state changes.
+pub async fn build_registry_async(
+    config: &Config,
+    exec: &ExecutionContext,
+    tmux: Option<&Arc<TmuxManager>>,
+    approver: Arc<dyn Approver>,
+    sink: Option<StateSink>,
+) -> ToolRegistry {
+    let mut registry = build_registry(config, exec, approver);
+    if let Some(tmux) = tmux {
+        register_tmux_tools(&mut registry, config, tmux);
+    }
+    let mut policy = DomainPolicy {
+        hidden: config.tools.hidden_domains.iter().cloned().collect(),
+        blocked: config
+            .tools
+            .blocked_domains
+            .iter()
+            .map(|d| (d.clone(), "blocked by the operator".to_string()))
+            .collect(),
+    };
+    let offer_request_tools = !policy.is_empty() || config.mcp.servers.values().any(|s| s.hidden);
+    for started in mcp::start_all(&config.mcp, sink).await {
+        let domain = mcp::domain_of(started.server.name());
+        if started.server.config().hidden {
+            policy.hidden.insert(domain.clone());
+        }
+        match started.tools {
+            Ok(tools) => tools.into_iter().for_each(|t| registry.register(t)),
+            Err(e) => {
+                policy.blocked.entry(domain).or_insert(e.to_string());
+            }
+        }
+    }
+    if offer_request_tools {
+        registry.register(RequestTools::new(registry.domains(), policy.clone()));
+    }
+    registry.set_domain_policy(policy);
+    registry
+}
+
+/// Report MCP server states as [`AgentEvent::McpServerState`].
+pub fn mcp_events(events: mpsc::UnboundedSender<AgentEvent>) -> StateSink {
+    Arc::new(move |name: &str, state: McpState, tools: usize| {
+        let _ = events.send(AgentEvent::McpServerState {
+            name: name.to_string(),
+            state,
+            tools,
+        });
+    })
 }
 
 /// A running agent and the ends of its channels.
@@ -217,11 +273,16 @@ pub async fn start_agent_with(
         target.clone(),
         policy,
     ));
-    let mut registry = build_registry(config, &exec, broker.clone());
-    if let Some(tmux) = &tmux {
-        register_tmux_tools(&mut registry, config, tmux);
-    }
-    let registry = Arc::new(registry);
+    let registry = Arc::new(
+        build_registry_async(
+            config,
+            &exec,
+            tmux.as_ref(),
+            broker.clone(),
+            Some(mcp_events(event_tx.clone())),
+        )
+        .await,
+    );
     let client = ModelClient::new(ModelClientConfig {
         base_url,
         model: model_name,
@@ -229,7 +290,11 @@ pub async fn start_agent_with(
         connect_timeout: Duration::from_secs(config.model.connect_timeout_secs),
         request_timeout: Duration::from_secs(config.model.idle_timeout_secs),
     })
-    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    .map_err(|e| format!("cannot build the HTTP client: {e}"))?
+    .with_tool_protocol(
+        config.model.tool_protocol,
+        config.model.json_tags_multiple_calls,
+    );
 
     let session_dir = session_dir(config);
     let setup = AgentSetup {

@@ -33,6 +33,8 @@ pub struct Config {
     pub console: ConsoleConfig,
     pub paths: PathsConfig,
     pub tmux: TmuxConfig,
+    /// `[mcp.servers.NAME]`: MCP servers whose tools join the registry.
+    pub mcp: crate::tools::mcp::McpConfig,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -101,6 +103,11 @@ pub struct ModelConfig {
     pub connect_timeout_secs: u64,
     /// Seconds a response may stay silent before the request is abandoned.
     pub idle_timeout_secs: u64,
+    /// `native` tool calls, or `json-tags` (`<json>` blocks in the text) for
+    /// models without native tool calls.
+    pub tool_protocol: crate::agent::json_tags::ToolProtocol,
+    /// json-tags: allow several calls in one reply (default: one).
+    pub json_tags_multiple_calls: bool,
 }
 
 impl Default for ModelConfig {
@@ -112,6 +119,8 @@ impl Default for ModelConfig {
             api_key_env: None,
             connect_timeout_secs: 10,
             idle_timeout_secs: 300,
+            tool_protocol: Default::default(),
+            json_tags_multiple_calls: false,
         }
     }
 }
@@ -194,6 +203,11 @@ pub struct ToolsConfig {
     pub search_enabled: bool,
     /// The DuckDuckGo HTML endpoint (change it to use a mirror).
     pub search_base_url: String,
+    /// Tool domains (`web`, `mcp:NAME`) not shown to the model until it asks
+    /// for them with `request_tools`.
+    pub hidden_domains: Vec<String>,
+    /// Tool domains never shown, even when asked for.
+    pub blocked_domains: Vec<String>,
 }
 
 impl Default for ToolsConfig {
@@ -217,6 +231,8 @@ impl Default for ToolsConfig {
             fetch_max_bytes: 2 * 1024 * 1024,
             search_enabled: true,
             search_base_url: "https://html.duckduckgo.com/html/".into(),
+            hidden_domains: Vec::new(),
+            blocked_domains: Vec::new(),
         }
     }
 }
@@ -376,6 +392,9 @@ impl Config {
                 message: format!("{} is outside 1..=240", self.console.fps),
             });
         }
+        self.mcp
+            .validate()
+            .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
         Ok(())
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::exec::{MirrorTarget, OutputStream};
 
 pub use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Risk};
+pub use crate::tools::mcp::McpState;
 
 /// Identifies one tool call within a session (the model's call id).
 pub type CallId = String;
@@ -92,6 +93,13 @@ pub enum AgentEvent {
     Notice { text: String },
     /// Something went wrong (the agent keeps running).
     Error { message: String },
+    /// An MCP server changed state (starting, running, failed, crashed,
+    /// timed out); `tools` is how many tools it offers.
+    McpServerState {
+        name: String,
+        state: McpState,
+        tools: usize,
+    },
 }
 
 /// Everything the outside world can ask of the agent.

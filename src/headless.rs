@@ -161,6 +161,10 @@ impl LinePrinter {
                 self.end_text(out);
                 eprintln!("vigil: {message}");
             }
+            AgentEvent::McpServerState { name, state, tools } => {
+                self.end_text(out);
+                let _ = writeln!(out, "· MCP server {name}: {state} ({tools} tools)");
+            }
             _ => {}
         }
     }

@@ -189,10 +189,14 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             return exit::FAILED;
         }
     };
-    let mut registry = app::build_registry(config, &target.exec, toolcmd::approver(auto_approve));
-    if let Some(tmux) = &target.tmux {
-        app::register_tmux_tools(&mut registry, config, tmux);
-    }
+    let registry = app::build_registry_async(
+        config,
+        &target.exec,
+        target.tmux.as_ref(),
+        toolcmd::approver(auto_approve),
+        Some(toolcmd::mcp_state_to_stderr()),
+    )
+    .await;
     match action {
         ToolAction::List => {
             let defs = registry.definitions();

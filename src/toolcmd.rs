@@ -65,3 +65,13 @@ pub fn approver(auto_approve: bool) -> Arc<dyn Approver> {
         )))
     }
 }
+
+/// MCP servers that fail, crash or time out are reported on stderr.
+pub fn mcp_state_to_stderr() -> crate::tools::mcp::StateSink {
+    use crate::tools::mcp::McpState;
+    Arc::new(|name: &str, state: McpState, _tools: usize| {
+        if !matches!(state, McpState::Starting | McpState::Running) {
+            eprintln!("vigil: MCP server {name}: {state}");
+        }
+    })
+}

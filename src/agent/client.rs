@@ -18,6 +18,7 @@ use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 
+use super::json_tags::{self, ToolProtocol};
 use super::sse::{StreamAssembler, StreamError, parse_completion, snippet};
 use super::types::{AssistantReply, ChatMessage, ChatRequest};
 use crate::tools::ToolDefinition;
@@ -110,6 +111,9 @@ pub struct Completion {
 pub struct ModelClient {
     config: Arc<ModelClientConfig>,
     http: reqwest::Client,
+    protocol: ToolProtocol,
+    /// json-tags only: several calls per reply allowed.
+    multiple_calls: bool,
 }
 
 impl fmt::Debug for ModelClient {
@@ -134,7 +138,17 @@ impl ModelClient {
         Ok(ModelClient {
             config: Arc::new(config),
             http,
+            protocol: ToolProtocol::Native,
+            multiple_calls: false,
         })
+    }
+
+    /// Offer tools natively (default) or as json-tags text blocks, which
+    /// [`ModelClient::complete`] then translates both ways.
+    pub fn with_tool_protocol(mut self, protocol: ToolProtocol, multiple_calls: bool) -> Self {
+        self.protocol = protocol;
+        self.multiple_calls = multiple_calls;
+        self
     }
 
     pub fn config(&self) -> &ModelClientConfig {
@@ -155,6 +169,9 @@ impl ModelClient {
         tools: &[ToolDefinition],
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<AssistantReply, ModelError> {
+        if self.protocol == ToolProtocol::JsonTags {
+            return json_tags::complete(self, self.multiple_calls, messages, tools, on_text).await;
+        }
         Ok(self.complete_round(messages, tools, on_text).await?.reply)
     }
 

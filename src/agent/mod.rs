@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod client;
+pub mod json_tags;
 pub mod runner;
 pub mod sse;
 pub mod types;

@@ -22,6 +22,7 @@ use super::types::{ChatMessage, Role};
 use crate::event::{
     AgentCommand, AgentEvent, MirrorTarget, OutputStream, ToolSummary, TurnOutcome,
 };
+use crate::tools::visibility::Visibility;
 use crate::tools::{ApprovalDecision, ToolContext, ToolRegistry, ToolStream};
 
 /// The system prompt used when the config gives none.
@@ -187,9 +188,10 @@ fn close_dangling_calls(shared: &Shared) {
 async fn run_turn(shared: Arc<Shared>, user: String) -> TurnOutcome {
     shared.emit(AgentEvent::TurnStarted { user: user.clone() });
     shared.push(ChatMessage::user(user));
-    let definitions = shared.registry.definitions();
+    let visibility = shared.registry.visibility();
 
     for _round in 0..shared.max_rounds {
+        let definitions = shared.registry.visible_definitions(&visibility);
         let messages = shared.snapshot();
         let events = shared.events.clone();
         let mut on_text = move |t: &str| {
@@ -225,6 +227,7 @@ async fn run_turn(shared: Arc<Shared>, user: String) -> TurnOutcome {
                 &call.id,
                 &call.function.name,
                 &call.function.arguments,
+                &visibility,
             )
             .await;
             shared.push(ChatMessage::tool(call.id, text));
@@ -242,7 +245,13 @@ async fn run_turn(shared: Arc<Shared>, user: String) -> TurnOutcome {
 
 /// Run one tool call through the registry, reporting it live; returns the text
 /// for the model.
-async fn run_call(shared: &Arc<Shared>, call_id: &str, name: &str, arguments: &str) -> String {
+async fn run_call(
+    shared: &Arc<Shared>,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    visibility: &Visibility,
+) -> String {
     shared.emit(AgentEvent::ToolCallRequested {
         call_id: call_id.to_string(),
         name: name.to_string(),
@@ -283,7 +292,9 @@ async fn run_call(shared: &Arc<Shared>, call_id: &str, name: &str, arguments: &s
         };
         let _ = events.send(event);
     });
-    let mut ctx = ToolContext::new(call_id).with_sink(sink);
+    let mut ctx = ToolContext::new(call_id)
+        .with_sink(sink)
+        .with_visibility(visibility.clone());
     if let Some(dir) = &shared.spill_dir {
         ctx = ctx.with_spill_dir(dir.clone());
     }

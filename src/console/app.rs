@@ -18,7 +18,7 @@ use super::panes::input::InputPane;
 use super::panes::mirror::MirrorPane;
 use super::panes::status::StatusBar;
 use super::panes::tools::ToolsPane;
-use crate::event::{AgentCommand, AgentEvent, ApprovalDecision};
+use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, McpState};
 
 pub use super::panes::footer::Focus;
 
@@ -162,6 +162,13 @@ impl App {
             }
             AgentEvent::Notice { text } => self.conversation.notice(&text),
             AgentEvent::Error { message } => self.conversation.error(&message),
+            AgentEvent::McpServerState { name, state, tools } => {
+                let text = format!("MCP server {name}: {state} ({tools} tools)");
+                match state {
+                    McpState::Starting | McpState::Running => self.conversation.notice(&text),
+                    _ => self.conversation.error(&text),
+                }
+            }
         }
     }
 

@@ -228,6 +228,10 @@ impl Tool for FetchUrl {
         "fetch_url"
     }
 
+    fn domain(&self) -> Option<&str> {
+        Some("web")
+    }
+
     fn definition(&self) -> ToolDefinition {
         ToolDefinition::function(
             "fetch_url",

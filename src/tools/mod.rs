@@ -11,8 +11,10 @@ pub mod failure;
 pub mod fetch;
 pub mod files;
 pub mod gate;
+pub mod mcp;
 pub mod paths;
 pub mod registry;
+pub mod request_tools;
 pub mod risk;
 pub mod search;
 pub mod shell;
@@ -23,6 +25,7 @@ pub mod tmux_keys;
 pub mod tmux_manage;
 pub mod truncate;
 pub mod validate;
+pub mod visibility;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,6 +87,8 @@ pub struct ToolContext {
     sink: Option<StreamSink>,
     /// Directory where full outputs are kept when the model sees a cut view.
     pub spill_dir: Option<PathBuf>,
+    /// The turn's visible tool domains (`None`: everything, e.g. the CLI).
+    visibility: Option<visibility::Visibility>,
 }
 
 impl ToolContext {
@@ -102,6 +107,15 @@ impl ToolContext {
     pub fn with_spill_dir(mut self, dir: PathBuf) -> Self {
         self.spill_dir = Some(dir);
         self
+    }
+
+    pub fn with_visibility(mut self, visibility: visibility::Visibility) -> Self {
+        self.visibility = Some(visibility);
+        self
+    }
+
+    pub fn visibility(&self) -> Option<&visibility::Visibility> {
+        self.visibility.as_ref()
     }
 
     /// Report an event to the sink, if any.
@@ -178,6 +192,12 @@ pub trait Tool: Send + Sync {
 
     /// OpenAI-compatible function definition sent with every request.
     fn definition(&self) -> ToolDefinition;
+
+    /// The lazy-visibility domain this tool belongs to (`web`, `mcp:NAME`,
+    /// ...). `None`: a core tool, always visible.
+    fn domain(&self) -> Option<&str> {
+        None
+    }
 
     /// When a call with these (already parsed) arguments needs the operator's
     /// approval, what to show. `None`: the call runs without asking.

@@ -184,6 +184,10 @@ impl Tool for WebSearch {
         "web_search"
     }
 
+    fn domain(&self) -> Option<&str> {
+        Some("web")
+    }
+
     fn definition(&self) -> ToolDefinition {
         ToolDefinition::function(
             "web_search",
