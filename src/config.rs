@@ -32,6 +32,37 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub console: ConsoleConfig,
     pub paths: PathsConfig,
+    pub sessions: SessionsConfig,
+}
+
+/// How long session files are kept.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionsConfig {
+    /// Sessions older than this many days are deleted at start-up (0: never).
+    pub retention_days: u64,
+    /// At most this many sessions are kept (the oldest go first).
+    pub keep: usize,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            retention_days: 30,
+            keep: 200,
+        }
+    }
+}
+
+/// Which wire dialect the model server speaks.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiDialect {
+    /// OpenAI Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, OpenRouter).
+    #[default]
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -49,6 +80,18 @@ pub struct ModelConfig {
     pub connect_timeout_secs: u64,
     /// Seconds a response may stay silent before the request is abandoned.
     pub idle_timeout_secs: u64,
+    /// The wire dialect: "openai" or "anthropic".
+    pub api: ApiDialect,
+    /// The model's context window in tokens; vigil compacts near it.
+    pub context_limit: u64,
+    /// Most tokens one answer may use (sent where the dialect requires it).
+    pub max_tokens: u32,
+    /// Attempts per model round (1 = never retry).
+    pub retry_attempts: u32,
+    /// First retry backoff in milliseconds (doubled each time, jittered).
+    pub retry_base_ms: u64,
+    /// Longest wait between attempts, also the cap on Retry-After (seconds).
+    pub retry_max_secs: u64,
 }
 
 impl Default for ModelConfig {
@@ -60,6 +103,12 @@ impl Default for ModelConfig {
             api_key_env: None,
             connect_timeout_secs: 10,
             idle_timeout_secs: 300,
+            api: ApiDialect::Openai,
+            context_limit: 32768,
+            max_tokens: 4096,
+            retry_attempts: 5,
+            retry_base_ms: 500,
+            retry_max_secs: 60,
         }
     }
 }
@@ -243,6 +292,21 @@ impl Config {
             return Err(ConfigError::Invalid {
                 key: "model.model".into(),
                 message: "must not be empty".into(),
+            });
+        }
+        if self.model.context_limit < 512 {
+            return Err(ConfigError::Invalid {
+                key: "model.context_limit".into(),
+                message: format!(
+                    "{} is below the minimum of 512 tokens",
+                    self.model.context_limit
+                ),
+            });
+        }
+        if self.model.retry_attempts == 0 {
+            return Err(ConfigError::Invalid {
+                key: "model.retry_attempts".into(),
+                message: "must be at least 1".into(),
             });
         }
         if self.agent.max_rounds == 0 {

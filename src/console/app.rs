@@ -162,6 +162,11 @@ impl App {
             }
             AgentEvent::Notice { text } => self.conversation.notice(&text),
             AgentEvent::Error { message } => self.conversation.error(&message),
+            other => {
+                if let Some(text) = other.notice_text() {
+                    self.conversation.notice(&text);
+                }
+            }
         }
     }
 

@@ -46,6 +46,10 @@ pub struct Scenario {
     /// Send a usage chunk before `[DONE]` (and usage in plain completions).
     #[serde(default)]
     pub usage: bool,
+    /// Answer 400 to any request holding an assistant message whose
+    /// `content` is null (as some real servers do).
+    #[serde(default)]
+    pub reject_null_content: bool,
     #[serde(default, rename = "rule")]
     pub rules: Vec<Rule>,
 }
@@ -175,6 +179,7 @@ impl Scenario {
             model: default_model(),
             chunk_delay_ms: 0,
             usage: false,
+            reject_null_content: false,
             rules: Vec::new(),
         }
     }
