@@ -14,10 +14,9 @@ pub const COMPACT_AT: f64 = 0.8;
 /// Fraction of the limit the kept (recent) part may use after a summary.
 pub const KEEP_RECENT: f64 = 0.3;
 /// Tool results longer than this are shortened when projections are made.
-const PROJECT_OVER: usize = 240;
+const PROJECT_OVER: usize = 400;
 /// The marker that starts a projected tool result.
-pub const PROJECTED: &str = "[older tool result shortened by vigil to save context; the full \
-result is in the session file] ";
+pub const PROJECTED: &str = "[shortened by vigil; full result in the session file] ";
 /// The marker that starts a summary message.
 pub const SUMMARY_HEAD: &str = "[vigil: summary of the earlier conversation, compacted to fit \
 the context window]\n";
@@ -109,7 +108,7 @@ pub fn project_tool_results(messages: &mut [ChatMessage], keep_from: usize) -> u
 
 /// The short form of a tool result: the marker and its first characters.
 pub fn projection(content: &str) -> String {
-    let head: String = content.chars().take(160).collect();
+    let head: String = content.chars().take(120).collect();
     format!("{PROJECTED}{head}… ({} chars)", content.len())
 }
 
