@@ -173,17 +173,12 @@ impl AgentEvent {
     pub fn notice_text(&self) -> Option<String> {
         match self {
             AgentEvent::SessionRestored {
-                id, interrupted, ..
-            } => {
-                let mut text = format!("resumed session {id}");
-                for call in interrupted {
-                    text.push_str(&format!(
-                        "; interrupted call {} ({} {})",
-                        call.call_id, call.name, call.arguments
-                    ));
-                }
-                Some(text)
-            }
+                id, history, tools, ..
+            } => Some(format!(
+                "resumed session {id}: {} messages, {} tool calls",
+                history.len(),
+                tools.len()
+            )),
             AgentEvent::RetryScheduled {
                 attempt,
                 max_attempts,

@@ -50,8 +50,16 @@ pub struct Scenario {
     /// `content` is null (as some real servers do).
     #[serde(default)]
     pub reject_null_content: bool,
+    /// Keep every request body for [`super::ScriptedServer::requests`]
+    /// (turn off for long benchmarks).
+    #[serde(default = "yes")]
+    pub record_requests: bool,
     #[serde(default, rename = "rule")]
     pub rules: Vec<Rule>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_model() -> String {
@@ -180,6 +188,7 @@ impl Scenario {
             chunk_delay_ms: 0,
             usage: false,
             reject_null_content: false,
+            record_requests: true,
             rules: Vec::new(),
         }
     }

@@ -185,8 +185,10 @@ async fn chat<W: AsyncWrite + Unpin>(
             return send_error(w, 400, &msg, "invalid_request_error").await;
         }
     };
-    lock(&shared.requests).push(body.clone());
-    lock(&shared.headers).push(req.headers.clone());
+    if shared.scenario.record_requests {
+        lock(&shared.requests).push(body.clone());
+        lock(&shared.headers).push(req.headers.clone());
+    }
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     if shared.scenario.reject_null_content && has_null_assistant_content(&body) {
         let msg = "messages: assistant message content must not be null";
