@@ -2,24 +2,25 @@
 //! and the agent from a [`Config`], for the console, `exec` and `tool` modes
 //! alike. It decides nothing about presentation.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use crate::agent::anthropic::AnthropicClient;
 use crate::agent::approval::{ApprovalBroker, Policy};
-use crate::agent::client::{ModelClient, ModelClientConfig};
+use crate::agent::client::{ChatModel, ModelClient, ModelClientConfig};
+use crate::agent::restore::Restored;
+use crate::agent::retry::RetryPolicy;
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
-use crate::config::{Config, TmuxMode};
+use crate::agent::session::{SessionStore, tee};
+use crate::config::{ApiDialect, Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
 use crate::exec::tmux::manager::TmuxManager;
 use crate::exec::tmux::{TmuxBackend, TmuxOptions, tmux_available};
 use crate::exec::transport::Local;
-use crate::tools::tmux_capture::CapturePane;
-use crate::tools::tmux_keys::SendKeys;
-use crate::tools::tmux_manage::TmuxManage;
+use crate::redact::Redactor;
 use crate::scripted::{Scenario, ScriptedServer};
 use crate::tools::edit::{Edit, EditConfig};
 use crate::tools::fetch::{FetchConfig, FetchUrl};
@@ -30,6 +31,9 @@ use crate::tools::request_tools::RequestTools;
 use crate::tools::search::{SearchConfig, WebSearch};
 use crate::tools::shell::{RunShell, ShellConfig};
 use crate::tools::time::TimeTool;
+use crate::tools::tmux_capture::CapturePane;
+use crate::tools::tmux_keys::SendKeys;
+use crate::tools::tmux_manage::TmuxManage;
 use crate::tools::visibility::DomainPolicy;
 use crate::tools::{Approver, ToolRegistry};
 
@@ -157,13 +161,25 @@ pub struct Running {
     /// Kept alive for the demo: the scripted model server.
     pub demo_server: Option<ScriptedServer>,
     pub broker: Arc<ApprovalBroker>,
+    /// The id of the session being recorded (None: recording failed).
+    pub session_id: Option<String>,
+}
+
+/// What to start beyond the config.
+#[derive(Default)]
+pub struct StartOptions {
+    /// Resume this session (its conversation, tool history and standing
+    /// approvals) instead of starting a new one.
+    pub resume: Option<String>,
+    /// Run commands here instead of the target the config describes (tests
+    /// use a recording backend).
+    pub target: Option<Target>,
 }
 
 /// Start the agent for `config`. With `demo`, a scripted model server is
 /// started on loopback first and the client pointed at it.
 pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<Running, String> {
-    let target = build_exec(config).await?;
-    start_agent_with(config, demo, policy, target).await
+    start_agent_with(config, demo, policy, StartOptions::default()).await
 }
 
 /// Where commands run, with what the operator should be told about it.
@@ -236,19 +252,23 @@ pub fn register_tmux_tools(registry: &mut ToolRegistry, config: &Config, tmux: &
     }
 }
 
-/// [`start_agent`] on a given execution context (tests use a recording one).
+/// [`start_agent`] with options (resume, a given execution target).
 pub async fn start_agent_with(
     config: &Config,
     demo: bool,
     policy: Policy,
-    target: impl Into<Target>,
+    options: StartOptions,
 ) -> Result<Running, String> {
     let Target {
         exec,
         tmux,
         notices,
-    } = target.into();
+    } = match options.target {
+        Some(target) => target,
+        None => build_exec(config).await?,
+    };
     let (event_tx, event_rx) = mpsc::unbounded_channel();
+    let (inner_tx, inner_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
 
     let mut demo_server = None;
@@ -266,10 +286,13 @@ pub async fn start_agent_with(
             config.model.model.clone(),
         )
     };
+    let api_key = if demo { None } else { config.api_key() };
+    let redactor = Redactor::new(api_key.clone());
+    crate::redact::set_global(redactor.clone());
 
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(
-        event_tx.clone(),
+        inner_tx.clone(),
         target.clone(),
         policy,
     ));
@@ -283,22 +306,63 @@ pub async fn start_agent_with(
         )
         .await,
     );
-    let client = ModelClient::new(ModelClientConfig {
+    let client_config = ModelClientConfig {
         base_url,
         model: model_name,
-        api_key: if demo { None } else { config.api_key() },
+        api_key,
         connect_timeout: Duration::from_secs(config.model.connect_timeout_secs),
         request_timeout: Duration::from_secs(config.model.idle_timeout_secs),
-    })
-    .map_err(|e| format!("cannot build the HTTP client: {e}"))?
-    .with_tool_protocol(
-        config.model.tool_protocol,
-        config.model.json_tags_multiple_calls,
-    );
+    };
+    let model: Arc<dyn ChatModel> = match config.model.api {
+        ApiDialect::Anthropic if !demo => Arc::new(
+            AnthropicClient::new(client_config, config.model.max_tokens)
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
+        ),
+        _ => Arc::new(
+            ModelClient::new(client_config)
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))?
+                .with_tool_protocol(
+                    config.model.tool_protocol,
+                    config.model.json_tags_multiple_calls,
+                ),
+        ),
+    };
 
-    let session_dir = session_dir(config);
+    let store = SessionStore::new(&config.data_dir());
+    let (session, restore) = match &options.resume {
+        Some(id) => {
+            let restored = Restored::load(&store, id).map_err(|e| e.to_string())?;
+            for (tool, action) in &restored.standing {
+                broker.add_standing(tool, action);
+            }
+            let writer = store.reopen(id, redactor).map_err(|e| e.to_string())?;
+            (Some(Arc::new(writer)), Some(restored))
+        }
+        None => match store.create(&model_label, &target, redactor) {
+            Ok(w) => (Some(Arc::new(w)), None),
+            Err(e) => {
+                tracing::warn!("session recording disabled: {e}");
+                (None, None)
+            }
+        },
+    };
+    let session_id = session.as_ref().map(|s| s.id().to_string());
+    if let Some(id) = &session_id {
+        let days = config.sessions.retention_days;
+        let max_age = (days > 0).then(|| Duration::from_secs(days * 86_400));
+        let pruned = store.prune(max_age, config.sessions.keep.max(1), id);
+        if pruned > 0 {
+            tracing::info!("pruned {pruned} old sessions");
+        }
+    }
+    let spill_dir = match &session {
+        Some(s) => s.spill_dir(),
+        None => config.data_dir().join("spill"),
+    };
+    tokio::spawn(tee(inner_rx, session.clone(), event_tx));
+
     let setup = AgentSetup {
-        client,
+        model,
         registry,
         broker: broker.clone(),
         system_prompt: config
@@ -307,28 +371,28 @@ pub async fn start_agent_with(
             .clone()
             .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string()),
         max_rounds: config.agent.max_rounds,
+        retry: RetryPolicy {
+            max_attempts: config.model.retry_attempts,
+            base_delay: Duration::from_millis(config.model.retry_base_ms),
+            max_delay: Duration::from_secs(config.model.retry_max_secs),
+        },
+        context_limit: config.model.context_limit,
         model_label,
         target,
         demo,
         mirror: exec.mirror(),
-        spill_dir: Some(session_dir.join("spill")),
+        spill_dir: Some(spill_dir),
+        session,
+        restore,
         notices,
     };
-    let task = spawn_agent(setup, event_tx, cmd_rx);
+    let task = spawn_agent(setup, inner_tx, cmd_rx);
     Ok(Running {
         events: event_rx,
         commands: cmd_tx,
         task,
         demo_server,
         broker,
+        session_id,
     })
-}
-
-/// A fresh directory name for this run's session files.
-fn session_dir(config: &Config) -> PathBuf {
-    let stamp = crate::tools::envelope::unix_millis();
-    config
-        .data_dir()
-        .join("sessions")
-        .join(format!("{stamp}-{}", std::process::id()))
 }

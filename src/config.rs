@@ -35,6 +35,7 @@ pub struct Config {
     pub tmux: TmuxConfig,
     /// `[mcp.servers.NAME]`: MCP servers whose tools join the registry.
     pub mcp: crate::tools::mcp::McpConfig,
+    pub sessions: SessionsConfig,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -88,6 +89,36 @@ impl Default for TmuxConfig {
     }
 }
 
+/// How long session files are kept.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionsConfig {
+    /// Sessions older than this many days are deleted at start-up (0: never).
+    pub retention_days: u64,
+    /// At most this many sessions are kept (the oldest go first).
+    pub keep: usize,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            retention_days: 30,
+            keep: 200,
+        }
+    }
+}
+
+/// Which wire dialect the model server speaks.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiDialect {
+    /// OpenAI Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, OpenRouter).
+    #[default]
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelConfig {
@@ -108,6 +139,18 @@ pub struct ModelConfig {
     pub tool_protocol: crate::agent::json_tags::ToolProtocol,
     /// json-tags: allow several calls in one reply (default: one).
     pub json_tags_multiple_calls: bool,
+    /// The wire dialect: "openai" or "anthropic".
+    pub api: ApiDialect,
+    /// The model's context window in tokens; vigil compacts near it.
+    pub context_limit: u64,
+    /// Most tokens one answer may use (sent where the dialect requires it).
+    pub max_tokens: u32,
+    /// Attempts per model round (1 = never retry).
+    pub retry_attempts: u32,
+    /// First retry backoff in milliseconds (doubled each time, jittered).
+    pub retry_base_ms: u64,
+    /// Longest wait between attempts, also the cap on Retry-After (seconds).
+    pub retry_max_secs: u64,
 }
 
 impl Default for ModelConfig {
@@ -121,6 +164,12 @@ impl Default for ModelConfig {
             idle_timeout_secs: 300,
             tool_protocol: Default::default(),
             json_tags_multiple_calls: false,
+            api: ApiDialect::Openai,
+            context_limit: 32768,
+            max_tokens: 4096,
+            retry_attempts: 5,
+            retry_base_ms: 500,
+            retry_max_secs: 60,
         }
     }
 }
@@ -366,6 +415,21 @@ impl Config {
             return Err(ConfigError::Invalid {
                 key: "model.model".into(),
                 message: "must not be empty".into(),
+            });
+        }
+        if self.model.context_limit < 512 {
+            return Err(ConfigError::Invalid {
+                key: "model.context_limit".into(),
+                message: format!(
+                    "{} is below the minimum of 512 tokens",
+                    self.model.context_limit
+                ),
+            });
+        }
+        if self.model.retry_attempts == 0 {
+            return Err(ConfigError::Invalid {
+                key: "model.retry_attempts".into(),
+                message: "must be at least 1".into(),
             });
         }
         if self.agent.max_rounds == 0 {

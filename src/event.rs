@@ -100,6 +100,116 @@ pub enum AgentEvent {
         state: McpState,
         tools: usize,
     },
+    /// Where this session is recorded (sent once, after `SessionStarted`).
+    SessionRecording { id: String, dir: std::path::PathBuf },
+    /// A resumed session: what it held when it was last written.
+    SessionRestored {
+        id: String,
+        /// The conversation (system prompt left out), oldest first.
+        history: Vec<HistoryEntry>,
+        /// Every tool call the session made, oldest first.
+        tools: Vec<ToolRecord>,
+        /// `(tool, action)` pairs the operator approved for the session.
+        standing_approvals: Vec<(String, String)>,
+        /// Calls that were running (or waiting) when the session stopped.
+        interrupted: Vec<ToolRecord>,
+    },
+    /// A model round failed with a transient error and is tried again.
+    RetryScheduled {
+        /// The attempt that failed (1-based) and how many are allowed.
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// The text streamed since the last `AssistantMessage` is void: the stream
+    /// broke and the round is asked again (the console should mark it so).
+    AssistantDiscarded { chars: usize },
+    /// A turn continues without a new user message (retry, resume).
+    TurnContinued { reason: String },
+    /// Why the turn is about to finish as failed (sent before `TurnFinished`).
+    TurnFailed { kind: FailureKind, message: String },
+    /// Estimated context use after a round, in tokens.
+    ContextUsage { used: u64, limit: u64 },
+    /// Older context was shrunk to fit the limit.
+    ContextCompacted {
+        before: u64,
+        after: u64,
+        /// "projections" (old tool results shortened) or "summary".
+        method: String,
+    },
+}
+
+/// One message of a restored conversation, as the console shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// "user", "assistant" or "tool".
+    pub role: String,
+    pub text: String,
+    /// For tool results: the call answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// One tool call of a session's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRecord {
+    pub call_id: CallId,
+    pub name: String,
+    pub arguments: String,
+    /// True when the tool had started executing.
+    pub started: bool,
+    /// How it ended (None: it never ended).
+    pub summary: Option<ToolSummary>,
+}
+
+/// Why a turn failed; `vigil exec` maps each kind to an exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The model server could not be reached or kept failing (after retries).
+    ModelUnreachable,
+    /// The model server refused the request or answered nonsense.
+    ModelError,
+    /// The turn used all of its model rounds (`agent.max_rounds`).
+    BudgetExhausted,
+}
+
+impl AgentEvent {
+    /// A one-line description of the newer events, for front ends that do
+    /// not render them specially (None: nothing worth a line).
+    pub fn notice_text(&self) -> Option<String> {
+        match self {
+            AgentEvent::SessionRestored {
+                id, history, tools, ..
+            } => Some(format!(
+                "resumed session {id}: {} messages, {} tool calls",
+                history.len(),
+                tools.len()
+            )),
+            AgentEvent::RetryScheduled {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error,
+            } => Some(format!(
+                "model request failed (attempt {attempt}/{max_attempts}): {error}; retrying in {:.1} s",
+                *delay_ms as f64 / 1000.0
+            )),
+            AgentEvent::AssistantDiscarded { chars } => Some(format!(
+                "the stream broke: the {chars} characters above are discarded and the answer is asked again"
+            )),
+            AgentEvent::TurnContinued { reason } => Some(reason.clone()),
+            AgentEvent::ContextCompacted {
+                before,
+                after,
+                method,
+            } => Some(format!(
+                "context compacted ({method}): ~{before} → ~{after} tokens; the full record stays in the session file"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// Everything the outside world can ask of the agent.
@@ -112,6 +222,10 @@ pub enum AgentCommand {
     Approval { id: u64, decision: ApprovalDecision },
     /// Cancel the running turn (stop the stream, kill the running command).
     Cancel,
+    /// Run the last failed model round again.
+    Retry,
+    /// Compact the conversation now (summarise older turns).
+    Compact,
     /// Shut the agent down.
     Quit,
 }

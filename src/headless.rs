@@ -1,6 +1,8 @@
 //! `vigil exec`: one task without the console. Assistant text and tool events
-//! are printed as lines on stdout; problems on stderr. A call that needs
-//! approval fails closed unless `--auto-approve` was given.
+//! are printed as lines on stdout (or, with `--json`, every event as one JSON
+//! object per line); problems on stderr. A call that needs approval fails
+//! closed unless `--auto-approve` was given. The exit code says how the run
+//! ended (see [`exit`]).
 //!
 //! It only prints events and answers approvals; it never executes anything
 //! itself.
@@ -8,13 +10,14 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
+use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, FailureKind, TurnOutcome};
 
 /// Exit codes of `vigil exec`.
 pub mod exit {
     /// The turn completed.
     pub const OK: i32 = 0;
-    /// The model could not be reached or the turn failed.
+    /// The turn failed for another reason (the model refused the request or
+    /// answered nonsense, the agent stopped).
     pub const FAILED: i32 = 1;
     /// Bad command line or configuration.
     pub const USAGE: i32 = 2;
@@ -22,6 +25,25 @@ pub mod exit {
     pub const APPROVAL_REQUIRED: i32 = 3;
     /// The run was cancelled.
     pub const CANCELLED: i32 = 4;
+    /// The model server could not be reached or kept failing after retries.
+    pub const MODEL_UNREACHABLE: i32 = 5;
+    /// The turn used all its model rounds (`agent.max_rounds`).
+    pub const BUDGET_EXHAUSTED: i32 = 6;
+
+    /// The text `vigil exec --help` and the README show.
+    pub const TABLE: &str = "Exit codes: 0 completed; 1 failed (model refused the request or \
+        answered nonsense); 2 usage or configuration error; 3 a tool call needed approval (or \
+        was denied) and no operator could give it; 4 cancelled; 5 model server unreachable or \
+        kept failing after retries; 6 round budget (agent.max_rounds) exhausted.";
+}
+
+/// How `vigil exec` prints and decides.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DriveOptions {
+    /// Approve every gated call (else they fail closed).
+    pub auto_approve: bool,
+    /// One JSON event per line instead of text.
+    pub json: bool,
 }
 
 /// Print the events of one turn until it finishes; returns the exit code.
@@ -29,11 +51,13 @@ pub async fn drive(
     mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     commands: tokio::sync::mpsc::UnboundedSender<AgentCommand>,
     prompt: String,
-    auto_approve: bool,
+    options: DriveOptions,
     out: &mut (dyn Write + Send),
 ) -> i32 {
+    let auto_approve = options.auto_approve;
     let _ = commands.send(AgentCommand::UserMessage { text: prompt });
     let mut printer = LinePrinter::default();
+    let mut failure: Option<FailureKind> = None;
     let mut approval_refused = false;
     let mut interrupted = false;
     loop {
@@ -51,14 +75,21 @@ pub async fn drive(
             eprintln!("vigil: the agent stopped unexpectedly");
             return exit::FAILED;
         };
+        if options.json
+            && let Ok(line) = serde_json::to_string(&event)
+        {
+            let _ = writeln!(out, "{line}");
+        }
         match event {
             AgentEvent::ApprovalRequested { request } => {
-                printer.end_text(out);
-                let _ = writeln!(
-                    out,
-                    "? approval needed: {} on {}: {}",
-                    request.tool, request.target, request.gate.action
-                );
+                if !options.json {
+                    printer.end_text(out);
+                    let _ = writeln!(
+                        out,
+                        "? approval needed: {} on {}: {}",
+                        request.tool, request.target, request.gate.action
+                    );
+                }
                 if !auto_approve {
                     // Fail closed: nobody can answer, so nothing runs.
                     approval_refused = true;
@@ -74,20 +105,29 @@ pub async fn drive(
                     let _ = commands.send(AgentCommand::Cancel);
                 }
             }
+            AgentEvent::TurnFailed { kind, .. } => failure = Some(kind),
+            AgentEvent::SessionRecording { id, .. } => eprintln!("vigil: session {id}"),
             AgentEvent::TurnFinished { outcome } => {
-                printer.flush_all(out);
+                if !options.json {
+                    printer.flush_all(out);
+                }
                 let _ = out.flush();
                 return match outcome {
                     TurnOutcome::Completed => exit::OK,
                     TurnOutcome::Failed(msg) => {
                         eprintln!("vigil: {msg}");
-                        exit::FAILED
+                        match failure {
+                            Some(FailureKind::ModelUnreachable) => exit::MODEL_UNREACHABLE,
+                            Some(FailureKind::BudgetExhausted) => exit::BUDGET_EXHAUSTED,
+                            _ => exit::FAILED,
+                        }
                     }
                     TurnOutcome::Cancelled if approval_refused => exit::APPROVAL_REQUIRED,
                     TurnOutcome::Cancelled => exit::CANCELLED,
                 };
             }
-            other => printer.print(&other, out),
+            other if !options.json => printer.print(&other, out),
+            _ => {}
         }
         let _ = out.flush();
     }
@@ -165,7 +205,12 @@ impl LinePrinter {
                 self.end_text(out);
                 let _ = writeln!(out, "· MCP server {name}: {state} ({tools} tools)");
             }
-            _ => {}
+            other => {
+                if let Some(text) = other.notice_text() {
+                    self.end_text(out);
+                    let _ = writeln!(out, "· {text}");
+                }
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! The `vigil` binary: parses the command line, loads the configuration and
-//! starts the console, a headless `exec`, or a single `tool` call.
+//! starts the console, a headless `exec`, a `resume`, the `sessions` list, or
+//! a single `tool` call.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use vigil::agent::approval::Policy;
+use vigil::agent::session::SessionStore;
+use vigil::app::StartOptions;
 use vigil::config::{ApprovalMode, Config, Overrides};
 use vigil::headless::exit;
 use vigil::{app, console, headless, toolcmd};
@@ -48,6 +51,9 @@ struct Cli {
     /// vigil's private tmux server (socket name or path).
     #[arg(long, global = true, env = "VIGIL_TMUX_SOCKET", value_name = "NAME")]
     tmux_socket: Option<String>,
+    /// More detail in the log file (-v debug, -vv trace); VIGIL_LOG wins.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -55,10 +61,36 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run one task headless: print assistant text and tool events as lines.
+    #[command(after_help = exit::TABLE)]
     Exec {
         /// What to ask the agent.
         prompt: String,
+        /// Print every event as one JSON object per line (the AgentEvent
+        /// serde form, tagged by "type").
+        #[arg(long)]
+        json: bool,
+        /// Continue a recorded session (an id from `vigil sessions`, or "last").
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
     },
+    /// Resume a recorded session: its conversation, tool history and standing
+    /// approvals. In the console, or headless with --exec.
+    #[command(after_help = exit::TABLE)]
+    Resume {
+        /// The session id (see `vigil sessions`).
+        id: Option<String>,
+        /// Resume the most recent session.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// Run this prompt headless (like `vigil exec`) instead of the console.
+        #[arg(long, value_name = "PROMPT")]
+        exec: Option<String>,
+        /// With --exec: one JSON event per line.
+        #[arg(long, requires = "exec")]
+        json: bool,
+    },
+    /// List recorded sessions: id, start time, model, turns, last message.
+    Sessions,
     /// Inspect or call the registered tools directly.
     Tool {
         #[command(subcommand)]
@@ -97,7 +129,8 @@ fn main() -> ExitCode {
         no_tmux: cli.no_tmux,
         tmux_socket: cli.tmux_socket.clone(),
     });
-    let _log_guard = init_logging(&config);
+    vigil::redact::set_global(vigil::redact::Redactor::new(config.api_key()));
+    let _log_guard = init_logging(&config, cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -116,37 +149,151 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli, config: Config) -> i32 {
     match cli.command {
-        None => run_console(&config, cli.demo, cli.auto_approve).await,
-        Some(Command::Exec { prompt }) => {
-            let policy = if cli.auto_approve {
-                Policy::ApproveAll
-            } else {
-                Policy::Ask
-            };
-            let running = match app::start_agent(&config, cli.demo, policy).await {
+        None => run_console(&config, cli.demo, cli.auto_approve, None).await,
+        Some(Command::Exec {
+            prompt,
+            json,
+            resume,
+        }) => {
+            let resume = match resume.map(|id| resolve_session(&config, &id)).transpose() {
                 Ok(r) => r,
-                Err(e) => {
-                    eprintln!("vigil: {e}");
-                    return exit::FAILED;
+                Err(code) => return code,
+            };
+            run_exec(&config, cli.demo, cli.auto_approve, prompt, json, resume).await
+        }
+        Some(Command::Resume {
+            id,
+            last,
+            exec,
+            json,
+        }) => {
+            let wanted = match (id, last) {
+                (Some(id), _) => id,
+                (None, true) => "last".to_string(),
+                (None, false) => {
+                    eprintln!(
+                        "vigil: say which session: `vigil resume ID` or `vigil resume --last`"
+                    );
+                    return exit::USAGE;
                 }
             };
-            let mut stdout = std::io::stdout();
-            let code = headless::drive(
-                running.events,
-                running.commands.clone(),
-                prompt,
-                cli.auto_approve,
-                &mut stdout,
-            )
-            .await;
-            let _ = running.commands.send(vigil::event::AgentCommand::Quit);
-            code
+            let id = match resolve_session(&config, &wanted) {
+                Ok(id) => id,
+                Err(code) => return code,
+            };
+            match exec {
+                Some(prompt) => {
+                    run_exec(&config, cli.demo, cli.auto_approve, prompt, json, Some(id)).await
+                }
+                None => run_console(&config, cli.demo, cli.auto_approve, Some(id)).await,
+            }
         }
+        Some(Command::Sessions) => list_sessions(&config),
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
     }
 }
 
-async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
+/// "last" → the newest session id; an id → itself when it exists.
+fn resolve_session(config: &Config, wanted: &str) -> Result<String, i32> {
+    let store = SessionStore::new(&config.data_dir());
+    let found = if wanted == "last" {
+        store.latest()
+    } else if store.dir_of(wanted).join("meta.json").exists() {
+        Ok(wanted.to_string())
+    } else {
+        Err(vigil::agent::session::SessionError::NotFound(
+            wanted.to_string(),
+        ))
+    };
+    found.map_err(|e| {
+        eprintln!("vigil: {e}");
+        exit::USAGE
+    })
+}
+
+async fn run_exec(
+    config: &Config,
+    demo: bool,
+    auto_approve: bool,
+    prompt: String,
+    json: bool,
+    resume: Option<String>,
+) -> i32 {
+    let policy = if auto_approve {
+        Policy::ApproveAll
+    } else {
+        Policy::Ask
+    };
+    let running = match app::start_agent_with(
+        config,
+        demo,
+        policy,
+        StartOptions {
+            resume,
+            ..Default::default()
+        },
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    let mut stdout = std::io::stdout();
+    let options = headless::DriveOptions { auto_approve, json };
+    let code = headless::drive(
+        running.events,
+        running.commands.clone(),
+        prompt,
+        options,
+        &mut stdout,
+    )
+    .await;
+    let _ = running.commands.send(vigil::event::AgentCommand::Quit);
+    code
+}
+
+fn list_sessions(config: &Config) -> i32 {
+    let store = SessionStore::new(&config.data_dir());
+    match store.list() {
+        Ok(list) if list.is_empty() => {
+            println!("no sessions in {}", store.root().display());
+            exit::OK
+        }
+        Ok(list) => {
+            println!(
+                "{:<24} {:<20} {:<24} {:>5}  LAST MESSAGE",
+                "ID", "STARTED (UTC)", "MODEL", "TURNS"
+            );
+            for s in list {
+                let started = vigil::tools::time::UtcTime::from_unix_millis(s.started_ms as i64);
+                let last: String = s.last_message.replace('\n', " ").chars().take(60).collect();
+                println!(
+                    "{:<24} {:<20} {:<24} {:>5}  {}",
+                    s.id,
+                    format!("{} {}", started.date(), started.time()),
+                    s.model,
+                    s.turns,
+                    last
+                );
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+async fn run_console(
+    config: &Config,
+    demo: bool,
+    auto_approve: bool,
+    resume: Option<String>,
+) -> i32 {
     let policy = if auto_approve {
         Policy::ApproveAll
     } else if demo {
@@ -158,7 +305,17 @@ async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
             ApprovalMode::ApproveAll => Policy::ApproveAll,
         }
     };
-    let running = match app::start_agent(config, demo, policy).await {
+    let running = match app::start_agent_with(
+        config,
+        demo,
+        policy,
+        StartOptions {
+            resume,
+            ..Default::default()
+        },
+    )
+    .await
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("vigil: {e}");
@@ -227,17 +384,26 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
     }
 }
 
-/// Log to `<data dir>/vigil.log`; `VIGIL_LOG` sets the filter (default `info`).
-fn init_logging(config: &Config) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+/// Log to `<data dir>/vigil.log`; `VIGIL_LOG` sets the filter, else `-v`
+/// (debug) / `-vv` (trace), else `info`. Every line passes the redactor.
+fn init_logging(
+    config: &Config,
+    verbose: u8,
+) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let dir = config.data_dir();
     std::fs::create_dir_all(&dir).ok()?;
     let appender = tracing_appender::rolling::never(&dir, "vigil.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);
+    let level = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer)
+        .with_writer(move || vigil::redact::RedactingWriter::new(writer.clone()))
         .with_ansi(false)
         .try_init()
         .ok()?;

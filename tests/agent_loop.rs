@@ -349,6 +349,7 @@ async fn unreachable_model_is_a_clear_error_not_a_hang() {
     drop(listener);
     let mut config = Config::default();
     config.model.base_url = format!("http://127.0.0.1:{port}/v1");
+    config.model.retry_base_ms = 10;
     config.paths.data_dir = Some(dir.path().to_path_buf());
     config.tmux.mode = vigil::config::TmuxMode::Off;
     let mut running = start_agent(&config, false, Policy::Ask).await.unwrap();

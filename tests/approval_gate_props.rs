@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 use vigil::agent::approval::Policy;
-use vigil::app::start_agent_with;
+use vigil::app::{StartOptions, start_agent_with};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
 use vigil::exec::{Backend, ExecError, ExecutionContext, OutputFn, RunOutcome, RunRequest};
@@ -178,9 +178,17 @@ async fn run_case(seed: u64, rng: &mut Rng) -> usize {
     config.tools.search_enabled = false;
     let recording = Recording::default();
     let exec = ExecutionContext::new(recording.clone());
-    let mut running = start_agent_with(&config, false, Policy::Ask, exec)
-        .await
-        .unwrap();
+    let mut running = start_agent_with(
+        &config,
+        false,
+        Policy::Ask,
+        StartOptions {
+            target: Some(exec.into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
 
     // Two turns with the same batch, so session approvals get exercised.
     let mut decided: HashMap<u64, Decided> = HashMap::new();

@@ -53,6 +53,12 @@ async fn env() -> Env {
 
 async fn vigil(env: &Env, args: &[&str]) -> Output {
     let mut cmd = tokio::process::Command::new(common::vigil_bin());
+    if !args.contains(&"--config") {
+        // Fast retries keep the failure tests short.
+        let cfg = env.dir.path().join("fast.toml");
+        std::fs::write(&cfg, "[model]\nretry_base_ms = 10\nretry_attempts = 3\n").unwrap();
+        cmd.arg("--config").arg(cfg);
+    }
     cmd.args(args)
         .env("VIGIL_BASE_URL", env.server.base_url())
         .env("VIGIL_MODEL", "test")
@@ -108,7 +114,7 @@ async fn exec_against_a_dead_server_exits_non_zero_with_the_reason() {
     let url = format!("http://127.0.0.1:{port}/v1");
     let out = vigil(&env, &["exec", "hi", "--base-url", &url]).await;
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
     assert!(stderr.contains("cannot reach"), "{stderr}");
 }
 

@@ -30,7 +30,8 @@ async fn harness(scenario: &str) -> Harness {
         server.base_url(),
         dir.path().display().to_string()
     );
-    let config = Config::from_toml(&text, Path::new("t.toml")).unwrap();
+    let mut config = Config::from_toml(&text, Path::new("t.toml")).unwrap();
+    config.tmux.mode = vigil::config::TmuxMode::Off;
     let running = start_agent(&config, false, Policy::Ask).await.unwrap();
     Harness {
         running,

@@ -82,7 +82,8 @@ async fn harness(mcp_toml: &str) -> Harness {
         server.base_url(),
         dir.path().display().to_string()
     );
-    let config = Config::from_toml(&text, Path::new("test.toml")).unwrap();
+    let mut config = Config::from_toml(&text, Path::new("test.toml")).unwrap();
+    config.tmux.mode = vigil::config::TmuxMode::Off;
     let running = start_agent(&config, false, Policy::Ask).await.unwrap();
     Harness {
         running,
@@ -311,6 +312,7 @@ fn tool_list_and_call_work_on_mcp_tools() {
     let vigil = env!("CARGO_BIN_EXE_vigil");
     let run = |args: &[&str]| {
         Command::new(vigil)
+            .arg("--no-tmux")
             .arg("--config")
             .arg(&config)
             .arg("--data-dir")

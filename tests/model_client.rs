@@ -188,7 +188,7 @@ async fn status_500_carries_the_body() {
         .await
         .unwrap_err();
     match &err {
-        ModelError::Status { status, body } => {
+        ModelError::Status { status, body, .. } => {
             assert_eq!(*status, 500);
             assert!(body.contains("the scripted model is on fire"), "{body}");
         }
@@ -210,6 +210,7 @@ async fn status_429_with_retry_after() {
         matches!(err, ModelError::Status { status: 429, .. }),
         "{err:?}"
     );
+    assert_eq!(err.retry_after(), Some(2));
 }
 
 #[tokio::test]
@@ -230,7 +231,8 @@ async fn cut_stream_is_an_error_not_a_hang_or_success() {
         .await
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(4), "must not hang");
-    assert!(matches!(err, ModelError::Protocol(_)), "{err:?}");
+    assert!(matches!(err, ModelError::StreamCut(_)), "{err:?}");
+    assert!(err.is_transient());
     assert!(seen >= 1, "text before the cut was forwarded");
 }
 

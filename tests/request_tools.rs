@@ -69,7 +69,8 @@ async fn start(server: &ScriptedServer, dir: &Path) -> Running {
         server.base_url(),
         dir.display().to_string()
     );
-    let config = Config::from_toml(&text, Path::new("t.toml")).unwrap();
+    let mut config = Config::from_toml(&text, Path::new("t.toml")).unwrap();
+    config.tmux.mode = vigil::config::TmuxMode::Off;
     start_agent(&config, false, Policy::Ask).await.unwrap()
 }
 

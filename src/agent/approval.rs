@@ -54,6 +54,19 @@ impl ApprovalBroker {
         }
     }
 
+    /// Approve `(tool, action)` for the rest of the session (restored
+    /// standing approvals on resume).
+    pub fn add_standing(&self, tool: &str, action: &str) {
+        lock(&self.standing).insert((tool.to_string(), action.to_string()));
+    }
+
+    /// The `(tool, action)` pairs approved for the session, sorted.
+    pub fn standing(&self) -> Vec<(String, String)> {
+        let mut v: Vec<_> = lock(&self.standing).iter().cloned().collect();
+        v.sort();
+        v
+    }
+
     pub fn set_policy(&self, policy: Policy) {
         *lock(&self.policy) = policy;
     }

@@ -71,7 +71,16 @@ pub enum ModelError {
     Connect(String),
     /// The server answered with a non-success status.
     #[error("the model server answered HTTP {status}: {body}")]
-    Status { status: u16, body: String },
+    Status {
+        status: u16,
+        body: String,
+        /// The `Retry-After` header in seconds, when the server sent one.
+        retry_after: Option<u64>,
+    },
+    /// The stream stopped before the answer was complete (connection broke,
+    /// or no `[DONE]` and no finish reason). Nothing from it was acted on.
+    #[error("the answer was cut off mid-stream: {0}")]
+    StreamCut(String),
     /// A 200 answer with no body, even after the non-streaming retry.
     #[error("the model server sent an empty response")]
     EmptyBody,
@@ -88,13 +97,73 @@ impl ModelError {
     /// (connection trouble, timeouts, 408/409/429/5xx, empty bodies).
     pub fn is_transient(&self) -> bool {
         match self {
-            ModelError::Connect(_) | ModelError::Timeout | ModelError::EmptyBody => true,
+            ModelError::Connect(_)
+            | ModelError::Timeout
+            | ModelError::EmptyBody
+            | ModelError::StreamCut(_) => true,
             ModelError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 429) || *status >= 500
             }
             ModelError::Protocol(_) => false,
         }
     }
+
+    /// The server's requested wait, in seconds (429/503 `Retry-After`).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ModelError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// One model dialect (OpenAI Chat Completions, Anthropic Messages): one round
+/// of a conversation with the tools offered, text streamed to `on_text`.
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync {
+    async fn complete_round(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<Completion, ModelError>;
+
+    /// The model name sent with each request.
+    fn model_name(&self) -> &str;
+}
+
+#[async_trait::async_trait]
+impl ChatModel for ModelClient {
+    async fn complete_round(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<Completion, ModelError> {
+        if self.protocol == ToolProtocol::JsonTags {
+            let reply =
+                json_tags::complete(self, self.multiple_calls, messages, tools, on_text).await?;
+            return Ok(Completion {
+                reply,
+                fell_back: false,
+            });
+        }
+        ModelClient::complete_round(self, messages, tools, on_text).await
+    }
+
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+}
+
+/// `Retry-After` as whole seconds (the HTTP-date form is ignored).
+pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| s.ceil() as u64)
 }
 
 /// One successful round.
@@ -216,6 +285,7 @@ impl ModelClient {
             stream,
         };
         let url = self.url();
+        tracing::debug!(%url, model = %self.config.model, messages = messages.len(), stream, "model request");
         let mut req = self
             .http
             .post(&url)
@@ -239,6 +309,7 @@ impl ModelClient {
         if status.is_success() {
             return Ok(resp);
         }
+        let retry_after = parse_retry_after(resp.headers());
         let text = tokio::time::timeout(self.config.request_timeout, resp.text())
             .await
             .map_err(|_| ModelError::Timeout)?
@@ -246,6 +317,7 @@ impl ModelClient {
         Err(ModelError::Status {
             status: status.as_u16(),
             body: self.redact(&snippet(&text)),
+            retry_after,
         })
     }
 
@@ -287,8 +359,8 @@ impl ModelClient {
                     return Err(if e.is_timeout() {
                         ModelError::Timeout
                     } else {
-                        ModelError::Protocol(format!(
-                            "the connection broke mid-stream: {}",
+                        ModelError::StreamCut(format!(
+                            "the connection broke: {}",
                             self.redact(&e.to_string())
                         ))
                     });
@@ -339,6 +411,7 @@ impl ModelClient {
     fn stream_error(&self, e: StreamError) -> ModelError {
         match e {
             StreamError::Empty => ModelError::EmptyBody,
+            StreamError::Truncated => ModelError::StreamCut(e.to_string()),
             other => ModelError::Protocol(self.redact(&other.to_string())),
         }
     }
@@ -364,7 +437,7 @@ impl ModelClient {
     }
 }
 
-fn is_json(resp: &reqwest::Response) -> bool {
+pub(crate) fn is_json(resp: &reqwest::Response) -> bool {
     resp.headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -372,7 +445,7 @@ fn is_json(resp: &reqwest::Response) -> bool {
 }
 
 /// The error and its sources on one line ("connection refused" lives deep).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -425,14 +498,16 @@ mod tests {
         assert!(
             ModelError::Status {
                 status: 429,
-                body: String::new()
+                body: String::new(),
+                retry_after: None,
             }
             .is_transient()
         );
         assert!(
             !ModelError::Status {
                 status: 401,
-                body: String::new()
+                body: String::new(),
+                retry_after: None,
             }
             .is_transient()
         );

@@ -1,29 +1,32 @@
-//! The agent loop: one task that owns the conversation, talks to the model,
-//! runs the tools the model asks for, and reports everything as
-//! [`AgentEvent`]s. It takes [`AgentCommand`]s on one channel: messages are
-//! queued while a turn runs, approvals are handed to the broker, a cancel drops
-//! the running turn (which stops the stream and kills the running command).
+//! The agent loop: one task that owns the conversation and takes
+//! [`AgentCommand`]s on one channel. Messages are queued while a turn runs,
+//! approvals are handed to the broker, a cancel drops the running turn (which
+//! stops the stream and kills the running commands), `Retry` re-runs the
+//! last failed round, `Compact` shrinks the context on demand. What one turn
+//! does lives in [`super::turn`].
 //!
 //! It never renders and never reads the terminal.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::approval::ApprovalBroker;
-use super::client::ModelClient;
+use super::client::ChatModel;
+use super::context::ContextBudget;
+use super::restore::Restored;
+use super::retry::RetryPolicy;
+use super::session::SessionWriter;
+use super::turn::{continue_turn, run_turn};
 use super::types::{ChatMessage, Role};
-use crate::event::{
-    AgentCommand, AgentEvent, MirrorTarget, OutputStream, ToolSummary, TurnOutcome,
-};
-use crate::tools::visibility::Visibility;
-use crate::tools::{ApprovalDecision, ToolContext, ToolRegistry, ToolStream};
+use crate::event::{AgentCommand, AgentEvent, MirrorTarget, TurnOutcome};
+use crate::tools::ToolRegistry;
 
 /// The system prompt used when the config gives none.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an assistant that operates a real machine \
@@ -35,17 +38,26 @@ Answer concisely.";
 
 /// Everything the agent needs, built by the binary (or a test).
 pub struct AgentSetup {
-    pub client: ModelClient,
+    /// The model, in whichever dialect.
+    pub model: Arc<dyn ChatModel>,
     pub registry: Arc<ToolRegistry>,
     pub broker: Arc<ApprovalBroker>,
     pub system_prompt: String,
     pub max_rounds: u32,
+    pub retry: RetryPolicy,
+    /// The model's context window, in tokens.
+    pub context_limit: u64,
     pub model_label: String,
     pub target: String,
     pub demo: bool,
     pub mirror: Option<MirrorTarget>,
     /// Where full outputs go when the model sees a cut view.
     pub spill_dir: Option<PathBuf>,
+    /// Where the session is recorded (messages; events are recorded by the
+    /// channel tee, see [`super::session::tee`]).
+    pub session: Option<Arc<SessionWriter>>,
+    /// A session read back for resume.
+    pub restore: Option<Restored>,
     /// Told to the operator right after the session starts.
     pub notices: Vec<String>,
 }
@@ -59,31 +71,49 @@ pub fn spawn_agent(
     tokio::spawn(run_agent(setup, events, commands))
 }
 
-struct Shared {
-    client: ModelClient,
-    registry: Arc<ToolRegistry>,
-    events: mpsc::UnboundedSender<AgentEvent>,
-    conversation: Mutex<Vec<ChatMessage>>,
-    max_rounds: u32,
-    spill_dir: Option<PathBuf>,
+/// State shared by the loop and the running turn.
+pub(crate) struct Shared {
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) events: mpsc::UnboundedSender<AgentEvent>,
+    pub(crate) conversation: Mutex<Vec<ChatMessage>>,
+    pub(crate) context: Mutex<ContextBudget>,
+    pub(crate) max_rounds: u32,
+    pub(crate) spill_dir: Option<PathBuf>,
+    pub(crate) session: Option<Arc<SessionWriter>>,
+    /// Results of calls that finished while others of the round still run.
+    pub(crate) finished: Mutex<HashMap<String, String>>,
+    /// The last turn failed on the model (so `Retry` has something to do).
+    pub(crate) last_failed: AtomicBool,
 }
 
 impl Shared {
-    fn emit(&self, event: AgentEvent) {
+    pub(crate) fn emit(&self, event: AgentEvent) {
         // The receiver going away means the console quit; nothing to do.
         let _ = self.events.send(event);
     }
 
-    fn push(&self, message: ChatMessage) {
+    /// Append to the conversation and the session file.
+    pub(crate) fn push(&self, message: ChatMessage) {
+        self.record(&message);
         lock(&self.conversation).push(message);
     }
 
-    fn snapshot(&self) -> Vec<ChatMessage> {
+    /// Write to the session file only.
+    pub(crate) fn record(&self, message: &ChatMessage) {
+        if let Some(s) = &self.session {
+            s.record_message(message);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<ChatMessage> {
         lock(&self.conversation).clone()
     }
 }
 
-type TurnFuture = Pin<Box<dyn Future<Output = TurnOutcome> + Send>>;
+/// A running job: a turn (which ends with `TurnFinished`) or a compaction.
+type Job = Pin<Box<dyn Future<Output = Option<TurnOutcome>> + Send>>;
 
 async fn run_agent(
     setup: AgentSetup,
@@ -97,26 +127,47 @@ async fn run_agent(
         mirror: setup.mirror.clone(),
         tools: setup.registry.names(),
     });
-    for text in setup.notices {
-        let _ = events.send(AgentEvent::Notice { text });
+    for text in &setup.notices {
+        let _ = events.send(AgentEvent::Notice { text: text.clone() });
+    }
+    if let Some(s) = &setup.session {
+        let _ = events.send(AgentEvent::SessionRecording {
+            id: s.id().to_string(),
+            dir: s.dir().to_path_buf(),
+        });
     }
     let broker = setup.broker.clone();
+    let definitions = setup.registry.definitions();
+    let tools_chars = serde_json::to_string(&definitions).map_or(0, |s| s.len());
     let shared = Arc::new(Shared {
-        client: setup.client,
+        model: setup.model,
+        retry: setup.retry,
         registry: setup.registry,
         events,
-        conversation: Mutex::new(vec![ChatMessage::system(setup.system_prompt)]),
+        conversation: Mutex::new(Vec::new()),
+        context: Mutex::new(ContextBudget::new(setup.context_limit, tools_chars)),
         max_rounds: setup.max_rounds,
         spill_dir: setup.spill_dir,
+        session: setup.session,
+        finished: Mutex::new(HashMap::new()),
+        last_failed: AtomicBool::new(false),
     });
+    let system = ChatMessage::system(setup.system_prompt);
+    match setup.restore {
+        Some(restored) => restore(&shared, system, restored),
+        None => shared.push(system),
+    }
+
     let mut queue: VecDeque<String> = VecDeque::new();
-    let mut turn: Option<TurnFuture> = None;
+    let mut job: Option<Job> = None;
+    let mut job_is_turn = false;
 
     loop {
-        if turn.is_none()
+        if job.is_none()
             && let Some(text) = queue.pop_front()
         {
-            turn = Some(Box::pin(run_turn(shared.clone(), text)));
+            job = Some(Box::pin(run_turn(shared.clone(), text)));
+            job_is_turn = true;
         }
         tokio::select! {
             cmd = commands.recv() => match cmd {
@@ -125,7 +176,7 @@ async fn run_agent(
                     if text.trim().is_empty() {
                         continue;
                     }
-                    if turn.is_some() {
+                    if job.is_some() {
                         shared.emit(AgentEvent::Notice {
                             text: "message queued: it is sent when the current turn ends".into(),
                         });
@@ -140,20 +191,79 @@ async fn run_agent(
                     }
                 }
                 Some(AgentCommand::Cancel) => {
-                    if let Some(running) = turn.take() {
-                        // Dropping the turn stops the model stream and kills the
-                        // running command (its guard kills the process group).
+                    if let Some(running) = job.take() {
+                        // Dropping the job stops the model stream and kills the
+                        // running commands (their guards kill the process groups).
                         drop(running);
-                        close_dangling_calls(&shared);
-                        shared.emit(AgentEvent::TurnFinished { outcome: TurnOutcome::Cancelled });
+                        if job_is_turn {
+                            close_dangling_calls(&shared);
+                            shared.emit(AgentEvent::TurnFinished { outcome: TurnOutcome::Cancelled });
+                        } else {
+                            shared.emit(AgentEvent::Notice { text: "compaction cancelled".into() });
+                        }
+                    }
+                }
+                Some(AgentCommand::Retry) => {
+                    if job.is_some() {
+                        shared.emit(AgentEvent::Notice { text: "a turn is running; nothing to retry".into() });
+                    } else if shared.last_failed.swap(false, Ordering::SeqCst) {
+                        job = Some(Box::pin(continue_turn(shared.clone(), "retrying the last failed model round".into())));
+                        job_is_turn = true;
+                    } else {
+                        shared.emit(AgentEvent::Notice { text: "the last turn did not fail; nothing to retry".into() });
+                    }
+                }
+                Some(AgentCommand::Compact) => {
+                    if job.is_some() {
+                        shared.emit(AgentEvent::Notice {
+                            text: "a turn is running; it compacts by itself near the limit".into(),
+                        });
+                    } else {
+                        let s = shared.clone();
+                        job = Some(Box::pin(async move {
+                            super::compact::maybe_compact(&s, true).await;
+                            None
+                        }));
+                        job_is_turn = false;
                     }
                 }
             },
-            outcome = async { match turn.as_mut() { Some(t) => t.await, None => std::future::pending().await } } => {
-                turn = None;
-                shared.emit(AgentEvent::TurnFinished { outcome });
+            outcome = async { match job.as_mut() { Some(t) => t.await, None => std::future::pending().await } } => {
+                job = None;
+                if let Some(outcome) = outcome {
+                    shared.emit(AgentEvent::TurnFinished { outcome });
+                }
             }
         }
+    }
+}
+
+/// Load a resumed session into the conversation and tell the console.
+fn restore(shared: &Shared, system: ChatMessage, restored: Restored) {
+    let mut messages = restored.messages.clone();
+    match messages.first() {
+        Some(m) if m.role == Role::System => messages[0] = system,
+        _ => messages.insert(0, system),
+    }
+    for stub in &restored.stubs {
+        shared.record(stub);
+    }
+    *lock(&shared.conversation) = messages;
+    shared.emit(restored.event());
+    for call in &restored.interrupted {
+        shared.emit(AgentEvent::Notice {
+            text: format!(
+                "interrupted call {} ({} {}) {}; the model is told its outcome is unknown",
+                call.call_id,
+                call.name,
+                call.arguments,
+                if call.started {
+                    "was running when the session stopped"
+                } else {
+                    "had not started when the session stopped"
+                }
+            ),
+        });
     }
 }
 
@@ -161,10 +271,12 @@ async fn run_agent(
 /// or the next request would be refused by the server.
 fn close_dangling_calls(shared: &Shared) {
     let mut convo = lock(&shared.conversation);
+    let mut finished = lock(&shared.finished);
     let Some(pos) = convo
         .iter()
         .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
     else {
+        finished.clear();
         return;
     };
     let answered: Vec<String> = convo[pos + 1..]
@@ -178,154 +290,23 @@ fn close_dangling_calls(shared: &Shared) {
         .filter(|id| !answered.contains(id))
         .collect();
     for id in missing {
-        convo.push(ChatMessage::tool(
-            id,
-            "Tool error: the operator cancelled this call before it finished.",
-        ));
-    }
-}
-
-async fn run_turn(shared: Arc<Shared>, user: String) -> TurnOutcome {
-    shared.emit(AgentEvent::TurnStarted { user: user.clone() });
-    shared.push(ChatMessage::user(user));
-    let visibility = shared.registry.visibility();
-
-    for _round in 0..shared.max_rounds {
-        let definitions = shared.registry.visible_definitions(&visibility);
-        let messages = shared.snapshot();
-        let events = shared.events.clone();
-        let mut on_text = move |t: &str| {
-            let _ = events.send(AgentEvent::AssistantDelta {
-                text: t.to_string(),
-            });
-        };
-        let reply = match shared
-            .client
-            .complete(&messages, &definitions, &mut on_text)
-            .await
-        {
-            Ok(reply) => reply,
-            Err(e) => {
-                let message = format!("model request failed: {e}");
-                shared.emit(AgentEvent::Error {
-                    message: message.clone(),
-                });
-                return TurnOutcome::Failed(message);
+        // A call that finished before the cancel keeps its real result (it
+        // is already in the session file).
+        match finished.remove(&id) {
+            Some(text) => convo.push(ChatMessage::tool(id, text)),
+            None => {
+                let msg = ChatMessage::tool(
+                    id,
+                    "Tool error: the operator cancelled this call before it finished.",
+                );
+                shared.record(&msg);
+                convo.push(msg);
             }
-        };
-        shared.emit(AgentEvent::AssistantMessage {
-            text: reply.content.clone(),
-        });
-        let calls = reply.tool_calls.clone();
-        shared.push(ChatMessage::assistant(reply.content, reply.tool_calls));
-        if calls.is_empty() {
-            return TurnOutcome::Completed;
-        }
-        for call in calls {
-            let text = run_call(
-                &shared,
-                &call.id,
-                &call.function.name,
-                &call.function.arguments,
-                &visibility,
-            )
-            .await;
-            shared.push(ChatMessage::tool(call.id, text));
         }
     }
-    let message = format!(
-        "stopped after {} model rounds in one turn (agent.max_rounds); send a message to continue",
-        shared.max_rounds
-    );
-    shared.emit(AgentEvent::Error {
-        message: message.clone(),
-    });
-    TurnOutcome::Failed(message)
+    finished.clear();
 }
 
-/// Run one tool call through the registry, reporting it live; returns the text
-/// for the model.
-async fn run_call(
-    shared: &Arc<Shared>,
-    call_id: &str,
-    name: &str,
-    arguments: &str,
-    visibility: &Visibility,
-) -> String {
-    shared.emit(AgentEvent::ToolCallRequested {
-        call_id: call_id.to_string(),
-        name: name.to_string(),
-        arguments: arguments.to_string(),
-    });
-    let events = shared.events.clone();
-    let id = call_id.to_string();
-    let tool_name = name.to_string();
-    // Duration counts from the moment the tool starts, not from the request
-    // (an approval may wait for minutes).
-    let started: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let started_in_sink = started.clone();
-    let sink = Arc::new(move |ev: ToolStream| {
-        let event = match ev {
-            ToolStream::Started { summary } => {
-                *lock(&started_in_sink) = Some(Instant::now());
-                AgentEvent::ToolStarted {
-                    call_id: id.clone(),
-                    name: tool_name.clone(),
-                    summary,
-                }
-            }
-            ToolStream::Stdout(text) => AgentEvent::ToolOutput {
-                call_id: id.clone(),
-                stream: OutputStream::Stdout,
-                text,
-            },
-            ToolStream::Stderr(text) => AgentEvent::ToolOutput {
-                call_id: id.clone(),
-                stream: OutputStream::Stderr,
-                text,
-            },
-            ToolStream::Info(text) => AgentEvent::ToolInfo {
-                call_id: id.clone(),
-                text,
-            },
-            ToolStream::Completed => return,
-        };
-        let _ = events.send(event);
-    });
-    let mut ctx = ToolContext::new(call_id)
-        .with_sink(sink)
-        .with_visibility(visibility.clone());
-    if let Some(dir) = &shared.spill_dir {
-        ctx = ctx.with_spill_dir(dir.clone());
-    }
-    let run = shared
-        .registry
-        .execute_with_context(name, arguments, &ctx)
-        .await;
-    let duration_ms = lock(&started)
-        .map(|t| t.elapsed().as_millis() as u64)
-        .unwrap_or(0);
-    let output = run.output.as_ref();
-    let error = match &run.decision {
-        Some(ApprovalDecision::Deny) => Some("denied by the operator".to_string()),
-        Some(ApprovalDecision::DenyWithReason(reason)) => Some(format!("denied: {reason}")),
-        _ => run.error.as_ref().map(|e| e.to_string()),
-    };
-    shared.emit(AgentEvent::ToolCompleted {
-        call_id: call_id.to_string(),
-        name: name.to_string(),
-        summary: ToolSummary {
-            ok: run.ok(),
-            exit_code: output.and_then(|o| o.exit_code),
-            duration_ms,
-            truncated: output.is_some_and(|o| o.truncated),
-            spill: output.map(|o| o.spill.clone()).unwrap_or_default(),
-            error,
-        },
-    });
-    run.model_text
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -169,6 +169,11 @@ impl App {
                     _ => self.conversation.error(&text),
                 }
             }
+            other => {
+                if let Some(text) = other.notice_text() {
+                    self.conversation.notice(&text);
+                }
+            }
         }
     }
 

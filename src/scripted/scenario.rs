@@ -46,8 +46,20 @@ pub struct Scenario {
     /// Send a usage chunk before `[DONE]` (and usage in plain completions).
     #[serde(default)]
     pub usage: bool,
+    /// Answer 400 to any request holding an assistant message whose
+    /// `content` is null (as some real servers do).
+    #[serde(default)]
+    pub reject_null_content: bool,
+    /// Keep every request body for [`super::ScriptedServer::requests`]
+    /// (turn off for long benchmarks).
+    #[serde(default = "yes")]
+    pub record_requests: bool,
     #[serde(default, rename = "rule")]
     pub rules: Vec<Rule>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_model() -> String {
@@ -182,6 +194,8 @@ impl Scenario {
             model: default_model(),
             chunk_delay_ms: 0,
             usage: false,
+            reject_null_content: false,
+            record_requests: true,
             rules: Vec::new(),
         }
     }

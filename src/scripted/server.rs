@@ -2,6 +2,7 @@
 //! rule selection, streaming with delays, and the misbehaviour knobs.
 //!
 //! Routes: `POST /v1/chat/completions` (and `/chat/completions`),
+//! `POST /v1/messages` (Anthropic dialect, see [`super::anthropic`]),
 //! `GET /v1/models` (and `/models`); anything else is a 404 JSON error. One
 //! request per connection. It records every chat request body, in order. It
 //! never hangs a client (no match means a fallback text, never silence) and it
@@ -17,6 +18,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
+use super::anthropic;
 use super::chunks::{self, FakeUsage, Meta};
 use super::http::{self, HttpError, Request};
 use super::scenario::{Planned, Scenario};
@@ -25,6 +27,7 @@ struct Shared {
     scenario: Scenario,
     used: Mutex<Vec<u32>>,
     requests: Mutex<Vec<Value>>,
+    headers: Mutex<Vec<Vec<(String, String)>>>,
     next_call: AtomicU64,
     next_completion: AtomicU64,
 }
@@ -57,6 +60,7 @@ impl ScriptedServer {
             used: Mutex::new(vec![0; scenario.rules.len()]),
             scenario,
             requests: Mutex::new(Vec::new()),
+            headers: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
             next_completion: AtomicU64::new(1),
         });
@@ -77,6 +81,12 @@ impl ScriptedServer {
     /// not JSON is recorded as a JSON string).
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The headers of every chat request, in the same order as
+    /// [`ScriptedServer::requests`] (names lower-cased).
+    pub fn request_headers(&self) -> Vec<Vec<(String, String)>> {
+        lock(&self.shared.headers).clone()
     }
 }
 
@@ -142,6 +152,7 @@ async fn route<W: AsyncWrite + Unpin>(
     let path = req.path.trim_end_matches('/');
     match (req.method.as_str(), path) {
         ("POST", "/v1/chat/completions" | "/chat/completions") => chat(w, shared, &req).await,
+        ("POST", "/v1/messages" | "/messages") => messages(w, shared, &req).await,
         ("GET", "/v1/models" | "/models") => {
             let body = json!({
                 "object": "list",
@@ -174,30 +185,18 @@ async fn chat<W: AsyncWrite + Unpin>(
             return send_error(w, 400, &msg, "invalid_request_error").await;
         }
     };
-    lock(&shared.requests).push(body.clone());
-    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let plan = {
-        let mut used = lock(&shared.used);
-        shared.scenario.select(&mut used, &body)
+    if shared.scenario.record_requests {
+        lock(&shared.requests).push(body.clone());
+        lock(&shared.headers).push(req.headers.clone());
     }
-    .unwrap_or_else(|| shared.scenario.fallback(&body));
-
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    if shared.scenario.reject_null_content && has_null_assistant_content(&body) {
+        let msg = "messages: assistant message content must not be null";
+        return send_error(w, 400, msg, "invalid_request_error").await;
+    }
+    let plan = plan_for(shared, &body);
     if let Some(status) = plan.status {
-        let message = plan
-            .error_message
-            .clone()
-            .unwrap_or_else(|| format!("scripted failure (HTTP {status})"));
-        let kind = if status == 429 {
-            "rate_limit_error"
-        } else {
-            "server_error"
-        };
-        let mut headers = Vec::new();
-        if let Some(secs) = plan.retry_after {
-            headers.push(("Retry-After", secs.to_string()));
-        }
-        let err = http::error_body(&message, kind, status);
-        return http::write_response(w, status, "application/json", &headers, &err).await;
+        return send_status(w, &plan, status).await;
     }
     if plan.empty_body {
         let kind = if stream {
@@ -208,12 +207,51 @@ async fn chat<W: AsyncWrite + Unpin>(
         return http::write_response(w, 200, kind, &[], b"").await;
     }
 
-    let call_ids: Vec<String> = plan
-        .tool_calls
+    let call_ids = call_ids(shared, &plan);
+    let meta = meta(shared, &body);
+    let usage = shared
+        .scenario
+        .usage
+        .then(|| FakeUsage::estimate(req.body.len(), &plan));
+    if stream {
+        send_stream(w, &meta, &plan, &call_ids, usage).await
+    } else {
+        let text = chunks::completion(&meta, &plan, &call_ids, usage).to_string();
+        match plan.cut_after_chunks {
+            Some(_) => send_cut(w, &text).await,
+            None => http::write_response(w, 200, "application/json", &[], text.as_bytes()).await,
+        }
+    }
+}
+
+fn plan_for(shared: &Shared, body: &Value) -> Planned {
+    let mut used = lock(&shared.used);
+    shared
+        .scenario
+        .select(&mut used, body)
+        .unwrap_or_else(|| shared.scenario.fallback(body))
+}
+
+fn has_null_assistant_content(body: &Value) -> bool {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .is_some_and(|msgs| {
+            msgs.iter().any(|m| {
+                m.get("role").and_then(Value::as_str) == Some("assistant")
+                    && m.get("content").is_none_or(Value::is_null)
+            })
+        })
+}
+
+fn call_ids(shared: &Shared, plan: &Planned) -> Vec<String> {
+    plan.tool_calls
         .iter()
         .map(|_| format!("call_{}", shared.next_call.fetch_add(1, Ordering::Relaxed)))
-        .collect();
-    let meta = Meta {
+        .collect()
+}
+
+fn meta(shared: &Shared, body: &Value) -> Meta {
+    Meta {
         id: format!(
             "chatcmpl-scripted-{}",
             shared.next_completion.fetch_add(1, Ordering::Relaxed)
@@ -227,29 +265,102 @@ async fn chat<W: AsyncWrite + Unpin>(
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-    };
-    let usage = shared
-        .scenario
-        .usage
-        .then(|| FakeUsage::estimate(req.body.len(), &plan));
-    if stream {
-        send_stream(w, &meta, &plan, &call_ids, usage).await
-    } else {
-        let text = chunks::completion(&meta, &plan, &call_ids, usage).to_string();
-        match plan.cut_after_chunks {
-            Some(_) => {
-                // A cut plain answer: headers promise the full length, half comes.
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    text.len()
-                );
-                w.write_all(head.as_bytes()).await?;
-                w.write_all(&text.as_bytes()[..text.len() / 2]).await?;
-                w.flush().await
-            }
-            None => http::write_response(w, 200, "application/json", &[], text.as_bytes()).await,
-        }
     }
+}
+
+/// A cut plain answer: headers promise the full length, half comes.
+async fn send_cut<W: AsyncWrite + Unpin>(w: &mut W, text: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        text.len()
+    );
+    w.write_all(head.as_bytes()).await?;
+    w.write_all(&text.as_bytes()[..text.len() / 2]).await?;
+    w.flush().await
+}
+
+async fn send_status<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    plan: &Planned,
+    status: u16,
+) -> std::io::Result<()> {
+    let message = plan
+        .error_message
+        .clone()
+        .unwrap_or_else(|| format!("scripted failure (HTTP {status})"));
+    let kind = if status == 429 {
+        "rate_limit_error"
+    } else {
+        "server_error"
+    };
+    let mut headers = Vec::new();
+    if let Some(secs) = plan.retry_after {
+        headers.push(("Retry-After", secs.to_string()));
+    }
+    let err = http::error_body(&message, kind, status);
+    http::write_response(w, status, "application/json", &headers, &err).await
+}
+
+/// The Anthropic Messages dialect, answered from the same rules.
+async fn messages<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    shared: &Shared,
+    req: &Request,
+) -> std::io::Result<()> {
+    let Ok(body) = serde_json::from_slice::<Value>(&req.body) else {
+        return send_error(w, 400, "request body is not JSON", "invalid_request_error").await;
+    };
+    lock(&shared.requests).push(body.clone());
+    lock(&shared.headers).push(req.headers.clone());
+    if req.header("anthropic-version").is_none() {
+        return send_error(
+            w,
+            400,
+            "anthropic-version header is required",
+            "invalid_request_error",
+        )
+        .await;
+    }
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let plan = plan_for(shared, &anthropic::as_chat_request(&body));
+    if let Some(status) = plan.status {
+        return send_status(w, &plan, status).await;
+    }
+    if plan.empty_body {
+        let kind = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        return http::write_response(w, 200, kind, &[], b"").await;
+    }
+    let ids: Vec<String> = call_ids(shared, &plan)
+        .into_iter()
+        .map(|id| id.replace("call_", "toolu_"))
+        .collect();
+    let meta = meta(shared, &body);
+    let input_tokens = (req.body.len() as u64).div_ceil(4);
+    if !stream {
+        let text = anthropic::message(&meta, &plan, &ids, input_tokens).to_string();
+        return http::write_response(w, 200, "application/json", &[], text.as_bytes()).await;
+    }
+    http::write_stream_head(w).await?;
+    let delay = Duration::from_millis(plan.chunk_delay_ms);
+    for (sent, (name, data)) in anthropic::stream_events(&meta, &plan, &ids, input_tokens)
+        .iter()
+        .enumerate()
+    {
+        if plan.cut_after_chunks.is_some_and(|n| sent >= n) {
+            return Ok(());
+        }
+        if sent > 0 && !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        w.write_all(format!("event: {name}\ndata: {data}\n\n").as_bytes())
+            .await?;
+        w.flush().await?;
+    }
+    Ok(())
 }
 
 async fn send_stream<W: AsyncWrite + Unpin>(

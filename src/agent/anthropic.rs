@@ -1,0 +1,224 @@
+//! The Anthropic Messages dialect: one round against `POST {base}/messages`,
+//! streamed, with `x-api-key` and `anthropic-version` headers; the wire
+//! mapping lives in [`super::anthropic_wire`]. Same contract as the OpenAI
+//! client ([`ChatModel`]): same errors, same timeouts, an empty streamed 200
+//! falls back once to a non-streamed request, and the key never reaches an
+//! error message or `Debug` output. It never retries (the loop does).
+
+use std::fmt;
+use std::sync::Arc;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use reqwest::header::ACCEPT;
+
+use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
+use super::client::{
+    ChatModel, Completion, ModelClientConfig, ModelError, error_chain, is_json, parse_retry_after,
+};
+use super::sse::{StreamError, snippet};
+use super::types::{AssistantReply, ChatMessage};
+use crate::tools::ToolDefinition;
+
+/// The API version header value sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// A client for the Messages API. Cheap to clone.
+#[derive(Clone)]
+pub struct AnthropicClient {
+    config: Arc<ModelClientConfig>,
+    max_tokens: u32,
+    http: reqwest::Client,
+}
+
+impl fmt::Debug for AnthropicClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicClient")
+            .field("config", &self.config)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicClient {
+    pub fn new(config: ModelClientConfig, max_tokens: u32) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.request_timeout)
+            .build()
+            .map_err(|e| ModelError::Protocol(format!("cannot build the HTTP client: {e}")))?;
+        Ok(AnthropicClient {
+            config: Arc::new(config),
+            max_tokens: max_tokens.max(1),
+            http,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("{}/messages", self.config.base_url.trim_end_matches('/'))
+    }
+
+    async fn send(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        stream: bool,
+    ) -> Result<reqwest::Response, ModelError> {
+        let body = request_body(&self.config.model, self.max_tokens, messages, tools, stream);
+        let url = self.url();
+        tracing::debug!(%url, model = %self.config.model, messages = messages.len(), stream, "anthropic request");
+        let mut req = self
+            .http
+            .post(&url)
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .header(
+                ACCEPT,
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .json(&body);
+        if let Some(key) = &self.config.api_key {
+            req = req.header("x-api-key", key);
+        }
+        let timeout = self.config.request_timeout;
+        let resp = tokio::time::timeout(timeout, req.send())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(|e| self.transport_error(&e, &url))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry_after = parse_retry_after(resp.headers());
+        let text = tokio::time::timeout(timeout, resp.text())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .unwrap_or_default();
+        Err(ModelError::Status {
+            status: status.as_u16(),
+            body: self.redact(&snippet(&text)),
+            retry_after,
+        })
+    }
+
+    async fn streamed(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<AssistantReply, ModelError> {
+        let resp = self.send(messages, tools, true).await?;
+        if is_json(&resp) {
+            let reply = self.read_whole(resp).await?;
+            if !reply.content.is_empty() {
+                on_text(&reply.content);
+            }
+            return Ok(reply);
+        }
+        let mut events = resp.bytes_stream().eventsource();
+        let mut asm = MessagesAssembler::new();
+        let idle = self.config.request_timeout;
+        let mut any = false;
+        while !asm.is_done() {
+            let next = tokio::time::timeout(idle, events.next())
+                .await
+                .map_err(|_| ModelError::Timeout)?;
+            let event = match next {
+                None => break,
+                Some(Ok(event)) => event,
+                Some(Err(EventStreamError::Transport(e))) => {
+                    return Err(if e.is_timeout() {
+                        ModelError::Timeout
+                    } else {
+                        ModelError::StreamCut(format!(
+                            "the connection broke: {}",
+                            self.redact(&e.to_string())
+                        ))
+                    });
+                }
+                Some(Err(e)) => {
+                    return Err(ModelError::Protocol(format!("bad event stream: {e}")));
+                }
+            };
+            any = true;
+            if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
+                on_text(&delta);
+            }
+        }
+        if !any {
+            return Err(ModelError::EmptyBody);
+        }
+        asm.finish().map_err(|e| self.stream_error(e))
+    }
+
+    async fn read_whole(&self, resp: reqwest::Response) -> Result<AssistantReply, ModelError> {
+        let text = tokio::time::timeout(self.config.request_timeout, resp.text())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(|e| ModelError::Protocol(format!("cannot read the answer: {e}")))?;
+        parse_message(&text).map_err(|e| self.stream_error(e))
+    }
+
+    fn stream_error(&self, e: StreamError) -> ModelError {
+        match e {
+            StreamError::Empty => ModelError::EmptyBody,
+            StreamError::Truncated => ModelError::StreamCut(e.to_string()),
+            other => ModelError::Protocol(self.redact(&other.to_string())),
+        }
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, url: &str) -> ModelError {
+        if e.is_timeout() {
+            ModelError::Timeout
+        } else if e.is_connect() {
+            ModelError::Connect(self.redact(&format!("{url}: {}", error_chain(e))))
+        } else {
+            ModelError::Protocol(
+                self.redact(&format!("request to {url} failed: {}", error_chain(e))),
+            )
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.config.api_key {
+            Some(key) if !key.is_empty() => text.replace(key.as_str(), "<redacted>"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for AnthropicClient {
+    async fn complete_round(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<Completion, ModelError> {
+        match self.streamed(messages, tools, on_text).await {
+            Err(ModelError::EmptyBody) => {
+                tracing::warn!("empty streamed answer; retrying without streaming");
+                let resp = self.send(messages, tools, false).await?;
+                let reply = self.read_whole(resp).await?;
+                if !reply.content.is_empty() {
+                    on_text(&reply.content);
+                }
+                Ok(Completion {
+                    reply,
+                    fell_back: true,
+                })
+            }
+            other => other.map(|reply| Completion {
+                reply,
+                fell_back: false,
+            }),
+        }
+    }
+
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+}

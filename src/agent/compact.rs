@@ -1,0 +1,139 @@
+//! Keeping the conversation inside the context limit: when the estimate
+//! nears the limit (or the operator asks), older tool results are shortened
+//! to projections first; if that is not enough, older turns are replaced by
+//! one summary message, written by the model or, when the model cannot,
+//! extracted deterministically. Only the in-memory conversation shrinks: the
+//! session file keeps the full record.
+//!
+//! It never blocks the loop for long (one summary request, bounded by a
+//! timeout) and never fails a turn: at worst it leaves the conversation as
+//! it was and says so.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::context::{
+    SUMMARY_HEAD, cut_point, extractive_summary, project_tool_results, transcript,
+};
+use super::runner::{Shared, lock};
+use super::types::{ChatMessage, Role};
+use crate::event::AgentEvent;
+
+/// The instruction for the summary request.
+const SUMMARIZER: &str = "You compress conversations for an agent that operates machines. \
+Summarise the transcript below in at most 20 short lines: what the operator asked, what was \
+done (commands, files, results that matter), what is still open. Keep exact names, paths and \
+numbers. No preamble.";
+
+/// The longest a summary request may take.
+const SUMMARY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Compact when near the limit, or always when `force`.
+pub(crate) async fn maybe_compact(shared: &Arc<Shared>, force: bool) {
+    let (before, near) = {
+        let convo = lock(&shared.conversation);
+        let budget = lock(&shared.context);
+        let used = budget.estimate(&convo);
+        (used, budget.near_limit(used))
+    };
+    if !force && !near {
+        return;
+    }
+    let after_projection = {
+        let mut convo = lock(&shared.conversation);
+        let keep_from = convo
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+            .unwrap_or(convo.len());
+        project_tool_results(&mut convo, keep_from);
+        lock(&shared.context).estimate(&convo)
+    };
+    let still_near = lock(&shared.context).near_limit(after_projection);
+    if !force && !still_near {
+        shared.emit(AgentEvent::ContextCompacted {
+            before,
+            after: after_projection,
+            method: "projections".into(),
+        });
+        return;
+    }
+    let (old, cut) = {
+        let convo = lock(&shared.conversation);
+        let budget = lock(&shared.context);
+        match cut_point(&budget, &convo, budget.keep_budget()) {
+            Some(cut) => (convo[1..cut].to_vec(), cut),
+            None => {
+                drop(budget);
+                drop(convo);
+                if after_projection < before {
+                    shared.emit(AgentEvent::ContextCompacted {
+                        before,
+                        after: after_projection,
+                        method: "projections".into(),
+                    });
+                } else {
+                    shared.emit(AgentEvent::Notice {
+                        text: "the context is near its limit and nothing older can be compacted"
+                            .into(),
+                    });
+                }
+                return;
+            }
+        }
+    };
+    let limit_chars = lock(&shared.context).limit as usize * 4;
+    let summary = match model_summary(shared, &old, limit_chars / 2).await {
+        Some(s) => s,
+        None => {
+            shared.emit(AgentEvent::Notice {
+                text: "the model could not summarise; using an extractive summary".into(),
+            });
+            extractive_summary(&old)
+        }
+    };
+    let summary: String = summary.chars().take(limit_chars / 6).collect();
+    let after = {
+        let mut convo = lock(&shared.conversation);
+        if cut <= convo.len() {
+            let tail = convo.split_off(cut);
+            convo.truncate(1);
+            convo.push(ChatMessage::user(format!("{SUMMARY_HEAD}{summary}")));
+            convo.extend(tail);
+        }
+        lock(&shared.context).estimate(&convo)
+    };
+    shared.emit(AgentEvent::ContextCompacted {
+        before,
+        after,
+        method: "summary".into(),
+    });
+}
+
+/// Ask the model for a summary (one attempt, no tools, bounded input).
+async fn model_summary(
+    shared: &Arc<Shared>,
+    old: &[ChatMessage],
+    max_chars: usize,
+) -> Option<String> {
+    let request = vec![
+        ChatMessage::system(SUMMARIZER),
+        ChatMessage::user(format!(
+            "vigil-compaction: summarise this transcript.\n\n{}",
+            transcript(old, 400, max_chars.max(2000))
+        )),
+    ];
+    let mut ignore = |_: &str| {};
+    let round = shared.model.complete_round(&request, &[], &mut ignore);
+    match tokio::time::timeout(SUMMARY_TIMEOUT, round).await {
+        Ok(Ok(done)) if !done.reply.content.trim().is_empty() => Some(done.reply.content),
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => {
+            tracing::warn!("summary request failed: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("summary request timed out");
+            None
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Reading a session back for `vigil resume`: the conversation as the model
+//! must see it, the tool history, the standing approvals, and the calls that
+//! were interrupted when the session stopped (crash, `kill -9`).
+//!
+//! The conversation is repaired so the next request is valid: each
+//! assistant message with tool calls is followed by exactly one result per
+//! call, in the model's order; a call without a recorded result gets a stub
+//! saying it was interrupted. This module only reads files; it never writes
+//! or contacts anything.
+
+use std::collections::HashMap;
+
+use super::session::{
+    EVENTS_FILE, EventLine, MESSAGES_FILE, MessageLine, SessionError, SessionStore, read_lines,
+};
+use super::types::{ChatMessage, Role};
+use crate::event::{AgentEvent, ApprovalDecision, HistoryEntry, ToolRecord};
+
+/// A session as read back.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Restored {
+    pub id: String,
+    /// The repaired conversation (including the recorded system prompt).
+    pub messages: Vec<ChatMessage>,
+    /// The stub results added for interrupted calls (to append to the file).
+    pub stubs: Vec<ChatMessage>,
+    pub tools: Vec<ToolRecord>,
+    pub standing: Vec<(String, String)>,
+    pub interrupted: Vec<ToolRecord>,
+}
+
+/// What an interrupted call's result says to the model.
+pub const INTERRUPTED: &str = "Tool error: vigil stopped (the process ended) before this call \
+finished; its outcome is unknown. Check the machine's state before assuming anything.";
+
+impl Restored {
+    pub fn load(store: &SessionStore, id: &str) -> Result<Restored, SessionError> {
+        let dir = store.dir_of(id);
+        if !dir.join(super::session::META_FILE).exists() {
+            return Err(SessionError::NotFound(id.to_string()));
+        }
+        let events: Vec<EventLine> = read_lines(&dir.join(EVENTS_FILE));
+        let raw: Vec<ChatMessage> = read_lines::<MessageLine>(&dir.join(MESSAGES_FILE))
+            .into_iter()
+            .map(|l| l.message)
+            .collect();
+        let (tools, standing) = history_from_events(&events);
+        let mut restored = Restored {
+            id: id.to_string(),
+            tools,
+            standing,
+            ..Restored::default()
+        };
+        restored.repair(raw);
+        Ok(restored)
+    }
+
+    fn repair(&mut self, raw: Vec<ChatMessage>) {
+        let mut i = 0;
+        while i < raw.len() {
+            let msg = &raw[i];
+            i += 1;
+            if msg.role == Role::Tool {
+                // A result with no call before it: drop it.
+                continue;
+            }
+            self.messages.push(msg.clone());
+            if msg.role != Role::Assistant || msg.tool_calls.is_empty() {
+                continue;
+            }
+            let mut results: HashMap<String, ChatMessage> = HashMap::new();
+            while i < raw.len() && raw[i].role == Role::Tool {
+                if let Some(id) = raw[i].tool_call_id.clone() {
+                    results.entry(id).or_insert_with(|| raw[i].clone());
+                }
+                i += 1;
+            }
+            for call in &msg.tool_calls {
+                match results.remove(&call.id) {
+                    Some(result) => self.messages.push(result),
+                    None => {
+                        let stub = ChatMessage::tool(call.id.clone(), INTERRUPTED);
+                        self.messages.push(stub.clone());
+                        self.stubs.push(stub);
+                        let record = self
+                            .tools
+                            .iter()
+                            .find(|t| t.call_id == call.id)
+                            .cloned()
+                            .unwrap_or(ToolRecord {
+                                call_id: call.id.clone(),
+                                name: call.function.name.clone(),
+                                arguments: call.function.arguments.clone(),
+                                started: false,
+                                summary: None,
+                            });
+                        self.interrupted.push(record);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The conversation for the console (system prompt left out).
+    pub fn history(&self) -> Vec<HistoryEntry> {
+        self.messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .map(|m| HistoryEntry {
+                role: match m.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                    Role::Tool => "tool",
+                    Role::System => "system",
+                }
+                .to_string(),
+                text: m.content.clone(),
+                call_id: m.tool_call_id.clone(),
+            })
+            .collect()
+    }
+
+    /// The event the console gets on resume.
+    pub fn event(&self) -> AgentEvent {
+        AgentEvent::SessionRestored {
+            id: self.id.clone(),
+            history: self.history(),
+            tools: self.tools.clone(),
+            standing_approvals: self.standing.clone(),
+            interrupted: self.interrupted.clone(),
+        }
+    }
+}
+
+/// Tool records and standing approvals from the event log.
+fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Vec<(String, String)>) {
+    let mut tools: Vec<ToolRecord> = Vec::new();
+    let mut requests: HashMap<u64, (String, String)> = HashMap::new();
+    let mut standing: Vec<(String, String)> = Vec::new();
+    for line in events {
+        match &line.event {
+            AgentEvent::ToolCallRequested {
+                call_id,
+                name,
+                arguments,
+            } => tools.push(ToolRecord {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+                started: false,
+                summary: None,
+            }),
+            AgentEvent::ToolStarted { call_id, .. } => {
+                if let Some(t) = tools.iter_mut().rev().find(|t| &t.call_id == call_id) {
+                    t.started = true;
+                }
+            }
+            AgentEvent::ToolCompleted {
+                call_id, summary, ..
+            } => {
+                if let Some(t) = tools.iter_mut().rev().find(|t| &t.call_id == call_id) {
+                    t.summary = Some(summary.clone());
+                }
+            }
+            AgentEvent::ApprovalRequested { request } => {
+                requests.insert(
+                    request.id,
+                    (request.tool.clone(), request.gate.action.clone()),
+                );
+            }
+            AgentEvent::ApprovalResolved {
+                id,
+                decision: ApprovalDecision::ApproveSession,
+            } => {
+                if let Some(pair) = requests.get(id)
+                    && !standing.contains(pair)
+                {
+                    standing.push(pair.clone());
+                }
+            }
+            AgentEvent::SessionRestored {
+                standing_approvals, ..
+            } => {
+                for pair in standing_approvals {
+                    if !standing.contains(pair) {
+                        standing.push(pair.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (tools, standing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::types::{FunctionCall, ToolCall};
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: "time".into(),
+                arguments: "{}".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn results_are_reordered_and_missing_ones_stubbed() {
+        let mut r = Restored::default();
+        r.repair(vec![
+            ChatMessage::system("s"),
+            ChatMessage::user("u"),
+            ChatMessage::assistant("", vec![call("a"), call("b"), call("c")]),
+            ChatMessage::tool("c", "C"),
+            ChatMessage::tool("a", "A"),
+        ]);
+        let ids: Vec<_> = r.messages[3..]
+            .iter()
+            .map(|m| (m.tool_call_id.clone().unwrap(), m.content.clone()))
+            .collect();
+        assert_eq!(ids[0], ("a".into(), "A".into()));
+        assert_eq!(ids[1].0, "b");
+        assert_eq!(ids[1].1, INTERRUPTED);
+        assert_eq!(ids[2], ("c".into(), "C".into()));
+        assert_eq!(r.interrupted.len(), 1);
+        assert_eq!(r.interrupted[0].call_id, "b");
+        assert_eq!(r.stubs.len(), 1);
+        assert_eq!(r.history().len(), 5);
+    }
+}

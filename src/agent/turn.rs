@@ -1,0 +1,231 @@
+//! One turn: model rounds (with retries) until the model answers without
+//! tool calls or the round budget is spent. The calls of one round run
+//! concurrently, each with its own approval and event stream; their results
+//! go back to the model in the order the model gave them. Each result is
+//! written to the session file the moment its call completes, so a crash
+//! loses no completed call.
+//!
+//! It never renders, and never decides approvals (the registry asks the
+//! broker).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::compact::maybe_compact;
+use super::retry::complete_with_retries;
+use super::runner::{Shared, lock};
+use super::types::{ChatMessage, ToolCall};
+use crate::event::{AgentEvent, FailureKind, OutputStream, ToolSummary, TurnOutcome};
+use crate::tools::visibility::Visibility;
+use crate::tools::{ApprovalDecision, ToolContext, ToolStream};
+
+use super::client::ModelError;
+
+/// A turn started by a user message.
+pub(crate) async fn run_turn(shared: Arc<Shared>, user: String) -> Option<TurnOutcome> {
+    shared.emit(AgentEvent::TurnStarted { user: user.clone() });
+    shared.push(ChatMessage::user(user));
+    Some(rounds(&shared).await)
+}
+
+/// A turn that goes on from the conversation as it is (retry, resume).
+pub(crate) async fn continue_turn(shared: Arc<Shared>, reason: String) -> Option<TurnOutcome> {
+    shared.emit(AgentEvent::TurnContinued { reason });
+    Some(rounds(&shared).await)
+}
+
+async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
+    // Lazy tool visibility: hidden domains join only after `request_tools`,
+    // and visibility only grows within the turn.
+    let visibility = shared.registry.visibility();
+    for _round in 0..shared.max_rounds {
+        let definitions = shared.registry.visible_definitions(&visibility);
+        maybe_compact(shared, false).await;
+        let messages = shared.snapshot();
+        let raw_estimate = lock(&shared.context).raw(&messages);
+        let emitter = shared.events.clone();
+        let emit = move |ev: AgentEvent| {
+            let _ = emitter.send(ev);
+        };
+        let done = match complete_with_retries(
+            shared.model.as_ref(),
+            &shared.retry,
+            &messages,
+            &definitions,
+            &emit,
+        )
+        .await
+        {
+            Ok(done) => done,
+            Err(e) => return fail(shared, &e),
+        };
+        if done.fell_back {
+            shared.emit(AgentEvent::Notice {
+                text: "the server sent an empty streamed answer; vigil asked again without \
+                       streaming"
+                    .into(),
+            });
+        }
+        let reply = done.reply;
+        if let Some(usage) = reply.usage {
+            lock(&shared.context).calibrate(raw_estimate, usage.prompt_tokens);
+        }
+        shared.emit(AgentEvent::AssistantMessage {
+            text: reply.content.clone(),
+        });
+        let calls = reply.tool_calls.clone();
+        shared.push(ChatMessage::assistant(reply.content, reply.tool_calls));
+        if !calls.is_empty() {
+            run_calls(shared, &calls, &visibility).await;
+        }
+        emit_usage(shared);
+        if calls.is_empty() {
+            return TurnOutcome::Completed;
+        }
+    }
+    let message = format!(
+        "stopped after {} model rounds in one turn (agent.max_rounds); send a message to continue",
+        shared.max_rounds
+    );
+    shared.emit(AgentEvent::TurnFailed {
+        kind: FailureKind::BudgetExhausted,
+        message: message.clone(),
+    });
+    TurnOutcome::Failed(message)
+}
+
+fn fail(shared: &Shared, e: &ModelError) -> TurnOutcome {
+    let kind = if e.is_transient() {
+        FailureKind::ModelUnreachable
+    } else {
+        FailureKind::ModelError
+    };
+    let message = format!("model request failed: {e}");
+    shared.last_failed.store(true, Ordering::SeqCst);
+    shared.emit(AgentEvent::TurnFailed {
+        kind,
+        message: message.clone(),
+    });
+    TurnOutcome::Failed(message)
+}
+
+fn emit_usage(shared: &Shared) {
+    let convo = lock(&shared.conversation);
+    let budget = lock(&shared.context);
+    let used = budget.estimate(&convo);
+    shared.emit(AgentEvent::ContextUsage {
+        used,
+        limit: budget.limit,
+    });
+}
+
+/// Run a round's calls concurrently; push their results in the model's order.
+async fn run_calls(shared: &Arc<Shared>, calls: &[ToolCall], visibility: &Visibility) {
+    for call in calls {
+        shared.emit(AgentEvent::ToolCallRequested {
+            call_id: call.id.clone(),
+            name: call.function.name.clone(),
+            arguments: call.function.arguments.clone(),
+        });
+    }
+    let texts = futures::future::join_all(calls.iter().map(|call| async move {
+        let text = run_call(
+            shared,
+            &call.id,
+            &call.function.name,
+            &call.function.arguments,
+            visibility,
+        )
+        .await;
+        // Durable the moment it completes, whatever the other calls do.
+        shared.record(&ChatMessage::tool(call.id.clone(), text.clone()));
+        lock(&shared.finished).insert(call.id.clone(), text.clone());
+        text
+    }))
+    .await;
+    let mut convo = lock(&shared.conversation);
+    let mut finished = lock(&shared.finished);
+    for (call, text) in calls.iter().zip(texts) {
+        finished.remove(&call.id);
+        convo.push(ChatMessage::tool(call.id.clone(), text));
+    }
+}
+
+/// Run one tool call through the registry, reporting it live; returns the text
+/// for the model.
+async fn run_call(
+    shared: &Arc<Shared>,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    visibility: &Visibility,
+) -> String {
+    let events = shared.events.clone();
+    let id = call_id.to_string();
+    let tool_name = name.to_string();
+    // Duration counts from the moment the tool starts, not from the request
+    // (an approval may wait for minutes).
+    let started: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let started_in_sink = started.clone();
+    let sink = Arc::new(move |ev: ToolStream| {
+        let event = match ev {
+            ToolStream::Started { summary } => {
+                *lock(&started_in_sink) = Some(Instant::now());
+                AgentEvent::ToolStarted {
+                    call_id: id.clone(),
+                    name: tool_name.clone(),
+                    summary,
+                }
+            }
+            ToolStream::Stdout(text) => AgentEvent::ToolOutput {
+                call_id: id.clone(),
+                stream: OutputStream::Stdout,
+                text,
+            },
+            ToolStream::Stderr(text) => AgentEvent::ToolOutput {
+                call_id: id.clone(),
+                stream: OutputStream::Stderr,
+                text,
+            },
+            ToolStream::Info(text) => AgentEvent::ToolInfo {
+                call_id: id.clone(),
+                text,
+            },
+            ToolStream::Completed => return,
+        };
+        let _ = events.send(event);
+    });
+    let mut ctx = ToolContext::new(call_id)
+        .with_sink(sink)
+        .with_visibility(visibility.clone());
+    if let Some(dir) = &shared.spill_dir {
+        ctx = ctx.with_spill_dir(dir.clone());
+    }
+    let run = shared
+        .registry
+        .execute_with_context(name, arguments, &ctx)
+        .await;
+    let duration_ms = lock(&started)
+        .map(|t| t.elapsed().as_millis() as u64)
+        .unwrap_or(0);
+    let output = run.output.as_ref();
+    let error = match &run.decision {
+        Some(ApprovalDecision::Deny) => Some("denied by the operator".to_string()),
+        Some(ApprovalDecision::DenyWithReason(reason)) => Some(format!("denied: {reason}")),
+        _ => run.error.as_ref().map(|e| e.to_string()),
+    };
+    shared.emit(AgentEvent::ToolCompleted {
+        call_id: call_id.to_string(),
+        name: name.to_string(),
+        summary: ToolSummary {
+            ok: run.ok(),
+            exit_code: output.and_then(|o| o.exit_code),
+            duration_ms,
+            truncated: output.is_some_and(|o| o.truncated),
+            spill: output.map(|o| o.spill.clone()).unwrap_or_default(),
+            error,
+        },
+    });
+    run.model_text
+}
