@@ -247,8 +247,9 @@ impl Transport for ContainerTransport {
     }
 
     fn failure(&self, exit_code: Option<i32>, stderr: &[u8]) -> Option<ExecError> {
-        // podman: 125 for its own errors; docker: 1 with a daemon message.
-        if !matches!(exit_code, Some(125) | Some(1) | Some(126)) {
+        // podman: 125 (255 for exec on a stopped container); docker: 1 with
+        // a daemon message. The text must also be the engine's own.
+        if !matches!(exit_code, Some(1) | Some(125) | Some(126) | Some(255)) {
             return None;
         }
         let text = String::from_utf8_lossy(stderr);

@@ -307,6 +307,13 @@ impl SshTransport {
     async fn start_master(&self) -> Result<(), SshError> {
         let label = self.target.to_string();
         let local = |what: &str, e: std::io::Error| SshError::Local(format!("{what}: {e}"));
+        // A master killed by a signal leaves its socket behind; a new master
+        // would then run without multiplexing. Only called when it is dead.
+        match std::fs::remove_file(&self.socket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(local("cannot remove the stale control socket", e)),
+        }
         std::fs::File::create(&self.log).map_err(|e| local("cannot create the master log", e))?;
         let log = std::fs::OpenOptions::new()
             .append(true)

@@ -128,3 +128,6 @@ pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Opt
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+pub mod podman;
+pub mod sshd;
