@@ -84,7 +84,7 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
         )
     };
 
-    let exec = ExecutionContext::local();
+    let exec = build_exec(config).await?;
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(
         event_tx.clone(),
@@ -126,6 +126,48 @@ pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<
         demo_server,
         broker,
     })
+}
+
+/// The execution context the config names: an SSH target, a container, or
+/// this machine. Connects (SSH master, container check) before returning, so
+/// a host-key, authentication or stopped-container problem is reported here.
+pub async fn build_exec(config: &Config) -> Result<ExecutionContext, String> {
+    use crate::config::EngineSetting;
+    use crate::exec::backend::CommandBackend;
+    use crate::exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
+    use crate::exec::ssh::{SshOptions, SshTransport};
+
+    match (&config.ssh.target, &config.container.name) {
+        (Some(_), Some(_)) => {
+            Err("choose one target: --ssh / [ssh] target or --container / [container] name".into())
+        }
+        (Some(target), None) => {
+            let mut opts = SshOptions::new(target.clone());
+            opts.identity_file = config.ssh.identity_file.clone();
+            opts.options = config.ssh.options.clone();
+            opts.connect_timeout = Duration::from_secs(config.ssh.connect_timeout_secs.max(1));
+            let transport = SshTransport::connect(opts)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(ExecutionContext::new(CommandBackend::new(transport)))
+        }
+        (None, Some(name)) => {
+            let engine = match config.container.engine {
+                EngineSetting::Auto => EngineChoice::Auto,
+                EngineSetting::Docker => EngineChoice::Only(Engine::Docker),
+                EngineSetting::Podman => EngineChoice::Only(Engine::Podman),
+            };
+            let transport = ContainerTransport::connect(ContainerOptions {
+                name: name.clone(),
+                engine,
+                global_args: config.container.engine_args.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            Ok(ExecutionContext::new(CommandBackend::new(transport)))
+        }
+        (None, None) => Ok(ExecutionContext::local()),
+    }
 }
 
 /// A fresh directory name for this run's session files.

@@ -39,6 +39,17 @@ struct Cli {
     /// Approve every gated tool call without asking.
     #[arg(long, global = true)]
     auto_approve: bool,
+    /// Run commands on this SSH target (user@host[:port]) instead of here.
+    #[arg(
+        long,
+        global = true,
+        value_name = "USER@HOST[:PORT]",
+        conflicts_with = "container"
+    )]
+    ssh: Option<String>,
+    /// Run commands inside this running container (podman or docker).
+    #[arg(long, global = true, value_name = "NAME")]
+    container: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -85,6 +96,15 @@ fn main() -> ExitCode {
         api_key: cli.api_key.clone(),
         data_dir: cli.data_dir.clone(),
     });
+    // A target on the command line replaces the file's (either kind).
+    if let Some(target) = cli.ssh.clone() {
+        config.ssh.target = Some(target);
+        config.container.name = None;
+    }
+    if let Some(name) = cli.container.clone() {
+        config.container.name = Some(name);
+        config.ssh.target = None;
+    }
     let _log_guard = init_logging(&config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -170,7 +190,18 @@ async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
 }
 
 async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
-    let exec = vigil::exec::ExecutionContext::local();
+    // Listing needs no target; a call runs on the configured one.
+    let exec = match action {
+        ToolAction::List => Ok(vigil::exec::ExecutionContext::local()),
+        ToolAction::Call { .. } => app::build_exec(config).await,
+    };
+    let exec = match exec {
+        Ok(exec) => exec,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
     let registry = app::build_registry(config, &exec, toolcmd::approver(auto_approve));
     match action {
         ToolAction::List => {

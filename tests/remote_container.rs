@@ -212,3 +212,95 @@ async fn a_missing_container_or_engine_is_a_clear_error() {
     .unwrap();
     assert!(matches!(e, ContainerError::Missing { .. }), "{e:?}");
 }
+
+/// The real binary with `--container`: the approval names the container
+/// and the command runs inside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_binary_runs_in_the_container_and_names_it_in_approvals() {
+    use vigil::scripted::{Scenario, ScriptedServer};
+    let c = container("cli");
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = r#"
+[[rule]]
+when = { role = "user", contains = "look" }
+text = "Looking."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "cat /etc/passwd; touch /tmp/made-inside"
+risk = "low"
+mutation = true
+privesc = false
+why = "test"
+
+[[rule]]
+when = { role = "tool" }
+text = "Finished."
+"#
+    .to_string();
+    let config = dir.path().join("config.toml");
+    let args: Vec<String> = store()
+        .global_args()
+        .iter()
+        .map(|a| format!("{a:?}"))
+        .collect();
+    std::fs::write(
+        &config,
+        format!(
+            "[container]\nengine = \"podman\"\nengine_args = [{}]\n",
+            args.join(", ")
+        ),
+    )
+    .unwrap();
+    let run = |extra: &'static [&'static str]| {
+        let mut cmd = tokio::process::Command::new(common::vigil_bin());
+        cmd.arg("--config")
+            .arg(&config)
+            .args(["exec", "look around", "--container", &c.name])
+            .args(extra)
+            .env("VIGIL_MODEL", "test")
+            .env("VIGIL_DATA_DIR", dir.path())
+            .env_remove("VIGIL_API_KEY")
+            .stdin(std::process::Stdio::null());
+        // A fresh model server per run: scripted rules answer once.
+        let scenario = scenario.clone();
+        async move {
+            let server = ScriptedServer::start(Scenario::from_toml_str(&scenario).unwrap())
+                .await
+                .unwrap();
+            cmd.env("VIGIL_BASE_URL", server.base_url());
+            tokio::time::timeout(Duration::from_secs(60), cmd.output())
+                .await
+                .expect("vigil finished in time")
+                .expect("vigil ran")
+        }
+    };
+    let out = run(&[]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("approval needed: run_shell on podman:{}:", c.name)),
+        "{stdout}"
+    );
+    let out = run(&["--auto-approve"]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The container's passwd (busybox image), not this machine's.
+    assert!(stdout.contains("root:x:0:0:root:/root:/bin/sh"), "{stdout}");
+    let ctx = connect(&c).await;
+    let out = ctx
+        .run(req("test -e /tmp/made-inside"), None)
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, Some(0));
+
+    c.stop().unwrap();
+    let out = run(&["--auto-approve"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr.contains("is not running"), "{stderr}");
+}

@@ -286,3 +286,100 @@ async fn a_closed_port_is_unreachable() {
     let e = SshTransport::connect(o).await.err().expect("must fail");
     assert!(matches!(e, SshError::Unreachable { .. }), "{e:?}");
 }
+
+/// The real binary with `--ssh`: the approval names the target and the
+/// command runs there.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_binary_runs_on_the_ssh_target_and_names_it_in_approvals() {
+    use vigil::scripted::{Scenario, ScriptedServer};
+    let s = server();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("made over ssh");
+    let scenario = format!(
+        r#"
+[[rule]]
+when = {{ role = "user", contains = "touch" }}
+text = "Touching."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "touch '{}'; echo remote-ok"
+risk = "low"
+mutation = true
+privesc = false
+why = "test"
+
+[[rule]]
+when = {{ role = "tool" }}
+text = "Finished."
+"#,
+        marker.display()
+    );
+    let config = dir.path().join("config.toml");
+    let opts: Vec<String> = s.trust_options().iter().map(|o| format!("{o:?}")).collect();
+    std::fs::write(
+        &config,
+        format!(
+            "[ssh]\nidentity_file = {:?}\noptions = [{}]\n",
+            s.client_key.display().to_string(),
+            opts.join(", ")
+        ),
+    )
+    .unwrap();
+    let target = s.target();
+    let run = |extra: &'static [&'static str]| {
+        let mut cmd = tokio::process::Command::new(common::vigil_bin());
+        cmd.arg("--config")
+            .arg(&config)
+            .args(["exec", "please touch it", "--ssh", &target])
+            .args(extra)
+            .env("VIGIL_MODEL", "test")
+            .env("VIGIL_DATA_DIR", dir.path())
+            .env_remove("VIGIL_API_KEY")
+            .stdin(std::process::Stdio::null());
+        // A fresh model server per run: scripted rules answer once.
+        let scenario = scenario.clone();
+        async move {
+            let server = ScriptedServer::start(Scenario::from_toml_str(&scenario).unwrap())
+                .await
+                .unwrap();
+            cmd.env("VIGIL_BASE_URL", server.base_url());
+            tokio::time::timeout(Duration::from_secs(60), cmd.output())
+                .await
+                .expect("vigil finished in time")
+                .expect("vigil ran")
+        }
+    };
+    let out = run(&[]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("approval needed: run_shell on ssh {target}:")),
+        "{stdout}"
+    );
+    assert!(!marker.exists(), "ran without approval");
+    let out = run(&["--auto-approve"]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("remote-ok"), "{stdout}");
+    assert!(marker.exists());
+
+    // A wrong key fails at start with the typed reason.
+    std::fs::write(
+        &config,
+        format!(
+            "[ssh]\nidentity_file = {:?}\noptions = [{}]\n",
+            s.stranger_key().unwrap().display().to_string(),
+            opts.join(", ")
+        ),
+    )
+    .unwrap();
+    let out = run(&["--auto-approve"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr.contains("authentication failed"), "{stderr}");
+}
