@@ -6,10 +6,8 @@
 //!
 //! `cargo bench --bench remote_latency` (N per target: VIGIL_BENCH_N, default 30).
 
-#[allow(dead_code)]
 #[path = "../tests/common/podman.rs"]
 mod podman;
-#[allow(dead_code)]
 #[path = "../tests/common/sshd.rs"]
 mod sshd;
 

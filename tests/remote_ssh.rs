@@ -12,6 +12,8 @@ use vigil::exec::backend::CommandBackend;
 use vigil::exec::ssh::{SshError, SshOptions, SshTransport};
 use vigil::exec::transport::{Transport, sh_quote};
 use vigil::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest};
+use vigil::tools::shell::{RunShell, ShellConfig};
+use vigil::tools::{Tool, ToolContext};
 
 fn server() -> Sshd {
     Sshd::start().unwrap_or_else(|why| panic!("cannot start a real sshd: {why}"))
@@ -211,6 +213,28 @@ async fn a_dead_master_is_re_established_with_a_notice() {
     assert!(notices[0].contains("re-established"), "{notices:?}");
     let new_pid = t.master_pid().await.expect("new master");
     assert_ne!(new_pid, pid);
+    // Through run_shell, the notice travels with the tool result.
+    let pid = t.master_pid().await.expect("master pid");
+    // SAFETY: kill(2) on the master we started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    common::eventually(Duration::from_secs(5), || (!t.master_alive()).then_some(()))
+        .expect("master still answers after SIGKILL");
+    let tool = RunShell::new(
+        ctx.clone(),
+        ShellConfig {
+            confirm: false,
+            ..Default::default()
+        },
+    );
+    let args = serde_json::json!({"command": "echo three", "risk": "low",
+        "mutation": false, "privesc": false, "why": "test"});
+    let out = tool
+        .execute(&args.to_string(), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out.result["stdout"], "three\n");
+    let notice = out.result["notice"].as_str().unwrap_or_default();
+    assert!(notice.contains("re-established"), "{}", out.result);
     // Files keep working on the new master.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("f");
