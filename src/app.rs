@@ -17,9 +17,10 @@ use crate::agent::session::{SessionStore, tee};
 use crate::config::{ApiDialect, Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
+use crate::exec::backend::CommandBackend;
 use crate::exec::tmux::manager::TmuxManager;
 use crate::exec::tmux::{TmuxBackend, TmuxOptions, tmux_available};
-use crate::exec::transport::Local;
+use crate::exec::transport::{Local, Transport};
 use crate::redact::Redactor;
 use crate::scripted::{Scenario, ScriptedServer};
 use crate::tools::edit::{Edit, EditConfig};
@@ -200,25 +201,71 @@ impl From<ExecutionContext> for Target {
     }
 }
 
-/// Build the execution target the config asks for: a managed tmux pane when
-/// tmux is on (or available, in auto mode) and the shell is enabled, plain
-/// local processes otherwise.
+/// Build the execution target the config names — an SSH target, a
+/// container, or this machine — and put the managed tmux pane on top of it
+/// when tmux is on (or, in auto mode, when the target has tmux and the shell
+/// is enabled). Connecting happens here, so a host-key, authentication or
+/// stopped-container problem is reported before the console opens.
 pub async fn build_exec(config: &Config) -> Result<Target, String> {
+    use crate::config::EngineSetting;
+    use crate::exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
+    use crate::exec::ssh::{SshOptions, SshTransport};
+
+    match (&config.ssh.target, &config.container.name) {
+        (Some(_), Some(_)) => {
+            Err("choose one target: --ssh / [ssh] target or --container / [container] name".into())
+        }
+        (Some(target), None) => {
+            let mut opts = SshOptions::new(target.clone());
+            opts.identity_file = config.ssh.identity_file.clone();
+            opts.options = config.ssh.options.clone();
+            opts.connect_timeout = Duration::from_secs(config.ssh.connect_timeout_secs.max(1));
+            let transport = SshTransport::connect(opts)
+                .await
+                .map_err(|e| e.to_string())?;
+            on_transport(config, Arc::new(transport)).await
+        }
+        (None, Some(name)) => {
+            let engine = match config.container.engine {
+                EngineSetting::Auto => EngineChoice::Auto,
+                EngineSetting::Docker => EngineChoice::Only(Engine::Docker),
+                EngineSetting::Podman => EngineChoice::Only(Engine::Podman),
+            };
+            let transport = ContainerTransport::connect(ContainerOptions {
+                name: name.clone(),
+                engine,
+                global_args: config.container.engine_args.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            on_transport(config, Arc::new(transport)).await
+        }
+        (None, None) => on_transport(config, Arc::new(Local)).await,
+    }
+}
+
+/// Plain processes or a managed tmux pane over `transport`.
+async fn on_transport<T: Transport>(config: &Config, transport: Arc<T>) -> Result<Target, String> {
+    let plain = |notice: Option<String>| Target {
+        exec: ExecutionContext::new(CommandBackend::new(transport.clone())),
+        tmux: None,
+        notices: notice.into_iter().collect(),
+    };
     let want = match config.tmux.mode {
         TmuxMode::Off => false,
         TmuxMode::On => true,
-        TmuxMode::Auto => config.tools.shell_enabled && tmux_available(),
+        TmuxMode::Auto => config.tools.shell_enabled && has_tmux(&*transport).await,
     };
     if !want {
-        let mut target = Target::from(ExecutionContext::local());
-        if config.tmux.mode == TmuxMode::Auto && config.tools.shell_enabled {
-            target.notices.push(
-                "tmux is not installed: commands run as plain local processes (no managed pane, \
-                 no wait=false, no capture-pane/send-keys)"
-                    .into(),
-            );
-        }
-        return Ok(target);
+        let notice =
+            (config.tmux.mode == TmuxMode::Auto && config.tools.shell_enabled).then(|| {
+                format!(
+                    "tmux is not available on {}: commands run as plain processes (no managed \
+                 pane, no wait=false, no capture-pane/send-keys)",
+                    transport.label()
+                )
+            });
+        return Ok(plain(notice));
     }
     let t = &config.tmux;
     let opts = TmuxOptions {
@@ -231,16 +278,34 @@ pub async fn build_exec(config: &Config) -> Result<Target, String> {
         width: t.width,
         height: t.height,
     };
-    let backend = TmuxBackend::start(Local, opts)
-        .await
-        .map_err(|e| format!("cannot start the managed tmux session: {e}"))?;
-    let notice = backend.startup_notice();
-    let manager = backend.manager();
-    Ok(Target {
-        exec: ExecutionContext::from_arc(backend),
-        tmux: Some(manager),
-        notices: vec![notice],
-    })
+    match TmuxBackend::start(transport.clone(), opts).await {
+        Ok(backend) => {
+            let notice = backend.startup_notice();
+            let manager = backend.manager();
+            Ok(Target {
+                exec: ExecutionContext::from_arc(backend),
+                tmux: Some(manager),
+                notices: vec![notice],
+            })
+        }
+        Err(e) if config.tmux.mode == TmuxMode::Auto => Ok(plain(Some(format!(
+            "the managed tmux session could not start ({e}); commands run as plain processes"
+        )))),
+        Err(e) => Err(format!("cannot start the managed tmux session: {e}")),
+    }
+}
+
+/// Whether the target can run tmux.
+async fn has_tmux<T: Transport + ?Sized>(transport: &T) -> bool {
+    if transport.is_local() {
+        return tmux_available();
+    }
+    if transport.prepare().await.is_err() {
+        return false;
+    }
+    let cmd = transport.shell("command -v tmux >/dev/null 2>&1", false);
+    let probe = crate::exec::process::run(cmd, None, Some(Duration::from_secs(20)), None);
+    matches!(probe.await, Ok(outcome) if outcome.exit_code == Some(0))
 }
 
 /// Register the tmux tools on a registry.

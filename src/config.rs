@@ -36,6 +36,8 @@ pub struct Config {
     /// `[mcp.servers.NAME]`: MCP servers whose tools join the registry.
     pub mcp: crate::tools::mcp::McpConfig,
     pub sessions: SessionsConfig,
+    pub ssh: SshSettings,
+    pub container: ContainerSettings,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -117,6 +119,53 @@ pub enum ApiDialect {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+}
+
+/// Run commands on a remote machine over SSH (`--ssh` overrides `target`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SshSettings {
+    /// `user@host[:port]`; unset: not an SSH target.
+    pub target: Option<String>,
+    /// Private key to use (`ssh -i`, with `IdentitiesOnly=yes`).
+    pub identity_file: Option<PathBuf>,
+    /// Extra ssh options, each `Key=Value` (passed as `-o`).
+    pub options: Vec<String>,
+    /// Seconds to wait for the connection.
+    pub connect_timeout_secs: u64,
+}
+
+impl Default for SshSettings {
+    fn default() -> Self {
+        SshSettings {
+            target: None,
+            identity_file: None,
+            options: Vec::new(),
+            connect_timeout_secs: 10,
+        }
+    }
+}
+
+/// Which container engine runs `exec`.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineSetting {
+    /// podman or docker, whichever answers and knows the container.
+    #[default]
+    Auto,
+    Docker,
+    Podman,
+}
+
+/// Run commands inside a running container (`--container` overrides `name`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContainerSettings {
+    /// The container's name or id; unset: not a container target.
+    pub name: Option<String>,
+    pub engine: EngineSetting,
+    /// Global engine arguments before `exec` (e.g. `["--root", "/srv/store"]`).
+    pub engine_args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -450,6 +499,18 @@ impl Config {
                 message: "must not be empty".into(),
             });
         }
+        if self.ssh.target.is_some() && self.container.name.is_some() {
+            return Err(ConfigError::Invalid {
+                key: "ssh.target".into(),
+                message: "set either ssh.target or container.name, not both".into(),
+            });
+        }
+        if self.ssh.connect_timeout_secs == 0 {
+            return Err(ConfigError::Invalid {
+                key: "ssh.connect_timeout_secs".into(),
+                message: "must be at least 1".into(),
+            });
+        }
         if !(1..=240).contains(&self.console.fps) {
             return Err(ConfigError::Invalid {
                 key: "console.fps".into(),
@@ -545,6 +606,26 @@ mod tests {
         let c = parse(text).unwrap();
         assert_eq!(c.tools, ToolsConfig::default());
         assert_eq!(c.console, ConsoleConfig::default());
+    }
+
+    #[test]
+    fn remote_targets_parse_and_conflict() {
+        let c = parse(
+            "[ssh]\ntarget = \"root@h:2222\"\nidentity_file = \"/k\"\noptions = [\"StrictHostKeyChecking=yes\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.ssh.target.as_deref(), Some("root@h:2222"));
+        assert_eq!(c.ssh.connect_timeout_secs, 10);
+        let c = parse("[container]\nname = \"box\"\nengine = \"podman\"\n").unwrap();
+        assert_eq!(c.container.engine, EngineSetting::Podman);
+        let err = parse("[ssh]\ntarget = \"h\"\n[container]\nname = \"b\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not both"), "{err}");
+        let err = parse("[container]\nengine = \"lxc\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2"), "{err}");
     }
 
     #[test]

@@ -54,6 +54,17 @@ struct Cli {
     /// More detail in the log file (-v debug, -vv trace); VIGIL_LOG wins.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Run commands on this SSH target (user@host[:port]) instead of here.
+    #[arg(
+        long,
+        global = true,
+        value_name = "USER@HOST[:PORT]",
+        conflicts_with = "container"
+    )]
+    ssh: Option<String>,
+    /// Run commands inside this running container (podman or docker).
+    #[arg(long, global = true, value_name = "NAME")]
+    container: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -129,6 +140,15 @@ fn main() -> ExitCode {
         no_tmux: cli.no_tmux,
         tmux_socket: cli.tmux_socket.clone(),
     });
+    // A target on the command line replaces the file's (either kind).
+    if let Some(target) = cli.ssh.clone() {
+        config.ssh.target = Some(target);
+        config.container.name = None;
+    }
+    if let Some(name) = cli.container.clone() {
+        config.container.name = Some(name);
+        config.ssh.target = None;
+    }
     vigil::redact::set_global(vigil::redact::Redactor::new(config.api_key()));
     let _log_guard = init_logging(&config, cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

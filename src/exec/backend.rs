@@ -44,9 +44,13 @@ impl<T: Transport> CommandBackend<T> {
         verb: &str,
         path: &str,
     ) -> Result<RunOutcome, ExecError> {
+        self.transport.prepare().await?;
         let cmd = self.transport.shell(script, input.is_some());
         let out = match process::run(cmd, input, Some(FILE_TIMEOUT), None).await {
-            Ok(out) => out,
+            Ok(out) => match self.transport.failure(out.exit_code, &out.stderr) {
+                Some(e) => return Err(e),
+                None => out,
+            },
             Err(ExecError::Timeout { limit, .. }) => {
                 return Err(ExecError::Io(format!(
                     "cannot {verb} {path}: gave up after {}",
@@ -176,8 +180,17 @@ impl<T: Transport> Backend for CommandBackend<T> {
         if req.detach {
             return Err(ExecError::NotSupported(NO_DETACH.into()));
         }
+        self.transport.prepare().await?;
         let cmd = self.transport.shell(&req.command, false);
-        process::run(cmd, None, req.timeout, on_output).await
+        let out = process::run(cmd, None, req.timeout, on_output).await?;
+        match self.transport.failure(out.exit_code, &out.stderr) {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.transport.take_notices()
     }
 
     async fn read_file(&self, path: &str) -> Result<Vec<u8>, ExecError> {

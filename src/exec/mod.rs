@@ -8,7 +8,11 @@
 //! This module knows nothing about models, approvals or the console.
 
 pub mod backend;
+pub mod container;
 pub mod process;
+pub mod ssh;
+mod ssh_errors;
+pub mod tether;
 pub mod tmux;
 pub mod transport;
 
@@ -135,6 +139,12 @@ pub trait Backend: Send + Sync {
 
     /// Create or overwrite a file; returns the number of bytes written.
     async fn write_file(&self, path: &str, content: &[u8]) -> Result<u64, ExecError>;
+
+    /// Notices for the operator since the last call (e.g. a re-established
+    /// connection), oldest first. Tools attach them to their results.
+    fn take_notices(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// True when the target's filesystem is this machine's (paths can be
     /// canonicalised here).

@@ -4,7 +4,10 @@
 //! [`tokio::process::Command`]. Everything else (streaming, timeouts, files,
 //! tmux) is built on top of it and never special-cases a target.
 
+use futures::future::BoxFuture;
 use tokio::process::Command;
+
+use super::ExecError;
 
 /// How to start a shell command on a target.
 pub trait Transport: Send + Sync + 'static {
@@ -18,6 +21,51 @@ pub trait Transport: Send + Sync + 'static {
     /// True when the target's filesystem is this machine's.
     fn is_local(&self) -> bool {
         false
+    }
+
+    /// Make the target reachable before a command: call it before
+    /// [`Transport::shell`]. A transport with a connection (SSH's
+    /// ControlMaster) re-establishes a dead one here and leaves a notice;
+    /// an error means the target cannot be reached at all. Default: ready.
+    fn prepare(&self) -> BoxFuture<'_, Result<(), ExecError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Notices for the operator since the last call (e.g. "the ssh
+    /// connection was re-established"), oldest first. Default: none.
+    fn take_notices(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// When a command through this transport failed because of the
+    /// transport itself (connection lost, container stopped) rather than
+    /// the command, the error to report instead of the exit code.
+    /// Default: never.
+    fn failure(&self, _exit_code: Option<i32>, _stderr: &[u8]) -> Option<ExecError> {
+        None
+    }
+}
+
+/// Pass-through so a shared transport (`Arc<SshTransport>`) can be used by
+/// several backends (the plain backend and a tmux layer) at once.
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn label(&self) -> String {
+        (**self).label()
+    }
+    fn shell(&self, script: &str, stdin: bool) -> Command {
+        (**self).shell(script, stdin)
+    }
+    fn is_local(&self) -> bool {
+        (**self).is_local()
+    }
+    fn prepare(&self) -> BoxFuture<'_, Result<(), ExecError>> {
+        (**self).prepare()
+    }
+    fn take_notices(&self) -> Vec<String> {
+        (**self).take_notices()
+    }
+    fn failure(&self, exit_code: Option<i32>, stderr: &[u8]) -> Option<ExecError> {
+        (**self).failure(exit_code, stderr)
     }
 }
 

@@ -358,7 +358,11 @@ impl Tool for RunShell {
             session: args.session,
             pane: args.pane,
         };
-        match self.ctx.run(req, on_output).await {
+        let result = self.ctx.run(req, on_output).await;
+        // Transport notices (e.g. a re-established SSH connection) travel
+        // with the result so the model and the operator see them.
+        let notices = self.ctx.take_notices();
+        match result {
             Ok(outcome) => {
                 if let Some(dispatched) = outcome.dispatched {
                     return Ok(ToolOutput::text(dispatched));
@@ -367,6 +371,9 @@ impl Tool for RunShell {
                 out.result["exit_code"] = json!(outcome.exit_code);
                 if !outcome.notes.is_empty() {
                     out.result["notes"] = json!(outcome.notes);
+                }
+                if !notices.is_empty() {
+                    out.result["notice"] = json!(notices.join("; "));
                 }
                 out.exit_code = outcome.exit_code;
                 Ok(out)

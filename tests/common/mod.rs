@@ -254,3 +254,5 @@ pub async fn start(shell: &str) -> (Arc<TmuxBackend<Local>>, Server) {
         .expect("tmux backend starts");
     (backend, server)
 }
+pub mod podman;
+pub mod sshd;
