@@ -39,6 +39,9 @@ struct Cli {
     /// Approve every gated tool call without asking.
     #[arg(long, global = true)]
     auto_approve: bool,
+    /// No colours in the console (NO_COLOR=1 does the same).
+    #[arg(long, global = true)]
+    no_color: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -104,7 +107,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli, config: Config) -> i32 {
     match cli.command {
-        None => run_console(&config, cli.demo, cli.auto_approve).await,
+        None => run_console(&config, cli.demo, cli.auto_approve, cli.no_color).await,
         Some(Command::Exec { prompt }) => {
             let policy = if cli.auto_approve {
                 Policy::ApproveAll
@@ -134,7 +137,14 @@ async fn run(cli: Cli, config: Config) -> i32 {
     }
 }
 
-async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
+async fn run_console(config: &Config, demo: bool, auto_approve: bool, no_color: bool) -> i32 {
+    let mut opts = match console::ConsoleOptions::from_config(&config.console, no_color) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::USAGE;
+        }
+    };
     let policy = if auto_approve {
         Policy::ApproveAll
     } else if demo {
@@ -146,18 +156,19 @@ async fn run_console(config: &Config, demo: bool, auto_approve: bool) -> i32 {
             ApprovalMode::ApproveAll => Policy::ApproveAll,
         }
     };
-    let running = match app::start_agent(config, demo, policy).await {
+    let running = match app::start_agent(config, demo, policy.clone()).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("vigil: {e}");
             return exit::FAILED;
         }
     };
-    let opts = console::ConsoleOptions {
-        initial_message: demo.then(|| "Show me what you can do.".to_string()),
-        fps_cap: config.console.fps,
-        bell: config.console.bell,
-    };
+    opts.initial_message = demo.then(|| "Show me what you can do.".to_string());
+    opts.initial_policy = Some(match policy {
+        Policy::Ask => vigil::event::ApprovalPolicy::Ask,
+        Policy::AutoApproveLow => vigil::event::ApprovalPolicy::AutoApproveLow,
+        _ => vigil::event::ApprovalPolicy::ApproveAll,
+    });
     let result = console::run(running.events, running.commands.clone(), opts).await;
     let _ = running.commands.send(vigil::event::AgentCommand::Quit);
     match result {
