@@ -34,6 +34,7 @@ impl App {
             (Some(m), _) => Layer::Modal(m.hint()),
             (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
             (None, Overlay::History { viewer: None }) => Layer::History,
+            (None, Overlay::Help { .. }) => Layer::Modal("↑↓ scroll · any other key closes"),
             _ => Layer::Panes,
         };
         match &self.overlay {

@@ -354,12 +354,20 @@ impl ToolsPane {
         let end = top + height;
         let mut lines = Vec::with_capacity(height);
         let mut start = 0usize;
+        let width = inner.width as usize;
         for call in &self.calls {
             let n = call.line_count();
             if start + n > top && start < end {
                 let from = top.saturating_sub(start);
                 let to = (end - start).min(n);
-                call.render_lines(from, to, inner.width as usize, theme, &mut lines);
+                call.render_lines(from, to, width, theme, &mut lines);
+                // Sticky header: a call scrolled past its name and status
+                // (a long output being followed) keeps them on top.
+                if from >= 2 && height >= 6 && lines.len() >= 2 {
+                    let mut head = Vec::with_capacity(2);
+                    call.render_lines(0, 2, width, theme, &mut head);
+                    lines.splice(0..2, head);
+                }
             }
             start += n;
             if start >= end {
