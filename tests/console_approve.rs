@@ -33,7 +33,10 @@ fn edit_runs_the_edited_command() {
     c.wait("edit the command");
     c.type_text(" edited-too");
     c.keys(&["Enter"]);
-    c.wait("original-cmd edited-too");
+    // The model is told the command was edited, and the edited one ran.
+    c.wait_for("the edited command's result", |s| {
+        s.contains("TOOL SAID") && s.contains("edited_to")
+    });
     assert!(c.work().join("gated-ran").exists());
 }
 
@@ -49,7 +52,7 @@ fn approve_once_and_session_and_the_policy_menu() {
     // Answering returned the focus to the message box.
     c.send("gate-me again");
     c.wait_for("second run without a request", |s| {
-        s.matches("original-cmd").count() >= 2 && !s.contains("approvals (1)")
+        s.matches("TOOL SAID").count() >= 2 && s.contains("│ idle")
     });
     // Deny all from the policy menu.
     c.keys(&["Escape"]);
