@@ -29,6 +29,9 @@ use crate::event::{AgentCommand, AgentEvent};
 const RUNNING_TICK: Duration = Duration::from_millis(250);
 /// Most agent events applied between two looks at the keyboard.
 const MAX_DRAIN: usize = 4096;
+/// Longest time spent applying agent events between two looks at the
+/// keyboard (a flood of output must not delay keys).
+const DRAIN_BUDGET: Duration = Duration::from_millis(4);
 /// Idle wake-up when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(3600);
 
@@ -92,7 +95,11 @@ where
                     app.on_agent_event(ev);
                     // Drain what is pending (bounded, so a flood of output
                     // cannot starve the keyboard) before the next draw.
+                    let started = std::time::Instant::now();
                     for _ in 0..MAX_DRAIN {
+                        if started.elapsed() >= DRAIN_BUDGET {
+                            break;
+                        }
                         match events.try_recv() {
                             Ok(ev) => app.on_agent_event(ev),
                             Err(_) => break,

@@ -87,7 +87,16 @@ impl ToolCall {
         let clean = sanitize(text);
         let parts: Vec<&str> = clean.split('\n').collect();
         let last_index = parts.len() - 1;
+        // Lines that would only be pushed out again by this same chunk are
+        // counted as dropped without being stored (floods stay cheap).
+        let skip_to = last_index.saturating_sub(MAX_LINES_PER_CALL);
+        if skip_to > 1 {
+            self.dropped += skip_to - 1;
+        }
         for (i, part) in parts.into_iter().enumerate() {
+            if i >= 1 && i < skip_to {
+                continue;
+            }
             if i == last_index && part.is_empty() {
                 // Text ended with a newline (or was empty): nothing left open.
                 if i > 0 {
