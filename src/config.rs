@@ -5,6 +5,7 @@
 //! names the file, the line and the key rather than a silently ignored setting.
 //! This module only reads and validates; it starts nothing.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -342,6 +343,11 @@ pub struct ConsoleConfig {
     pub fps: u32,
     /// Ring the terminal bell when an approval arrives.
     pub bell: bool,
+    /// Colour theme: a built-in (dark, light, high-contrast) or
+    /// `<config dir>/themes/NAME.toml`.
+    pub theme: String,
+    /// Key binding overrides: action name → key name.
+    pub keys: BTreeMap<String, String>,
 }
 
 impl Default for ConsoleConfig {
@@ -349,6 +355,8 @@ impl Default for ConsoleConfig {
         ConsoleConfig {
             fps: 60,
             bell: true,
+            theme: "dark".into(),
+            keys: BTreeMap::new(),
         }
     }
 }
@@ -520,6 +528,18 @@ impl Config {
         self.mcp
             .validate()
             .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
+        if let Err(e) = crate::console::keys::Keymap::from_config(&self.console.keys) {
+            return Err(ConfigError::Invalid {
+                key: format!("console.keys.{}", e.action),
+                message: e.message,
+            });
+        }
+        if self.console.theme.trim().is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "console.theme".into(),
+                message: "must name a theme (dark, light, high-contrast or your own)".into(),
+            });
+        }
         Ok(())
     }
 }
@@ -626,6 +646,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn bad_key_names_are_clear_errors() {
+        let err = parse("[console.keys]\nzoom = \"ctrl-banana\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("console.keys.zoom"), "{err}");
+        assert!(err.contains("ctrl-banana"), "{err}");
+        let c = parse("[console]\ntheme = \"light\"\n[console.keys]\nzoom = \"F2\"\n").unwrap();
+        assert_eq!(c.console.keys.get("zoom").map(String::as_str), Some("F2"));
     }
 
     #[test]

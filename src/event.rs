@@ -226,6 +226,24 @@ pub enum AgentCommand {
     Retry,
     /// Compact the conversation now (summarise older turns).
     Compact,
+    /// Change how gated tool calls are decided from now on.
+    SetPolicy { policy: ApprovalPolicy },
     /// Shut the agent down.
     Quit,
+}
+
+/// How gated tool calls are decided, as the operator picks it in the console.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum ApprovalPolicy {
+    /// Ask the operator for every gated call.
+    Ask,
+    /// Approve what vigil itself rates low risk; ask for the rest.
+    AutoApproveLow,
+    /// Approve every gated call.
+    ApproveAll,
+    /// Deny every gated call (the model is told the operator's policy).
+    DenyAll,
+    /// Approve every gated call for this many minutes, then ask again.
+    ApproveAllFor { minutes: u32 },
 }

@@ -65,6 +65,9 @@ struct Cli {
     /// Run commands inside this running container (podman or docker).
     #[arg(long, global = true, value_name = "NAME")]
     container: Option<String>,
+    /// No colours in the console (NO_COLOR=1 does the same).
+    #[arg(long, global = true)]
+    no_color: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -169,7 +172,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli, config: Config) -> i32 {
     match cli.command {
-        None => run_console(&config, cli.demo, cli.auto_approve, None).await,
+        None => run_console(&config, cli.demo, cli.auto_approve, cli.no_color, None).await,
         Some(Command::Exec {
             prompt,
             json,
@@ -205,7 +208,9 @@ async fn run(cli: Cli, config: Config) -> i32 {
                 Some(prompt) => {
                     run_exec(&config, cli.demo, cli.auto_approve, prompt, json, Some(id)).await
                 }
-                None => run_console(&config, cli.demo, cli.auto_approve, Some(id)).await,
+                None => {
+                    run_console(&config, cli.demo, cli.auto_approve, cli.no_color, Some(id)).await
+                }
             }
         }
         Some(Command::Sessions) => list_sessions(&config),
@@ -312,8 +317,16 @@ async fn run_console(
     config: &Config,
     demo: bool,
     auto_approve: bool,
+    no_color: bool,
     resume: Option<String>,
 ) -> i32 {
+    let mut opts = match console::ConsoleOptions::from_config(&config.console, no_color) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::USAGE;
+        }
+    };
     let policy = if auto_approve {
         Policy::ApproveAll
     } else if demo {
@@ -328,7 +341,7 @@ async fn run_console(
     let running = match app::start_agent_with(
         config,
         demo,
-        policy,
+        policy.clone(),
         StartOptions {
             resume,
             ..Default::default()
@@ -342,11 +355,12 @@ async fn run_console(
             return exit::FAILED;
         }
     };
-    let opts = console::ConsoleOptions {
-        initial_message: demo.then(|| "Show me what you can do.".to_string()),
-        fps_cap: config.console.fps,
-        bell: config.console.bell,
-    };
+    opts.initial_message = demo.then(|| "Show me what you can do.".to_string());
+    opts.initial_policy = Some(match policy {
+        Policy::Ask => vigil::event::ApprovalPolicy::Ask,
+        Policy::AutoApproveLow => vigil::event::ApprovalPolicy::AutoApproveLow,
+        _ => vigil::event::ApprovalPolicy::ApproveAll,
+    });
     let result = console::run(running.events, running.commands.clone(), opts).await;
     let _ = running.commands.send(vigil::event::AgentCommand::Quit);
     match result {

@@ -29,6 +29,25 @@ pub enum Policy {
     ApproveAll,
     /// Deny every call without asking, with this reason for the model.
     DenyAll(String),
+    /// Approve every call until this instant, then ask (the console's
+    /// "approve all for N minutes").
+    ApproveAllUntil(std::time::Instant),
+}
+
+impl Policy {
+    /// The policy the operator picked in the console, starting now.
+    pub fn from_choice(choice: crate::event::ApprovalPolicy) -> Policy {
+        use crate::event::ApprovalPolicy as P;
+        match choice {
+            P::Ask => Policy::Ask,
+            P::AutoApproveLow => Policy::AutoApproveLow,
+            P::ApproveAll => Policy::ApproveAll,
+            P::DenyAll => Policy::DenyAll("the operator's policy denies every gated call".into()),
+            P::ApproveAllFor { minutes } => Policy::ApproveAllUntil(
+                std::time::Instant::now() + std::time::Duration::from_secs(u64::from(minutes) * 60),
+            ),
+        }
+    }
 }
 
 /// Hands approval requests to the operator and waits for answers.
@@ -118,6 +137,10 @@ impl Approver for ApprovalBroker {
                 Policy::AutoApproveLow => None,
                 Policy::ApproveAll => Some(ApprovalDecision::ApproveOnce),
                 Policy::DenyAll(reason) => Some(ApprovalDecision::DenyWithReason(reason.clone())),
+                Policy::ApproveAllUntil(until) if std::time::Instant::now() < *until => {
+                    Some(ApprovalDecision::ApproveOnce)
+                }
+                Policy::ApproveAllUntil(_) => None,
             }
         };
         let _ = self.events.send(AgentEvent::ApprovalRequested { request });
@@ -267,5 +290,22 @@ mod tests {
                 .await
                 .is_approved()
         );
+        broker.set_policy(Policy::from_choice(
+            crate::event::ApprovalPolicy::ApproveAllFor { minutes: 5 },
+        ));
+        assert!(
+            broker
+                .decide("c3", "run_shell", &gate("rm x"))
+                .await
+                .is_approved()
+        );
+        // An expired timed policy asks again.
+        broker.set_policy(Policy::ApproveAllUntil(std::time::Instant::now()));
+        let b = std::sync::Arc::new(broker);
+        let b2 = b.clone();
+        let t = tokio::spawn(async move { b2.decide("c4", "run_shell", &gate("rm y")).await });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!t.is_finished());
+        t.abort();
     }
 }

@@ -190,6 +190,9 @@ async fn run_agent(
                         });
                     }
                 }
+                Some(AgentCommand::SetPolicy { policy }) => {
+                    broker.set_policy(crate::agent::approval::Policy::from_choice(policy));
+                }
                 Some(AgentCommand::Cancel) => {
                     if let Some(running) = job.take() {
                         // Dropping the job stops the model stream and kills the

@@ -1,26 +1,57 @@
-//! The console's state: pane states, focus and the clock, with pure state
-//! transitions — [`App::on_agent_event`], [`App::on_key`], [`App::on_paste`] —
-//! and [`App::draw`], which composes the panes and never mutates state.
+//! The console's state: pane states, focus, zoom, the open view or modal,
+//! the theme and the clock. Agent events land in [`App::on_agent_event`];
+//! keys, mouse and paste in `app_keys`; drawing in `app_draw` (which never
+//! mutates state apart from remembering where panes were drawn).
 //!
-//! The App never executes anything and never awaits the agent: keys become
-//! [`AgentCommand`]s that the event loop sends without waiting.
+//! The App never executes anything, never awaits the agent and never does
+//! I/O: keys become [`AgentCommand`]s the event loop sends without waiting,
+//! and file work becomes [`IoRequest`]s the loop runs on a blocking thread.
 
-use std::time::Instant;
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::Rect;
 
+use super::io::{IoRequest, IoResult};
+use super::keys::Keymap;
 use super::panes::approvals::ApprovalsPane;
 use super::panes::conversation::ConversationPane;
-use super::panes::footer::{self, FooterView};
+use super::panes::history::HistoryPane;
 use super::panes::input::InputPane;
 use super::panes::mirror::MirrorPane;
+use super::panes::modal::Modal;
 use super::panes::status::StatusBar;
 use super::panes::tools::ToolsPane;
-use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, McpState};
+use super::panes::viewer::Viewer;
+use super::theme::Theme;
+use crate::event::{AgentEvent, ApprovalPolicy, McpState};
 
 pub use super::panes::footer::Focus;
+
+/// What covers the panes.
+#[derive(Debug, Default)]
+pub enum Overlay {
+    #[default]
+    None,
+    Help {
+        scroll: u16,
+    },
+    /// The history list, with the full-output viewer open on top of it.
+    History {
+        viewer: Option<Viewer>,
+    },
+}
+
+/// Where each pane was last drawn (for mouse hits).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PaneRects {
+    pub conversation: Rect,
+    pub tools: Rect,
+    pub approvals: Rect,
+    pub mirror: Rect,
+    pub input: Rect,
+}
 
 #[derive(Debug)]
 pub struct App {
@@ -30,10 +61,23 @@ pub struct App {
     pub(crate) approvals: ApprovalsPane,
     pub(crate) mirror: MirrorPane,
     pub(crate) input: InputPane,
-    focus: Focus,
-    now: Instant,
-    quit: bool,
-    bell: bool,
+    pub(crate) history: HistoryPane,
+    pub(crate) focus: Focus,
+    pub(crate) zoom: Option<Focus>,
+    pub(crate) overlay: Overlay,
+    pub(crate) modal: Option<Modal>,
+    pub(crate) keys: Keymap,
+    pub(crate) themes: Vec<Theme>,
+    pub(crate) theme_index: usize,
+    pub(crate) rects: Cell<PaneRects>,
+    /// Where "save output" proposes to write.
+    pub(crate) save_dir: PathBuf,
+    pub(crate) io: Vec<IoRequest>,
+    pub(crate) now: Instant,
+    pub(crate) quit: bool,
+    pub(crate) bell: bool,
+    /// A one-line message for the operator in the footer, until the next key.
+    pub(crate) flash: Option<String>,
 }
 
 impl App {
@@ -45,11 +89,59 @@ impl App {
             approvals: ApprovalsPane::default(),
             mirror: MirrorPane::default(),
             input: InputPane::default(),
+            history: HistoryPane::default(),
             focus: Focus::Input,
+            zoom: None,
+            overlay: Overlay::None,
+            modal: None,
+            keys: Keymap::default(),
+            themes: vec![Theme::default()],
+            theme_index: 0,
+            rects: Cell::new(PaneRects::default()),
+            save_dir: std::env::temp_dir(),
+            io: Vec::new(),
             now,
             quit: false,
             bell: false,
+            flash: None,
         }
+    }
+
+    /// Use these key bindings.
+    pub fn set_keymap(&mut self, keys: Keymap) {
+        self.keys = keys;
+    }
+
+    /// The themes the theme key cycles through, the first in force. An empty
+    /// list keeps the current ones.
+    pub fn set_themes(&mut self, themes: Vec<Theme>) {
+        if !themes.is_empty() {
+            self.themes = themes;
+            self.theme_index = 0;
+        }
+    }
+
+    pub fn theme(&self) -> &Theme {
+        self.themes
+            .get(self.theme_index)
+            .or_else(|| self.themes.first())
+            .unwrap_or_else(|| default_theme())
+    }
+
+    /// The policy the agent started with (shown in the status bar).
+    pub fn set_policy_shown(&mut self, policy: ApprovalPolicy) {
+        self.status.policy = Some(policy);
+        self.status.policy_until = match policy {
+            ApprovalPolicy::ApproveAllFor { minutes } => {
+                Some(self.now + Duration::from_secs(u64::from(minutes) * 60))
+            }
+            _ => None,
+        };
+    }
+
+    /// Where saved outputs go by default.
+    pub fn set_save_dir(&mut self, dir: PathBuf) {
+        self.save_dir = dir;
     }
 
     pub fn focus(&self) -> Focus {
@@ -59,6 +151,10 @@ impl App {
     pub fn set_focus(&mut self, focus: Focus) {
         self.focus = focus;
         self.input.set_focused(focus == Focus::Input);
+    }
+
+    pub fn zoomed(&self) -> Option<Focus> {
+        self.zoom
     }
 
     pub fn should_quit(&self) -> bool {
@@ -74,11 +170,29 @@ impl App {
         std::mem::take(&mut self.bell)
     }
 
-    /// Advance the clock; true when what is shown changed (elapsed seconds).
+    /// File work requested since the last call (run it off the UI task and
+    /// hand the results to [`App::on_io`]).
+    pub fn take_io(&mut self) -> Vec<IoRequest> {
+        std::mem::take(&mut self.io)
+    }
+
+    /// Advance the clock; true when what is shown changed (elapsed seconds,
+    /// a timed policy's minutes).
     pub fn tick(&mut self, now: Instant) -> bool {
-        let before = self.status.elapsed_secs(self.now);
+        let before = (
+            self.status.elapsed_secs(self.now),
+            self.status.policy_minutes_left(self.now),
+        );
         self.now = now;
-        self.status.elapsed_secs(now) != before
+        (
+            self.status.elapsed_secs(now),
+            self.status.policy_minutes_left(now),
+        ) != before
+    }
+
+    /// True when the clock must be checked soon (a turn or a timed policy).
+    pub fn needs_tick(&self) -> bool {
+        self.status.is_running() || self.status.policy_until.is_some()
     }
 
     /// Record a message sent on the operator's behalf (the initial message).
@@ -89,6 +203,14 @@ impl App {
     /// The mirror pane, for whoever captures the tmux pane.
     pub fn mirror_mut(&mut self) -> &mut MirrorPane {
         &mut self.mirror
+    }
+
+    /// Copy a call's state from the tools pane into the history.
+    fn track(&mut self, call_id: &str) {
+        if let Some(c) = self.tools.call(call_id) {
+            self.history
+                .track(&c.call_id, &c.name, &c.summary, &c.status);
+        }
     }
 
     pub fn on_agent_event(&mut self, ev: AgentEvent) {
@@ -117,6 +239,7 @@ impl App {
             } => {
                 self.conversation.end_stream();
                 self.tools.requested(&call_id, &name, &arguments);
+                self.track(&call_id);
             }
             AgentEvent::ToolStarted {
                 call_id,
@@ -125,6 +248,7 @@ impl App {
             } => {
                 self.conversation.end_round();
                 self.tools.started(&call_id, &name, &summary);
+                self.track(&call_id);
             }
             AgentEvent::ToolOutput {
                 call_id,
@@ -136,13 +260,17 @@ impl App {
                 call_id,
                 name,
                 summary,
-            } => self.tools.completed(&call_id, &name, &summary),
+            } => {
+                self.tools.completed(&call_id, &name, &summary);
+                self.track(&call_id);
+            }
             AgentEvent::ApprovalRequested { request } => {
                 self.tools
                     .waiting_approval(&request.call_id, &request.tool, &request.gate.action);
+                self.track(&request.call_id);
                 self.approvals.push(request);
                 self.bell = true;
-                if self.input.is_empty() {
+                if self.input.is_empty() && self.modal.is_none() {
                     self.set_focus(Focus::Approvals);
                 }
             }
@@ -150,7 +278,20 @@ impl App {
                 if let Some(request) = self.approvals.resolve(id) {
                     if !decision.is_approved() {
                         self.tools.denied(&request.call_id);
+                        self.track(&request.call_id);
                     }
+                    // A policy decided it: nobody needs to look any more.
+                    if self.approvals.is_empty() {
+                        self.bell = false;
+                    }
+                }
+                // A modal about a request that is gone has nothing to do.
+                let stale = match &self.modal {
+                    Some(Modal::Reason { id: m, .. } | Modal::Edit { id: m, .. }) => *m == id,
+                    _ => false,
+                };
+                if stale {
+                    self.modal = None;
                 }
                 if self.approvals.is_empty() && self.focus == Focus::Approvals {
                     self.set_focus(Focus::Input);
@@ -177,145 +318,34 @@ impl App {
         }
     }
 
-    /// Bracketed paste goes to the input box.
-    pub fn on_paste(&mut self, text: &str) {
-        self.set_focus(Focus::Input);
-        self.input.paste(text);
-    }
-
-    pub fn on_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
-        if key.kind == KeyEventKind::Release {
-            return Vec::new();
-        }
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            self.quit = true;
-            return vec![AgentCommand::Quit];
-        }
-        match key.code {
-            KeyCode::Tab => {
-                self.set_focus(self.focus.next());
-                return Vec::new();
-            }
-            KeyCode::BackTab => {
-                self.set_focus(self.focus.prev());
-                return Vec::new();
-            }
-            KeyCode::Esc => {
-                if self.status.is_running() {
-                    return vec![AgentCommand::Cancel];
+    /// A finished file job.
+    pub fn on_io(&mut self, result: IoResult) {
+        match result {
+            IoResult::Loaded { call_id, result } => {
+                if let Overlay::History {
+                    viewer: Some(viewer),
+                } = &mut self.overlay
+                    && viewer.call_id == call_id
+                {
+                    match result {
+                        Ok(content) => viewer.set_content(content),
+                        Err(why) => {
+                            viewer.state = super::panes::viewer::State::Failed(why);
+                        }
+                    }
                 }
-                if self.focus == Focus::Input {
-                    self.set_focus(Focus::Conversation);
-                }
-                return Vec::new();
             }
-            _ => {}
-        }
-        if self.focus == Focus::Input {
-            return match self.input.on_key(key) {
-                Some(text) => {
-                    self.conversation.queue_user(&text);
-                    self.conversation.scroll.end();
-                    vec![AgentCommand::UserMessage { text }]
-                }
-                None => Vec::new(),
-            };
-        }
-        if key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-        {
-            return Vec::new();
-        }
-        match key.code {
-            KeyCode::Char('q') => {
-                self.quit = true;
-                return vec![AgentCommand::Quit];
+            IoResult::Saved { path, result } => {
+                self.flash = Some(match result {
+                    Ok(n) => format!("saved {n} bytes to {}", path.display()),
+                    Err(e) => format!("could not save to {}: {e}", path.display()),
+                });
             }
-            KeyCode::Char('i') => {
-                self.set_focus(Focus::Input);
-                return Vec::new();
-            }
-            KeyCode::Enter if self.focus != Focus::Approvals => {
-                self.set_focus(Focus::Input);
-                return Vec::new();
-            }
-            _ => {}
-        }
-        match self.focus {
-            Focus::Input => {}
-            Focus::Conversation => {
-                self.conversation.scroll.on_key(key.code);
-            }
-            Focus::Tools => {
-                self.tools.scroll.on_key(key.code);
-            }
-            Focus::Approvals => return self.on_approval_key(key.code),
-        }
-        Vec::new()
-    }
-
-    fn on_approval_key(&mut self, code: KeyCode) -> Vec<AgentCommand> {
-        let decision = match code {
-            KeyCode::Char('y') => ApprovalDecision::ApproveOnce,
-            KeyCode::Char('a') => ApprovalDecision::ApproveSession,
-            KeyCode::Char('n') => ApprovalDecision::Deny,
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.approvals.select_prev();
-                return Vec::new();
-            }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.approvals.select_next();
-                return Vec::new();
-            }
-            _ => return Vec::new(),
-        };
-        match self.approvals.answer(decision.clone()) {
-            Some(id) => vec![AgentCommand::Approval { id, decision }],
-            None => Vec::new(),
         }
     }
+}
 
-    pub fn draw(&self, frame: &mut Frame) {
-        let [status, body, foot] = Layout::vertical([
-            Constraint::Length(1),
-            Constraint::Min(0),
-            Constraint::Length(1),
-        ])
-        .areas(frame.area());
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-                .areas(body);
-        let [conversation, input] = Layout::vertical([
-            Constraint::Min(3),
-            Constraint::Length(self.input.desired_height()),
-        ])
-        .areas(left);
-        let mirror_h = (body.height / 4).clamp(3, 10);
-        let [tools, approvals, mirror] = Layout::vertical([
-            Constraint::Min(3),
-            Constraint::Length(self.approvals.desired_height(right.width)),
-            Constraint::Length(mirror_h),
-        ])
-        .areas(right);
-
-        let pending = self.approvals.unanswered();
-        self.status.render(frame, status, self.now, pending);
-        self.conversation
-            .render(frame, conversation, self.focus == Focus::Conversation);
-        self.input.render(frame, input);
-        self.tools.render(frame, tools, self.focus == Focus::Tools);
-        self.approvals
-            .render(frame, approvals, self.focus == Focus::Approvals);
-        self.mirror.render(frame, mirror, false);
-        footer::render(
-            frame,
-            foot,
-            FooterView {
-                focus: self.focus,
-                running: self.status.is_running(),
-                pending,
-            },
-        );
-    }
+fn default_theme() -> &'static Theme {
+    static DEFAULT: std::sync::OnceLock<Theme> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(Theme::default)
 }

@@ -3,7 +3,9 @@
 //! drawing is coalesced to at most one frame per `1/fps`, each wrapped in a
 //! synchronized update so the terminal never shows a half-drawn frame.
 //!
-//! It never awaits the agent: commands go out on an unbounded channel.
+//! It never awaits the agent: commands go out on an unbounded channel. File
+//! work the App asks for runs on `spawn_blocking` threads and comes back as
+//! one more event source, so no frame waits on a disk.
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -19,6 +21,7 @@ use tokio::time::Instant;
 
 use super::ConsoleOptions;
 use super::app::App;
+use super::io::{IoResult, perform};
 use crate::event::{AgentCommand, AgentEvent};
 
 /// How often the clock is checked while a turn runs (the status bar shows
@@ -26,6 +29,9 @@ use crate::event::{AgentCommand, AgentEvent};
 const RUNNING_TICK: Duration = Duration::from_millis(250);
 /// Most agent events applied between two looks at the keyboard.
 const MAX_DRAIN: usize = 4096;
+/// Longest time spent applying agent events between two looks at the
+/// keyboard (a flood of output must not delay keys).
+const DRAIN_BUDGET: Duration = Duration::from_millis(4);
 /// Idle wake-up when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(3600);
 
@@ -44,6 +50,7 @@ where
 {
     let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps_cap.max(1)));
     let mut input = EventStream::new();
+    let (io_tx, mut io_rx) = tokio::sync::mpsc::unbounded_channel::<IoResult>();
     let mut agent_open = true;
     let mut dirty = true;
     let mut next_frame = Instant::now();
@@ -61,7 +68,7 @@ where
         }
         let wake = if dirty {
             next_frame
-        } else if app.is_running() {
+        } else if app.needs_tick() {
             now + RUNNING_TICK
         } else {
             now + IDLE_TICK
@@ -73,6 +80,12 @@ where
                     if app.should_quit() {
                         return Ok(());
                     }
+                    for req in app.take_io() {
+                        let tx = io_tx.clone();
+                        tokio::task::spawn_blocking(move || {
+                            let _ = tx.send(perform(req));
+                        });
+                    }
                 }
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
@@ -82,7 +95,11 @@ where
                     app.on_agent_event(ev);
                     // Drain what is pending (bounded, so a flood of output
                     // cannot starve the keyboard) before the next draw.
+                    let started = std::time::Instant::now();
                     for _ in 0..MAX_DRAIN {
+                        if started.elapsed() >= DRAIN_BUDGET {
+                            break;
+                        }
                         match events.try_recv() {
                             Ok(ev) => app.on_agent_event(ev),
                             Err(_) => break,
@@ -98,6 +115,10 @@ where
                     dirty = true;
                 }
             },
+            Some(result) = io_rx.recv() => {
+                app.on_io(result);
+                dirty = true;
+            }
             _ = tokio::time::sleep_until(wake) => {}
         }
         dirty |= app.tick(std::time::Instant::now());
@@ -121,6 +142,7 @@ fn on_terminal_event(app: &mut App, ev: Event, commands: &UnboundedSender<AgentC
             app.on_paste(&text);
             true
         }
+        Event::Mouse(m) => app.on_mouse(m),
         Event::Resize(..) | Event::FocusGained => true,
         _ => false,
     }

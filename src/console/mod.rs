@@ -3,26 +3,46 @@
 //!
 //! - [`run`] sets up the terminal ([`terminal`]), runs the one event loop
 //!   ([`event_loop`]) and always restores the terminal.
-//! - [`app::App`] holds the pane states and all state transitions; it is
+//! - [`app::App`] holds the pane states and all state transitions
+//!   (`app_keys` for operator input, `app_draw` for the layout); it is
 //!   testable without a terminal.
-//! - [`panes`] has one file per pane; [`text`] neutralises foreign text.
+//! - [`panes`] has one file per pane, view and overlay; [`text`] neutralises
+//!   foreign text; [`markdown`] renders assistant text.
+//! - [`keys`] and [`theme`] hold the configurable bindings and colours;
+//!   [`io`] is the only file I/O, run off the UI task.
 
 pub mod app;
+mod app_draw;
+mod app_keys;
 pub mod event_loop;
+pub mod io;
+pub mod keys;
+pub mod markdown;
 pub mod panes;
 pub mod terminal;
 pub mod text;
+pub mod theme;
 
 #[cfg(test)]
 mod app_tests;
 #[cfg(test)]
+mod overlay_snapshots;
+#[cfg(test)]
 mod snapshot_tests;
+#[cfg(test)]
+mod style_tests;
+#[cfg(test)]
+mod view_tests;
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::event::{AgentCommand, AgentEvent};
+use crate::config::ConsoleConfig;
+use crate::event::{AgentCommand, AgentEvent, ApprovalPolicy};
+use keys::Keymap;
+use theme::Theme;
 
 /// How the console behaves. Model and target come from `SessionStarted`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +53,14 @@ pub struct ConsoleOptions {
     pub fps_cap: u32,
     /// Ring the terminal bell when an approval arrives.
     pub bell: bool,
+    /// Key bindings in force.
+    pub keys: Keymap,
+    /// Themes the theme key cycles through; the first is used at start.
+    pub themes: Vec<Theme>,
+    /// The approval policy the agent started with (for the status bar).
+    pub initial_policy: Option<ApprovalPolicy>,
+    /// Where "save output" proposes to write (default: the current dir).
+    pub save_dir: Option<PathBuf>,
 }
 
 impl Default for ConsoleOptions {
@@ -41,7 +69,41 @@ impl Default for ConsoleOptions {
             initial_message: None,
             fps_cap: 60,
             bell: true,
+            keys: Keymap::default(),
+            themes: vec![Theme::default()],
+            initial_policy: None,
+            save_dir: None,
         }
+    }
+}
+
+impl ConsoleOptions {
+    /// Options from `[console]`: key bindings, the configured theme (from
+    /// `<config dir>/themes/` or the built-ins) followed by the other
+    /// built-ins for cycling; with `no_color` (or `NO_COLOR` set) only a
+    /// colourless version of the configured theme.
+    pub fn from_config(cfg: &ConsoleConfig, no_color: bool) -> Result<ConsoleOptions, String> {
+        let keys = Keymap::from_config(&cfg.keys).map_err(|e| e.to_string())?;
+        let dir = theme::user_config_dir();
+        let first = Theme::load(&cfg.theme, dir.as_deref()).map_err(|e| e.to_string())?;
+        let themes = if no_color || theme::no_color_env() {
+            vec![first.no_color()]
+        } else {
+            let mut themes = vec![first];
+            for (name, _) in theme::BUILTIN {
+                if name != cfg.theme {
+                    themes.push(Theme::load(name, dir.as_deref()).map_err(|e| e.to_string())?);
+                }
+            }
+            themes
+        };
+        Ok(ConsoleOptions {
+            fps_cap: cfg.fps,
+            bell: cfg.bell,
+            keys,
+            themes,
+            ..ConsoleOptions::default()
+        })
     }
 }
 
@@ -59,6 +121,12 @@ pub async fn run(
     let result = async {
         let mut term = terminal::new_terminal()?;
         let mut app = app::App::new(Instant::now());
+        app.set_keymap(opts.keys.clone());
+        app.set_themes(opts.themes.clone());
+        if let Some(p) = opts.initial_policy {
+            app.set_policy_shown(p);
+        }
+        app.set_save_dir(opts.save_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
         if let Some(text) = opts.initial_message.clone() {
             app.note_sent(&text);
             // The agent may already be gone; the console still shows why.

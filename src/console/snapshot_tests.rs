@@ -42,7 +42,7 @@ fn started(mirror: Option<MirrorTarget>) -> App {
 
 /// Session started, a streamed answer, one finished tool call with output,
 /// and a second call waiting for approval.
-fn waiting_for_approval() -> App {
+pub(crate) fn waiting_for_approval() -> App {
     let mut app = started(None);
     app.note_sent("free some disk space in /tmp");
     let events = vec![

@@ -1,5 +1,5 @@
-//! Terminal setup and restore: raw mode, alternate screen and bracketed paste
-//! on entry; a guard that undoes them on drop; a panic hook that restores the
+//! Terminal setup and restore: raw mode, alternate screen, bracketed paste
+//! and mouse capture on entry; a guard that undoes them on drop; a panic hook that restores the
 //! terminal before the default hook prints the panic.
 //!
 //! It never draws and never reads input.
@@ -8,7 +8,9 @@ use std::io::{self, Stdout, Write};
 use std::sync::Once;
 
 use crossterm::cursor::Show;
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -37,6 +39,7 @@ impl TerminalGuard {
             io::stdout(),
             EnterAlternateScreen,
             EnableBracketedPaste,
+            EnableMouseCapture,
             Clear(ClearType::All)
         )?;
         Ok(guard)
@@ -59,7 +62,13 @@ pub fn new_terminal() -> io::Result<ConsoleTerminal> {
 pub fn restore() -> io::Result<()> {
     let raw = disable_raw_mode();
     let mut out = io::stdout();
-    let screen = execute!(out, DisableBracketedPaste, LeaveAlternateScreen, Show);
+    let screen = execute!(
+        out,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        Show
+    );
     let _ = out.flush();
     raw.and(screen)
 }

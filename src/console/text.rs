@@ -16,6 +16,14 @@ pub const TAB_WIDTH: usize = 4;
 /// Remove escape sequences (CSI, OSC, DCS and friends, 7- and 8-bit), control
 /// characters other than `\n`, and bidi overrides; expand tabs to spaces.
 pub fn sanitize(input: &str) -> String {
+    // Fast path for the common case (plain printable ASCII lines), which a
+    // flood of command output mostly is.
+    if input
+        .bytes()
+        .all(|b| b == b'\n' || (0x20..0x7f).contains(&b))
+    {
+        return input.to_string();
+    }
     let mut out = String::with_capacity(input.len());
     let mut col = 0usize;
     let mut chars = input.chars().peekable();

@@ -6,12 +6,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::pane_block;
 use crate::console::text::{one_line, sanitize, wrap};
+use crate::console::theme::Theme;
 use crate::event::{ApprovalDecision, ApprovalRequest, Risk};
 
 /// Lines of action text shown for the selected request.
@@ -94,29 +95,37 @@ impl ApprovalsPane {
         Some(id)
     }
 
+    /// The selected request when nobody answered it yet.
+    pub fn selected_open(&self) -> Option<&ApprovalRequest> {
+        self.selected()
+            .filter(|p| p.answered.is_none())
+            .map(|p| &p.request)
+    }
+
     /// Rows this pane would like at this outer width: small when empty.
     pub fn desired_height(&self, width: u16) -> u16 {
         if self.queue.is_empty() {
             return 3;
         }
         let inner = width.saturating_sub(2) as usize;
-        let detail: usize = self
-            .selected()
-            .map_or(0, |p| detail_lines(p, inner).iter().map(Vec::len).sum());
+        let theme = Theme::default();
+        let detail: usize = self.selected().map_or(0, |p| {
+            detail_lines(p, inner, &theme).iter().map(Vec::len).sum()
+        });
         (2 + self.queue.len() + detail).min(14) as u16
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool) {
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let title = if self.queue.is_empty() {
             "approvals".to_string()
         } else {
-            format!("approvals ({})", self.unanswered())
+            format!("approvals ({}) · oldest first", self.unanswered())
         };
-        let block = pane_block(title, focused);
+        let block = pane_block(title, focused, theme);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.queue.is_empty() {
-            let hint = Line::styled("no pending approvals", Style::new().fg(Color::DarkGray));
+            let hint = Line::styled("no pending approvals", theme.dim);
             frame.render_widget(Paragraph::new(hint), inner);
             return;
         }
@@ -129,10 +138,12 @@ impl ApprovalsPane {
             if selected {
                 selected_line = lines.len();
             }
-            lines.push(header_line(p, selected, focused));
+            lines.push(header_line(p, selected, focused, theme));
             if selected {
-                let detail: Vec<Line<'static>> =
-                    detail_lines(p, width).into_iter().flatten().collect();
+                let detail: Vec<Line<'static>> = detail_lines(p, width, theme)
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 selected_len += detail.len();
                 lines.extend(detail);
             }
@@ -154,13 +165,13 @@ fn request_pending(request: ApprovalRequest) -> Pending {
     }
 }
 
-fn header_line(p: &Pending, selected: bool, focused: bool) -> Line<'static> {
+fn header_line(p: &Pending, selected: bool, focused: bool, theme: &Theme) -> Line<'static> {
     let marker = if selected { "› " } else { "  " };
     let mut style = Style::new();
     if selected {
         style = style.add_modifier(Modifier::BOLD);
         if focused {
-            style = style.fg(Color::Yellow);
+            style = theme.selected.add_modifier(Modifier::BOLD);
         }
     }
     let mut spans = vec![
@@ -169,7 +180,7 @@ fn header_line(p: &Pending, selected: bool, focused: bool) -> Line<'static> {
         Span::styled(sanitize(&p.request.tool), style),
         Span::styled(
             format!(" @ {}", one_line(&sanitize(&p.request.target), 60)),
-            Style::new().fg(Color::DarkGray),
+            theme.dim,
         ),
     ];
     if let Some(answer) = &p.answered {
@@ -178,13 +189,13 @@ fn header_line(p: &Pending, selected: bool, focused: bool) -> Line<'static> {
         } else {
             " denied, waiting"
         };
-        spans.push(Span::styled(label, Style::new().fg(Color::DarkGray)));
+        spans.push(Span::styled(label, theme.dim));
     }
     Line::from(spans)
 }
 
 /// Detail of the selected request, grouped as (action, claims, why).
-fn detail_lines(p: &Pending, width: usize) -> Vec<Vec<Line<'static>>> {
+fn detail_lines(p: &Pending, width: usize, theme: &Theme) -> Vec<Vec<Line<'static>>> {
     let gate = &p.request.gate;
     let mut out = Vec::new();
     let action = sanitize(&gate.action);
@@ -194,30 +205,27 @@ fn detail_lines(p: &Pending, width: usize) -> Vec<Vec<Line<'static>>> {
     for (i, text) in wrapped.into_iter().take(ACTION_LINES).enumerate() {
         let label = if i == 0 { "  $ " } else { "    " };
         action_lines.push(Line::from(vec![
-            Span::styled(label, Style::new().fg(Color::DarkGray)),
-            Span::styled(text, Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(label, theme.dim),
+            Span::styled(text, theme.text.add_modifier(Modifier::BOLD)),
         ]));
     }
     if more {
-        action_lines.push(Line::styled(
-            "    … (action continues)",
-            Style::new().fg(Color::DarkGray),
-        ));
+        action_lines.push(Line::styled("    … (action continues)", theme.dim));
     }
     out.push(action_lines);
 
-    let dim = Style::new().fg(Color::DarkGray);
+    let dim = theme.dim;
     let risk = vec![
         Span::styled("  vigil: ", dim),
-        risk_span(Some(p.request.estimate)),
+        risk_span(Some(p.request.estimate), theme),
         Span::styled(" · model: ", dim),
-        risk_span(gate.model_risk),
+        risk_span(gate.model_risk, theme),
     ];
     let flags = vec![
         Span::styled("mutation ", dim),
-        yes_no(gate.mutation),
+        yes_no(gate.mutation, theme),
         Span::styled(" · privesc ", dim),
-        yes_no(gate.privesc),
+        yes_no(gate.privesc, theme),
     ];
     // One line when it fits, else two: privesc must never be clipped.
     let mut one = risk.clone();
@@ -248,23 +256,20 @@ fn detail_lines(p: &Pending, width: usize) -> Vec<Vec<Line<'static>>> {
     out
 }
 
-fn risk_span(risk: Option<Risk>) -> Span<'static> {
+fn risk_span(risk: Option<Risk>, theme: &Theme) -> Span<'static> {
     match risk {
-        Some(Risk::High) => Span::styled(
-            "high",
-            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
-        ),
-        Some(Risk::Medium) => Span::styled("medium", Style::new().fg(Color::Yellow)),
-        Some(Risk::Low) => Span::styled("low", Style::new().fg(Color::Green)),
-        None => Span::styled("?", Style::new().fg(Color::DarkGray)),
+        Some(Risk::High) => Span::styled("high", theme.risk_high),
+        Some(Risk::Medium) => Span::styled("medium", theme.risk_medium),
+        Some(Risk::Low) => Span::styled("low", theme.risk_low),
+        None => Span::styled("?", theme.dim),
     }
 }
 
-fn yes_no(v: Option<bool>) -> Span<'static> {
+fn yes_no(v: Option<bool>, theme: &Theme) -> Span<'static> {
     match v {
-        Some(true) => Span::styled("yes", Style::new().fg(Color::Yellow)),
+        Some(true) => Span::styled("yes", theme.warn),
         Some(false) => Span::raw("no"),
-        None => Span::styled("?", Style::new().fg(Color::DarkGray)),
+        None => Span::styled("?", theme.dim),
     }
 }
 

@@ -6,16 +6,19 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use std::cell::RefCell;
+
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{Scroll, pane_block};
+use crate::console::markdown;
 use crate::console::text::{sanitize, wrap};
+use crate::console::theme::Theme;
 use crate::event::TurnOutcome;
 
 /// Keep at most this many entries (oldest dropped first).
-const MAX_ENTRIES: usize = 2_000;
+pub const MAX_ENTRIES: usize = 20_000;
 
 /// The one-line banner shown for the scripted demo model.
 pub const DEMO_BANNER: &str = "demo model — answers are scripted";
@@ -47,6 +50,14 @@ pub struct ConversationPane {
     queued: Vec<String>,
     demo: bool,
     pub scroll: Scroll,
+    /// Rendered heights per entry at one width (render-time cache).
+    cache: RefCell<HeightCache>,
+}
+
+#[derive(Debug, Default)]
+struct HeightCache {
+    width: usize,
+    heights: Vec<usize>,
 }
 
 impl ConversationPane {
@@ -79,6 +90,16 @@ impl ConversationPane {
         if self.entries.len() > MAX_ENTRIES {
             let excess = self.entries.len() - MAX_ENTRIES;
             self.entries.drain(..excess);
+            let mut cache = self.cache.borrow_mut();
+            if cache.heights.len() > excess {
+                cache.heights.drain(..excess);
+                // The new first entry loses its separator line.
+                if let Some(first) = cache.heights.first_mut() {
+                    *first = first.saturating_sub(1);
+                }
+            } else {
+                cache.heights.clear();
+            }
         }
     }
 
@@ -102,12 +123,14 @@ impl ConversationPane {
         match self.entries.last_mut() {
             Some(last) if self.streaming && last.kind == EntryKind::Assistant => {
                 last.text.push_str(&clean);
+                self.invalidate_from(self.entries.len() - 1);
             }
             _ => {
                 self.push(EntryKind::Assistant, "");
                 if let Some(last) = self.entries.last_mut() {
                     last.text = clean;
                 }
+                self.invalidate_from(self.entries.len() - 1);
                 self.streaming = true;
                 self.unconfirmed = true;
             }
@@ -128,6 +151,14 @@ impl ConversationPane {
                 }
             }
             self.streaming = false;
+            // The replaced entry and the cursor mark change height.
+            if let Some(i) = self
+                .entries
+                .iter()
+                .rposition(|e| e.kind == EntryKind::Assistant)
+            {
+                self.invalidate_from(i);
+            }
         } else if !text.trim().is_empty() {
             self.push(EntryKind::Assistant, text);
         }
@@ -136,6 +167,7 @@ impl ConversationPane {
     /// Close the streaming entry (a tool call follows).
     pub fn end_stream(&mut self) {
         self.streaming = false;
+        self.invalidate_from(self.entries.len().saturating_sub(1));
     }
 
     /// A tool began executing: the model round is over, so a later complete
@@ -143,6 +175,7 @@ impl ConversationPane {
     pub fn end_round(&mut self) {
         self.streaming = false;
         self.unconfirmed = false;
+        self.invalidate_from(self.entries.len().saturating_sub(1));
     }
 
     pub fn notice(&mut self, text: &str) {
@@ -163,35 +196,46 @@ impl ConversationPane {
         }
     }
 
-    fn lines(&self, width: usize) -> Vec<Line<'static>> {
-        let text_w = width.saturating_sub(2).max(1);
-        let mut out: Vec<Line<'static>> = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
-            if i > 0 {
-                out.push(Line::default());
-            }
-            let (mark, style) = match entry.kind {
-                EntryKind::User => (
-                    "> ",
-                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-                ),
-                EntryKind::Assistant => ("  ", Style::new()),
-                EntryKind::Notice => ("- ", Style::new().fg(Color::Yellow)),
-                EntryKind::Error => ("! ", Style::new().fg(Color::Red)),
-            };
-            let streaming = self.streaming && i + 1 == self.entries.len();
-            let wrapped = wrap(&entry.text, text_w);
-            let last = wrapped.len().saturating_sub(1);
-            for (j, text) in wrapped.into_iter().enumerate() {
-                let gutter = if j == 0 { mark } else { "  " };
-                let mut spans = vec![Span::styled(gutter, style), Span::styled(text, style)];
-                if streaming && j == last {
-                    spans.push(Span::styled("▌", Style::new().fg(Color::DarkGray)));
-                }
-                out.push(Line::from(spans));
-            }
+    /// The rendered lines of entry `i` (a blank separator first, except
+    /// for the first entry).
+    fn entry_lines(&self, i: usize, text_w: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        let Some(entry) = self.entries.get(i) else {
+            return out;
+        };
+        if i > 0 {
+            out.push(Line::default());
         }
-        let dim = Style::new().fg(Color::DarkGray);
+        let (mark, style) = match entry.kind {
+            EntryKind::User => ("> ", theme.user),
+            EntryKind::Assistant => ("  ", theme.text),
+            EntryKind::Notice => ("- ", theme.notice),
+            EntryKind::Error => ("! ", theme.error),
+        };
+        let body: Vec<Line<'static>> = if entry.kind == EntryKind::Assistant {
+            markdown::render(&entry.text, text_w, theme, style)
+        } else {
+            wrap(&entry.text, text_w)
+                .into_iter()
+                .map(|t| Line::styled(t, style))
+                .collect()
+        };
+        let streaming = self.streaming && i + 1 == self.entries.len();
+        let last = body.len().saturating_sub(1);
+        for (j, line) in body.into_iter().enumerate() {
+            let gutter = if j == 0 { mark } else { "  " };
+            let mut spans = vec![Span::styled(gutter, style)];
+            spans.extend(line.spans);
+            if streaming && j == last {
+                spans.push(Span::styled("▌", theme.dim));
+            }
+            out.push(Line::from(spans));
+        }
+        out
+    }
+
+    fn queued_lines(&self, text_w: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
         for q in &self.queued {
             out.push(Line::default());
             for (j, text) in wrap(&format!("{q} (queued)"), text_w)
@@ -200,16 +244,43 @@ impl ConversationPane {
             {
                 let gutter = if j == 0 { "> " } else { "  " };
                 out.push(Line::from(vec![
-                    Span::styled(gutter, dim),
-                    Span::styled(text, dim),
+                    Span::styled(gutter, theme.dim),
+                    Span::styled(text, theme.dim),
                 ]));
             }
         }
         out
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool) {
-        let mut block = pane_block("conversation".into(), focused);
+    /// Line counts per entry at this width, computed once per entry and
+    /// width (the cache is cut back when an entry changes).
+    fn heights(&self, text_w: usize, theme: &Theme) -> std::cell::Ref<'_, Vec<usize>> {
+        {
+            let mut cache = self.cache.borrow_mut();
+            if cache.width != text_w {
+                cache.width = text_w;
+                cache.heights.clear();
+            }
+            let known = cache.heights.len().min(self.entries.len());
+            cache.heights.truncate(known);
+            for i in known..self.entries.len() {
+                let n = self.entry_lines(i, text_w, theme).len();
+                cache.heights.push(n);
+            }
+        }
+        std::cell::Ref::map(self.cache.borrow(), |c| &c.heights)
+    }
+
+    fn invalidate_from(&self, i: usize) {
+        let mut cache = self.cache.borrow_mut();
+        let keep = cache.heights.len().min(i);
+        cache.heights.truncate(keep);
+    }
+
+    /// Render only the entries that overlap the viewport: a frame costs the
+    /// same with ten or ten thousand entries.
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+        let mut block = pane_block("conversation".into(), focused, theme);
         let mut inner = block.inner(area);
         let mut banner = None;
         if self.demo && inner.height > 1 {
@@ -217,18 +288,40 @@ impl ConversationPane {
             inner.y += 1;
             inner.height -= 1;
         }
-        let lines = self.lines(inner.width as usize);
+        let text_w = (inner.width as usize).saturating_sub(2).max(1);
+        let queued = self.queued_lines(text_w, theme);
+        let heights = self.heights(text_w, theme);
+        let total: usize = heights.iter().sum::<usize>() + queued.len();
         let height = inner.height as usize;
-        let below = self.scroll.lines_below(lines.len(), height);
+        let below = self.scroll.lines_below(total, height);
         if below > 0 {
-            block = block.title_bottom(format!(" ↓ {below} more (End) "));
+            block = block.title_bottom(format!(" ↓ {below} more (End/f follows) "));
         }
-        let top = self.scroll.first_visible(lines.len(), height);
-        let visible: Vec<Line<'static>> = lines.into_iter().skip(top).take(height).collect();
+        let top = self.scroll.first_visible(total, height);
+        let end = top + height;
+        let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
+        let mut start = 0usize;
+        for (i, h) in heights.iter().enumerate() {
+            if start + h > top && start < end {
+                let lines = self.entry_lines(i, text_w, theme);
+                let from = top.saturating_sub(start);
+                let to = (end - start).min(lines.len());
+                visible.extend(lines.into_iter().take(to).skip(from));
+            }
+            start += h;
+            if start >= end {
+                break;
+            }
+        }
+        if start < end {
+            let from = top.saturating_sub(start);
+            let to = (end - start).min(queued.len());
+            visible.extend(queued.into_iter().take(to).skip(from));
+        }
+        drop(heights);
         frame.render_widget(block, area);
         if let Some(b) = banner {
-            let style = Style::new().fg(Color::Black).bg(Color::Yellow);
-            frame.render_widget(Paragraph::new(Line::styled(DEMO_BANNER, style)), b);
+            frame.render_widget(Paragraph::new(Line::styled(DEMO_BANNER, theme.banner)), b);
         }
         frame.render_widget(Paragraph::new(visible), inner);
     }

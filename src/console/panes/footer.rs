@@ -1,12 +1,15 @@
-//! The footer: the keys that work in the focused pane, always visible.
+//! The footer: the keys that work in the focused pane (or the open view or
+//! modal), always visible, named as the keymap binds them.
 //!
 //! It only renders what the App tells it.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+
+use crate::console::keys::{Action, Keymap};
+use crate::console::theme::Theme;
 
 /// Which pane has the keyboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,14 +18,16 @@ pub enum Focus {
     Conversation,
     Tools,
     Approvals,
+    Mirror,
 }
 
 impl Focus {
-    const ORDER: [Focus; 4] = [
+    const ORDER: [Focus; 5] = [
         Focus::Input,
         Focus::Conversation,
         Focus::Tools,
         Focus::Approvals,
+        Focus::Mirror,
     ];
 
     fn index(self) -> usize {
@@ -38,73 +43,146 @@ impl Focus {
     }
 }
 
+/// What is on top of the panes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    Panes,
+    History,
+    Viewer,
+    /// A modal with its own one-line hint.
+    Modal(&'static str),
+}
+
 /// What the footer needs to know.
 #[derive(Debug, Clone, Copy)]
 pub struct FooterView {
     pub focus: Focus,
     pub running: bool,
     pub pending: usize,
+    pub layer: Layer,
 }
 
 /// The (key, action) pairs for this state, most important first.
-pub fn keys(view: FooterView) -> Vec<(&'static str, &'static str)> {
-    let mut keys = Vec::new();
+pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
+    let k = |a: Action| map.label(a);
+    let mut keys: Vec<(String, &'static str)> = Vec::new();
+    match view.layer {
+        Layer::Modal(hint) => {
+            keys.push((String::new(), hint));
+            return keys;
+        }
+        Layer::History => {
+            keys.push(("↑↓".into(), "select"));
+            keys.push(("Enter".into(), "full output"));
+            keys.push((k(Action::History), "close"));
+            keys.push(("Esc".into(), "close"));
+            keys.push((k(Action::Help), "help"));
+            return keys;
+        }
+        Layer::Viewer => {
+            keys.push((k(Action::Search), "search"));
+            keys.push((
+                format!("{}/{}", k(Action::SearchNext), k(Action::SearchPrev)),
+                "next/prev",
+            ));
+            keys.push((k(Action::Save), "save"));
+            keys.push(("PgUp/PgDn".into(), "scroll"));
+            keys.push(("Esc".into(), "back"));
+            return keys;
+        }
+        Layer::Panes => {}
+    }
     match view.focus {
         Focus::Input => {
-            keys.push(("Enter", "send"));
-            keys.push(("Alt-Enter", "newline"));
+            keys.push(("Enter".into(), "send"));
+            keys.push(("Alt-Enter".into(), "newline"));
             if view.pending > 0 {
-                keys.push(("Tab", "approvals"));
+                keys.push((k(Action::NextPane), "approvals"));
             } else {
-                keys.push(("Tab", "next pane"));
+                keys.push((k(Action::NextPane), "next pane"));
             }
             keys.push(if view.running {
-                ("Esc", "cancel turn")
+                (k(Action::Cancel), "cancel turn")
             } else {
-                ("Esc", "leave box")
+                (k(Action::Cancel), "leave box")
             });
-            keys.push(("Ctrl-C", "quit"));
+            keys.push(("Ctrl-C".into(), "quit"));
         }
         Focus::Approvals if view.pending > 0 => {
-            keys.push(("y", "approve once"));
-            keys.push(("a", "for session"));
-            keys.push(("n", "deny"));
-            keys.push(("↑↓", "select"));
+            keys.push((k(Action::Approve), "once"));
+            keys.push((k(Action::ApproveSession), "session"));
+            keys.push((k(Action::Deny), "deny"));
+            keys.push((k(Action::DenyReason), "deny+why"));
+            keys.push((k(Action::Edit), "edit"));
+            keys.push(("↑↓".into(), "select"));
+            keys.push((k(Action::Policy), "policy"));
         }
         Focus::Approvals => {
-            keys.push(("", "no pending approvals"));
-            keys.push(("i", "type"));
-            keys.push(("Tab", "next pane"));
+            keys.push((String::new(), "no pending approvals"));
+            keys.push((k(Action::Policy), "policy"));
+            keys.push((k(Action::FocusInput), "type"));
         }
         Focus::Conversation | Focus::Tools => {
-            keys.push(("PgUp/PgDn", "scroll"));
-            keys.push(("Home/End", "top/follow"));
-            keys.push(("i", "type"));
-            keys.push(("Tab", "next pane"));
+            keys.push(("PgUp/PgDn".into(), "scroll"));
+            keys.push((k(Action::Follow), "follow"));
+            keys.push((k(Action::Zoom), "zoom"));
+            keys.push((k(Action::History), "history"));
+            keys.push((k(Action::FocusInput), "type"));
+        }
+        Focus::Mirror => {
+            keys.push((k(Action::Zoom), "zoom"));
+            keys.push((k(Action::FocusInput), "type"));
         }
     }
     if view.focus != Focus::Input {
         if view.running {
-            keys.push(("Esc", "cancel turn"));
+            keys.push((k(Action::Cancel), "cancel turn"));
         }
-        keys.push(("q", "quit"));
+        keys.push((k(Action::Help), "help"));
+        keys.push((k(Action::Quit), "quit"));
     }
     keys
 }
 
-pub fn render(frame: &mut Frame, area: Rect, view: FooterView) {
-    let key_style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-    let text_style = Style::new().fg(Color::Gray);
+/// Drawn width of one footer item with its separator.
+fn item_width(key: &str, action: &str) -> usize {
+    let key_w = if key.is_empty() {
+        0
+    } else {
+        key.chars().count() + 1
+    };
+    3 + key_w + action.chars().count()
+}
+
+pub fn render(frame: &mut Frame, area: Rect, view: FooterView, map: &Keymap, theme: &Theme) {
+    // Items that do not fit are left out; the help key always stays.
+    let mut items = keys(view, map);
+    let help = items
+        .iter()
+        .position(|(_, a)| *a == "help")
+        .map(|i| items.remove(i));
+    let room = area.width as usize;
+    let reserve = help.as_ref().map_or(0, |(k, a)| item_width(k, a));
+    let mut used = 0;
+    let mut shown = Vec::new();
+    for (k, a) in items {
+        let w = item_width(&k, a);
+        if used + w <= room.saturating_sub(reserve) + 3 {
+            used += w;
+            shown.push((k, a));
+        }
+    }
+    shown.extend(help);
     let mut spans = Vec::new();
-    for (i, (key, action)) in keys(view).into_iter().enumerate() {
+    for (i, (key, action)) in shown.into_iter().enumerate() {
         if i > 0 {
-            spans.push(Span::styled(" · ", Style::new().fg(Color::DarkGray)));
+            spans.push(Span::styled(" · ", theme.dim));
         }
         if !key.is_empty() {
-            spans.push(Span::styled(key, key_style));
+            spans.push(Span::styled(key, theme.footer_key));
             spans.push(Span::raw(" "));
         }
-        spans.push(Span::styled(action, text_style));
+        spans.push(Span::styled(action, theme.footer_text));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -116,11 +194,11 @@ mod tests {
     #[test]
     fn focus_cycles_both_ways() {
         let mut f = Focus::Input;
-        for _ in 0..4 {
+        for _ in 0..5 {
             f = f.next();
         }
         assert_eq!(f, Focus::Input);
-        assert_eq!(Focus::Input.prev(), Focus::Approvals);
+        assert_eq!(Focus::Input.prev(), Focus::Mirror);
     }
 
     #[test]
@@ -129,8 +207,10 @@ mod tests {
             focus: Focus::Approvals,
             running: true,
             pending,
+            layer: Layer::Panes,
         };
-        assert!(keys(view(1)).contains(&("y", "approve once")));
-        assert!(!keys(view(0)).contains(&("y", "approve once")));
+        let map = Keymap::default();
+        assert!(keys(view(1), &map).contains(&("y".to_string(), "once")));
+        assert!(!keys(view(0), &map).contains(&("y".to_string(), "once")));
     }
 }

@@ -7,10 +7,11 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui_textarea::TextArea;
 
 use super::pane_block;
+use crate::console::theme::Theme;
 
 const PLACEHOLDER: &str = "type a message · Enter sends";
 
@@ -52,7 +53,6 @@ impl InputPane {
 
     pub fn set_focused(&mut self, focused: bool) {
         self.focused = focused;
-        self.area.set_block(pane_block("message".into(), focused));
         let cursor = if focused {
             Style::new().add_modifier(Modifier::REVERSED)
         } else {
@@ -60,7 +60,7 @@ impl InputPane {
         };
         self.area.set_cursor_style(cursor);
         self.area
-            .set_placeholder_style(Style::new().fg(Color::DarkGray));
+            .set_placeholder_style(Style::new().add_modifier(Modifier::DIM));
     }
 
     /// Insert pasted text as is (newlines included).
@@ -107,8 +107,11 @@ impl InputPane {
             .clamp(3, 6)
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect) {
-        frame.render_widget(&self.area, area);
+    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let block = pane_block("message".into(), self.focused, theme);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        frame.render_widget(&self.area, inner);
     }
 }
 

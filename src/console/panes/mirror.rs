@@ -8,12 +8,12 @@
 use ansi_to_tui::IntoText;
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane_block;
 use crate::console::text::sanitize;
+use crate::console::theme::Theme;
 use crate::event::MirrorTarget;
 
 pub const NO_PANE: &str = "no managed tmux pane: commands run as local processes";
@@ -47,15 +47,15 @@ impl MirrorPane {
         self.content.as_ref()
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool) {
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let title = match self.target() {
             Some(t) => format!("mirror {}", sanitize(&t.pane)),
             None => "mirror".to_string(),
         };
-        let block = pane_block(title, focused);
+        let block = pane_block(title, focused, theme);
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let dim = Style::new().fg(Color::DarkGray);
+        let dim = theme.dim;
         let body: Paragraph<'_> = match (&self.target, &self.content) {
             (None, _) => Paragraph::new(Line::styled("waiting for the session…", dim)),
             (Some(None), _) => Paragraph::new(Line::styled(NO_PANE, dim)).wrap(Wrap { trim: true }),
@@ -88,6 +88,9 @@ mod tests {
         let text = m.content().expect("content set");
         assert_eq!(text.lines.len(), 2);
         assert_eq!(text.lines[0].spans[0].content, "red");
-        assert_eq!(text.lines[0].spans[0].style.fg, Some(Color::Red));
+        assert_eq!(
+            text.lines[0].spans[0].style.fg,
+            Some(ratatui::style::Color::Red)
+        );
     }
 }

@@ -8,26 +8,33 @@
 pub mod approvals;
 pub mod conversation;
 pub mod footer;
+pub mod help;
+pub mod history;
 pub mod input;
 pub mod mirror;
+pub mod modal;
 pub mod status;
 pub mod tools;
+pub mod viewer;
 
 use std::cell::Cell;
 
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::widgets::{Block, BorderType};
 
-/// The bordered block every pane sits in; the focused one stands out.
-pub fn pane_block(title: String, focused: bool) -> Block<'static> {
+use super::theme::Theme;
+
+/// The bordered block every pane sits in; the focused one stands out (thick
+/// border and bold title, so it shows without colour too).
+pub fn pane_block(title: String, focused: bool, theme: &Theme) -> Block<'static> {
     let block = Block::bordered().title(format!(" {title} "));
     if focused {
         block
             .border_type(BorderType::Thick)
-            .border_style(Style::new().fg(Color::Cyan))
-            .title_style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD))
+            .border_style(theme.border_focused)
+            .title_style(theme.title_focused.add_modifier(Modifier::BOLD))
     } else {
-        block.border_style(Style::new().fg(Color::DarkGray))
+        block.border_style(theme.border)
     }
 }
 
@@ -93,6 +100,24 @@ impl Scroll {
 
     pub fn page_down(&mut self) {
         self.down(self.page());
+    }
+
+    /// Scroll by a signed number of lines (mouse wheel).
+    pub fn scroll_by(&mut self, delta: isize) {
+        if delta < 0 {
+            self.up(delta.unsigned_abs());
+        } else {
+            self.down(delta as usize);
+        }
+    }
+
+    /// Keep `line` in view (search hits), leaving the tail when needed.
+    pub fn reveal(&mut self, line: usize) {
+        let (_, height) = self.last.get();
+        let top = self.current_top();
+        if line < top || line >= top + height.max(1) {
+            self.top = Some(line.saturating_sub(height / 3));
+        }
     }
 
     pub fn home(&mut self) {

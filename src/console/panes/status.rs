@@ -1,5 +1,6 @@
-//! The status bar: model, target, the running turn with its elapsed seconds,
-//! and how many approvals wait (visible even when the queue pane is small).
+//! The status bar: model, target, the approval policy in force, the running
+//! turn with its elapsed seconds, and how many approvals wait (visible even
+//! when the queue pane is hidden or zoomed away).
 //!
 //! It only renders; time comes from the App's clock so rendering is
 //! deterministic in tests.
@@ -8,11 +9,13 @@ use std::time::Instant;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::console::text::{one_line, sanitize};
+use crate::console::theme::Theme;
+use crate::event::ApprovalPolicy;
 
 #[derive(Debug, Default)]
 pub struct StatusBar {
@@ -21,6 +24,21 @@ pub struct StatusBar {
     pub demo: bool,
     /// When the running turn started; `None` when idle.
     pub turn_started: Option<Instant>,
+    /// The policy last sent to the agent (None: not known).
+    pub policy: Option<ApprovalPolicy>,
+    /// When a timed "approve all" ends.
+    pub policy_until: Option<Instant>,
+}
+
+/// A short label for a policy.
+pub fn policy_label(policy: ApprovalPolicy) -> String {
+    match policy {
+        ApprovalPolicy::Ask => "ask".into(),
+        ApprovalPolicy::AutoApproveLow => "auto-approve low".into(),
+        ApprovalPolicy::ApproveAll => "APPROVE ALL".into(),
+        ApprovalPolicy::DenyAll => "deny all".into(),
+        ApprovalPolicy::ApproveAllFor { minutes } => format!("approve all {minutes}m"),
+    }
 }
 
 impl StatusBar {
@@ -39,21 +57,53 @@ impl StatusBar {
             .map(|t| now.saturating_duration_since(t).as_secs())
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, now: Instant, pending: usize) {
-        let bar = Style::new().bg(Color::DarkGray).fg(Color::White);
+    /// Whole minutes (rounded up) left on a timed policy.
+    pub fn policy_minutes_left(&self, now: Instant) -> Option<u64> {
+        self.policy_until
+            .map(|u| u.saturating_duration_since(now).as_secs().div_ceil(60))
+    }
+
+    /// The policy label as shown now (a timed policy counts down, then
+    /// reads "ask").
+    pub fn policy_text(&self, now: Instant) -> Option<String> {
+        let policy = self.policy?;
+        Some(match (policy, self.policy_minutes_left(now)) {
+            (ApprovalPolicy::ApproveAllFor { .. }, Some(0)) => "ask".into(),
+            (ApprovalPolicy::ApproveAllFor { .. }, Some(m)) => format!("approve all, {m}m left"),
+            (p, _) => policy_label(p),
+        })
+    }
+
+    pub fn render(
+        &self,
+        frame: &mut Frame,
+        area: Rect,
+        now: Instant,
+        pending: usize,
+        theme: &Theme,
+    ) {
+        let bar = theme.status_bar;
         let mut spans = vec![Span::styled(" vigil ", bar.add_modifier(Modifier::BOLD))];
         let model = self.model.as_deref().unwrap_or("connecting…");
         spans.push(Span::styled(format!("│ {model} "), bar));
         if self.demo {
-            spans.push(Span::styled("(demo) ", bar.fg(Color::Yellow)));
+            spans.push(Span::styled("(demo) ", theme.status_accent));
         }
         if let Some(target) = &self.target {
             spans.push(Span::styled(format!("│ on {target} "), bar));
         }
+        if let Some(policy) = self.policy_text(now) {
+            let style = match self.policy {
+                Some(ApprovalPolicy::Ask) | Some(ApprovalPolicy::AutoApproveLow) | None => bar,
+                _ if policy == "ask" => bar,
+                _ => theme.status_alert,
+            };
+            spans.push(Span::styled(format!("│ policy: {policy} "), style));
+        }
         match self.elapsed_secs(now) {
             Some(secs) => spans.push(Span::styled(
                 format!("│ ● running {secs}s "),
-                bar.fg(Color::LightCyan),
+                theme.status_accent,
             )),
             None => spans.push(Span::styled("│ idle ", bar)),
         }
@@ -61,9 +111,31 @@ impl StatusBar {
             let s = if pending == 1 { "" } else { "s" };
             spans.push(Span::styled(
                 format!("│ {pending} approval{s} pending "),
-                bar.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                theme.status_alert,
             ));
         }
         frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn timed_policy_counts_down_then_reads_ask() {
+        let now = Instant::now();
+        let bar = StatusBar {
+            policy: Some(ApprovalPolicy::ApproveAllFor { minutes: 10 }),
+            policy_until: Some(now + Duration::from_secs(570)),
+            ..Default::default()
+        };
+        assert_eq!(
+            bar.policy_text(now).as_deref(),
+            Some("approve all, 10m left")
+        );
+        let later = now + Duration::from_secs(600);
+        assert_eq!(bar.policy_text(later).as_deref(), Some("ask"));
     }
 }

@@ -10,12 +10,13 @@ use std::path::Path;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{Scroll, pane_block};
 use crate::console::text::{one_line, sanitize, truncate_chars};
+use crate::console::theme::Theme;
 use crate::event::{OutputStream, ToolSummary};
 
 pub const MAX_LINES_PER_CALL: usize = 500;
@@ -86,7 +87,16 @@ impl ToolCall {
         let clean = sanitize(text);
         let parts: Vec<&str> = clean.split('\n').collect();
         let last_index = parts.len() - 1;
+        // Lines that would only be pushed out again by this same chunk are
+        // counted as dropped without being stored (floods stay cheap).
+        let skip_to = last_index.saturating_sub(MAX_LINES_PER_CALL);
+        if skip_to > 1 {
+            self.dropped += skip_to - 1;
+        }
         for (i, part) in parts.into_iter().enumerate() {
+            if i >= 1 && i < skip_to {
+                continue;
+            }
             if i == last_index && part.is_empty() {
                 // Text ended with a newline (or was empty): nothing left open.
                 if i > 0 {
@@ -108,7 +118,8 @@ impl ToolCall {
         }
     }
 
-    fn spill(&self) -> &[std::path::PathBuf] {
+    /// The spill files holding the full output, when it was cut for the model.
+    pub fn spill(&self) -> &[std::path::PathBuf] {
         match &self.status {
             CallStatus::Finished(s) if s.truncated => &s.spill,
             _ => &[],
@@ -119,25 +130,13 @@ impl ToolCall {
         2 + self.spill().len() + usize::from(self.dropped > 0) + self.lines.len()
     }
 
-    fn status_line(&self) -> Line<'static> {
-        let dim = Style::new().fg(Color::DarkGray);
-        let (label, style) = match &self.status {
-            CallStatus::Requested => ("requested".to_string(), dim),
-            CallStatus::WaitingApproval => (
-                "waiting approval".to_string(),
-                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            ),
-            CallStatus::Running => ("running".to_string(), Style::new().fg(Color::Cyan)),
-            CallStatus::Denied => ("denied".to_string(), Style::new().fg(Color::Red)),
-            CallStatus::Finished(s) => finished_label(s),
-        };
+    fn status_line(&self, theme: &Theme) -> Line<'static> {
+        let dim = theme.dim;
+        let (label, style) = status_label(&self.status, theme);
         let mut spans = vec![Span::raw("  "), Span::styled(label, style)];
         if let CallStatus::Finished(s) = &self.status {
             if s.truncated {
-                spans.push(Span::styled(
-                    " · truncated for model",
-                    Style::new().fg(Color::Magenta),
-                ));
+                spans.push(Span::styled(" · truncated for model", theme.truncated));
             }
             spans.push(Span::styled(
                 format!(" · {}", format_duration(s.duration_ms)),
@@ -148,10 +147,17 @@ impl ToolCall {
     }
 
     /// Lines `from..to` of this call's block.
-    fn render_lines(&self, from: usize, to: usize, width: usize, out: &mut Vec<Line<'static>>) {
+    fn render_lines(
+        &self,
+        from: usize,
+        to: usize,
+        width: usize,
+        theme: &Theme,
+        out: &mut Vec<Line<'static>>,
+    ) {
         let header = Line::from(vec![
-            Span::styled("▶ ", Style::new().fg(Color::Cyan)),
-            Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled("▶ ", theme.running),
+            Span::styled(self.name.clone(), theme.text.add_modifier(Modifier::BOLD)),
             Span::raw("  "),
             Span::raw(self.summary.clone()),
         ]);
@@ -161,17 +167,20 @@ impl ToolCall {
         for i in from..to {
             let line = match i {
                 0 => header.clone(),
-                1 => self.status_line(),
+                1 => self.status_line(theme),
                 n if n < fixed => match spill.get(n - 2) {
-                    Some(path) => spill_line(path, width),
+                    Some(path) => spill_line(path, width, theme),
                     None => continue,
                 },
                 n if n == fixed && marker == 1 => Line::styled(
-                    format!("  … {} earlier lines dropped", self.dropped),
-                    Style::new().fg(Color::DarkGray),
+                    format!(
+                        "  … {} earlier lines dropped (history view: h)",
+                        self.dropped
+                    ),
+                    theme.dim,
                 ),
                 n => match self.lines.get(n - fixed - marker) {
-                    Some(l) => output_line(l),
+                    Some(l) => output_line(l, theme),
                     None => continue,
                 },
             };
@@ -180,12 +189,26 @@ impl ToolCall {
     }
 }
 
-fn finished_label(s: &ToolSummary) -> (String, Style) {
-    let green = Style::new().fg(Color::Green);
-    let red = Style::new().fg(Color::Red);
+/// The status word(s) of a call and their style.
+pub fn status_label(status: &CallStatus, theme: &Theme) -> (String, Style) {
+    match status {
+        CallStatus::Requested => ("requested".to_string(), theme.dim),
+        CallStatus::WaitingApproval => (
+            "waiting approval".to_string(),
+            theme.warn.add_modifier(Modifier::BOLD),
+        ),
+        CallStatus::Running => ("running".to_string(), theme.running),
+        CallStatus::Denied => ("denied".to_string(), theme.bad),
+        CallStatus::Finished(s) => finished_label(s, theme),
+    }
+}
+
+fn finished_label(s: &ToolSummary, theme: &Theme) -> (String, Style) {
+    let green = theme.ok;
+    let red = theme.bad;
     match (s.ok, s.exit_code) {
         (true, Some(0)) => ("ok exit 0".to_string(), green),
-        (true, Some(code)) => (format!("exit {code}"), Style::new().fg(Color::Yellow)),
+        (true, Some(code)) => (format!("exit {code}"), theme.warn),
         (true, None) => ("ok".to_string(), green),
         (false, _) => {
             let why = s
@@ -199,7 +222,7 @@ fn finished_label(s: &ToolSummary) -> (String, Style) {
 }
 
 /// The spill file's path, cut from the left so its name stays visible.
-fn spill_line(path: &Path, width: usize) -> Line<'static> {
+fn spill_line(path: &Path, width: usize, theme: &Theme) -> Line<'static> {
     const LABEL: &str = "  full output: ";
     let full = sanitize(&path.display().to_string());
     let room = width.saturating_sub(LABEL.len() + 1).max(8);
@@ -210,19 +233,14 @@ fn spill_line(path: &Path, width: usize) -> Line<'static> {
     } else {
         full
     };
-    Line::from(vec![
-        Span::styled(LABEL, Style::new().fg(Color::DarkGray)),
-        Span::raw(shown),
-    ])
+    Line::from(vec![Span::styled(LABEL, theme.dim), Span::raw(shown)])
 }
 
-fn output_line(l: &OutputLine) -> Line<'static> {
+fn output_line(l: &OutputLine, theme: &Theme) -> Line<'static> {
     let style = match l.kind {
-        LineKind::Stdout => Style::new(),
-        LineKind::Stderr => Style::new().fg(Color::LightRed),
-        LineKind::Info => Style::new()
-            .fg(Color::DarkGray)
-            .add_modifier(Modifier::ITALIC),
+        LineKind::Stdout => theme.stdout,
+        LineKind::Stderr => theme.stderr,
+        LineKind::Info => theme.info,
     };
     let gutter = match l.kind {
         LineKind::Stderr => "! ",
@@ -230,7 +248,7 @@ fn output_line(l: &OutputLine) -> Line<'static> {
         LineKind::Stdout => "  ",
     };
     Line::from(vec![
-        Span::styled(gutter, Style::new().fg(Color::DarkGray)),
+        Span::styled(gutter, theme.dim),
         Span::styled(l.text.clone(), style),
     ])
 }
@@ -326,18 +344,18 @@ impl ToolsPane {
         call.status = CallStatus::Finished(summary.clone());
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool) {
-        let mut block = pane_block("tools".into(), focused);
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+        let mut block = pane_block("tools".into(), focused, theme);
         let inner = block.inner(area);
         let height = inner.height as usize;
         let total: usize = self.calls.iter().map(ToolCall::line_count).sum();
         let below = self.scroll.lines_below(total, height);
         if below > 0 {
-            block = block.title_bottom(format!(" ↓ {below} more (End) "));
+            block = block.title_bottom(format!(" ↓ {below} more (End/f follows) "));
         }
         frame.render_widget(block, area);
         if self.calls.is_empty() {
-            let hint = Line::styled("no tool calls yet", Style::new().fg(Color::DarkGray));
+            let hint = Line::styled("no tool calls yet", theme.dim);
             frame.render_widget(Paragraph::new(hint), inner);
             return;
         }
@@ -345,12 +363,20 @@ impl ToolsPane {
         let end = top + height;
         let mut lines = Vec::with_capacity(height);
         let mut start = 0usize;
+        let width = inner.width as usize;
         for call in &self.calls {
             let n = call.line_count();
             if start + n > top && start < end {
                 let from = top.saturating_sub(start);
                 let to = (end - start).min(n);
-                call.render_lines(from, to, inner.width as usize, &mut lines);
+                call.render_lines(from, to, width, theme, &mut lines);
+                // Sticky header: a call scrolled past its name and status
+                // (a long output being followed) keeps them on top.
+                if from >= 2 && height >= 6 && lines.len() >= 2 {
+                    let mut head = Vec::with_capacity(2);
+                    call.render_lines(0, 2, width, theme, &mut head);
+                    lines.splice(0..2, head);
+                }
             }
             start += n;
             if start >= end {

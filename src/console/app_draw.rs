@@ -1,0 +1,147 @@
+//! Drawing the [`App`]: the layout (status bar, panes, footer), zoom, the
+//! history view and the overlays. Drawing reads state and never changes it,
+//! apart from remembering where each pane went (for mouse clicks).
+//!
+//! Layout at any size ≥ 80×24: conversation and input on the left; tools,
+//! approvals and the tmux mirror on the right. Smaller terminals get the
+//! focused pane alone.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::app::{App, Focus, Overlay, PaneRects};
+use super::panes::footer::{self, FooterView, Layer};
+use super::panes::help;
+
+/// Below this size the focused pane is shown alone.
+const MIN_SPLIT: (u16, u16) = (60, 16);
+
+impl App {
+    pub fn draw(&self, frame: &mut Frame) {
+        let theme = self.theme();
+        let [status, body, foot] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(0),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        let pending = self.approvals.unanswered();
+        self.status.render(frame, status, self.now, pending, theme);
+
+        let layer = match (&self.modal, &self.overlay) {
+            (Some(m), _) => Layer::Modal(m.hint()),
+            (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
+            (None, Overlay::History { viewer: None }) => Layer::History,
+            (None, Overlay::Help { .. }) => Layer::Modal("↑↓ scroll · any other key closes"),
+            _ => Layer::Panes,
+        };
+        match &self.overlay {
+            Overlay::History { viewer } => {
+                self.rects.set(PaneRects::default());
+                match viewer {
+                    Some(v) => v.render(frame, body, theme),
+                    None => self.history.render(frame, body, theme),
+                }
+            }
+            _ => self.draw_panes(frame, body),
+        }
+        if let Overlay::Help { scroll } = self.overlay {
+            help::render(frame, body, &self.keys, theme, scroll);
+        }
+        if let Some(m) = &self.modal {
+            m.render(frame, body, theme);
+        }
+        match &self.flash {
+            Some(msg) => {
+                let line = Line::from(vec![Span::styled(msg.clone(), theme.notice)]);
+                frame.render_widget(Paragraph::new(line), foot);
+            }
+            None => footer::render(
+                frame,
+                foot,
+                FooterView {
+                    focus: self.focus,
+                    running: self.status.is_running(),
+                    pending,
+                    layer,
+                },
+                &self.keys,
+                theme,
+            ),
+        }
+    }
+
+    fn draw_panes(&self, frame: &mut Frame, body: Rect) {
+        let theme = self.theme();
+        let small = body.width < MIN_SPLIT.0 || body.height < MIN_SPLIT.1;
+        let only = match (self.zoom, small) {
+            (Some(z), _) => Some(z),
+            (None, true) => Some(self.focus),
+            (None, false) => None,
+        };
+        let mut rects = PaneRects::default();
+        if let Some(pane) = only {
+            match pane {
+                Focus::Conversation | Focus::Input => {
+                    let [c, i] = Layout::vertical([
+                        Constraint::Min(3),
+                        Constraint::Length(self.input.desired_height()),
+                    ])
+                    .areas(body);
+                    rects.conversation = c;
+                    rects.input = i;
+                }
+                Focus::Tools => rects.tools = body,
+                Focus::Approvals => rects.approvals = body,
+                Focus::Mirror => rects.mirror = body,
+            }
+        } else {
+            let [left, right] =
+                Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                    .areas(body);
+            let [conversation, input] = Layout::vertical([
+                Constraint::Min(3),
+                Constraint::Length(self.input.desired_height()),
+            ])
+            .areas(left);
+            let mirror_h = (body.height / 4).clamp(3, 10);
+            let [tools, approvals, mirror] = Layout::vertical([
+                Constraint::Min(3),
+                Constraint::Length(self.approvals.desired_height(right.width)),
+                Constraint::Length(mirror_h),
+            ])
+            .areas(right);
+            rects = PaneRects {
+                conversation,
+                tools,
+                approvals,
+                mirror,
+                input,
+            };
+        }
+        self.rects.set(rects);
+        let f = self.focus;
+        let some = |r: Rect| r.width > 0 && r.height > 0;
+        if some(rects.conversation) {
+            self.conversation
+                .render(frame, rects.conversation, f == Focus::Conversation, theme);
+        }
+        if some(rects.input) {
+            self.input.render(frame, rects.input, theme);
+        }
+        if some(rects.tools) {
+            self.tools
+                .render(frame, rects.tools, f == Focus::Tools, theme);
+        }
+        if some(rects.approvals) {
+            self.approvals
+                .render(frame, rects.approvals, f == Focus::Approvals, theme);
+        }
+        if some(rects.mirror) {
+            self.mirror
+                .render(frame, rects.mirror, f == Focus::Mirror, theme);
+        }
+    }
+}

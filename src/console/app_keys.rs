@@ -1,0 +1,547 @@
+//! Operator input for the [`App`]: keys, paste and mouse become state
+//! changes, [`AgentCommand`]s (returned, never sent here) and I/O requests.
+//!
+//! Order of precedence: Ctrl-C always quits; an open modal takes every key;
+//! then the help overlay, the history view and its viewer; then the input
+//! box (so approval keys never act while the operator types); then global
+//! keys, then the focused pane's keys.
+
+use crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::{Position, Rect};
+
+use super::app::{App, Focus, Overlay};
+use super::io::IoRequest;
+use super::keys::{Action, Scope};
+use super::panes::modal::{Modal, Outcome};
+use super::panes::tools::CallStatus;
+use super::panes::viewer::{ModelView, Section, Viewer, build};
+use crate::event::{AgentCommand, ApprovalDecision, ApprovalPolicy};
+
+/// Lines one mouse-wheel notch scrolls.
+const WHEEL_LINES: isize = 3;
+
+impl App {
+    /// Bracketed paste goes to the open modal, else the input box.
+    pub fn on_paste(&mut self, text: &str) {
+        if let Some(m) = &mut self.modal {
+            m.on_paste(text);
+            return;
+        }
+        self.overlay = Overlay::None;
+        self.set_focus(Focus::Input);
+        self.input.paste(text);
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        self.flash = None;
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return vec![AgentCommand::Quit];
+        }
+        if self.modal.is_some() {
+            return self.on_modal_key(key);
+        }
+        match self.overlay {
+            Overlay::Help { .. } => {
+                self.on_help_key(key);
+                return Vec::new();
+            }
+            Overlay::History { .. } => return self.on_history_key(key),
+            Overlay::None => {}
+        }
+        // Typed characters belong to the input box, whatever they are bound to.
+        let typing = self.focus == Focus::Input
+            && matches!(key.code, KeyCode::Char(_))
+            && !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let global = if typing {
+            None
+        } else {
+            self.keys.action(&key, Scope::Global)
+        };
+        match global {
+            Some(Action::NextPane) => {
+                self.set_focus(self.focus.next());
+                return Vec::new();
+            }
+            Some(Action::PrevPane) => {
+                self.set_focus(self.focus.prev());
+                return Vec::new();
+            }
+            Some(Action::Cancel) => {
+                if self.status.is_running() {
+                    return vec![AgentCommand::Cancel];
+                }
+                if self.zoom.is_some() {
+                    self.zoom = None;
+                } else if self.focus == Focus::Input {
+                    self.set_focus(Focus::Conversation);
+                }
+                return Vec::new();
+            }
+            _ => {}
+        }
+        if self.focus == Focus::Input {
+            return match self.input.on_key(key) {
+                Some(text) => {
+                    self.conversation.queue_user(&text);
+                    self.conversation.scroll.end();
+                    vec![AgentCommand::UserMessage { text }]
+                }
+                None => Vec::new(),
+            };
+        }
+        let scope = if self.focus == Focus::Approvals {
+            Scope::Approvals
+        } else {
+            Scope::Global
+        };
+        match self.keys.action(&key, scope) {
+            Some(Action::Quit) => {
+                self.quit = true;
+                return vec![AgentCommand::Quit];
+            }
+            Some(Action::FocusInput) => {
+                self.set_focus(Focus::Input);
+                return Vec::new();
+            }
+            Some(Action::Help) => {
+                self.overlay = Overlay::Help { scroll: 0 };
+                return Vec::new();
+            }
+            Some(Action::Zoom) => {
+                self.zoom = match self.zoom {
+                    Some(z) if z == self.focus => None,
+                    _ => Some(self.focus),
+                };
+                return Vec::new();
+            }
+            Some(Action::CycleTheme) => {
+                self.cycle_theme();
+                return Vec::new();
+            }
+            Some(Action::Policy) => {
+                self.modal = Some(Modal::policy(self.status.policy));
+                return Vec::new();
+            }
+            Some(Action::History) => {
+                self.overlay = Overlay::History { viewer: None };
+                return Vec::new();
+            }
+            Some(Action::Follow) => {
+                match self.focus {
+                    Focus::Tools => self.tools.scroll.end(),
+                    _ => self.conversation.scroll.end(),
+                }
+                return Vec::new();
+            }
+            Some(
+                a @ (Action::Approve
+                | Action::ApproveSession
+                | Action::Deny
+                | Action::DenyReason
+                | Action::Edit),
+            ) => return self.on_approval_action(a),
+            _ => {}
+        }
+        if key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        {
+            return Vec::new();
+        }
+        match (self.focus, key.code) {
+            (Focus::Conversation, code) => {
+                self.conversation.scroll.on_key(code);
+            }
+            (Focus::Tools, code) => {
+                self.tools.scroll.on_key(code);
+            }
+            (Focus::Approvals, KeyCode::Up | KeyCode::Char('k')) => self.approvals.select_prev(),
+            (Focus::Approvals, KeyCode::Down | KeyCode::Char('j')) => self.approvals.select_next(),
+            (_, KeyCode::Enter) if self.focus != Focus::Approvals => self.set_focus(Focus::Input),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn cycle_theme(&mut self) {
+        if self.themes.len() > 1 {
+            self.theme_index = (self.theme_index + 1) % self.themes.len();
+            self.flash = Some(format!("theme: {}", self.theme().name));
+        } else {
+            self.flash = Some(format!("theme: {} (colours are off)", self.theme().name));
+        }
+    }
+
+    fn on_approval_action(&mut self, action: Action) -> Vec<AgentCommand> {
+        let Some(request) = self.approvals.selected_open() else {
+            return Vec::new();
+        };
+        let id = request.id;
+        let decision = match action {
+            Action::Approve => ApprovalDecision::ApproveOnce,
+            Action::ApproveSession => ApprovalDecision::ApproveSession,
+            Action::Deny => ApprovalDecision::Deny,
+            Action::DenyReason => {
+                self.modal = Some(Modal::reason(id));
+                return Vec::new();
+            }
+            Action::Edit => {
+                if request.gate.editable_field.is_none() {
+                    self.flash = Some(format!("{} calls cannot be edited", request.tool));
+                    return Vec::new();
+                }
+                self.modal = Some(Modal::edit(id, &request.gate.action));
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        };
+        self.answer(decision)
+    }
+
+    fn answer(&mut self, decision: ApprovalDecision) -> Vec<AgentCommand> {
+        match self.approvals.answer(decision.clone()) {
+            Some(id) => vec![AgentCommand::Approval { id, decision }],
+            None => Vec::new(),
+        }
+    }
+
+    fn on_modal_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
+        let Some(modal) = &mut self.modal else {
+            return Vec::new();
+        };
+        let outcome = modal.on_key(key);
+        if outcome != Outcome::Stay {
+            self.modal = None;
+        }
+        match outcome {
+            Outcome::Stay | Outcome::Close => Vec::new(),
+            Outcome::Reason(id, reason) => {
+                let decision = if reason.is_empty() {
+                    ApprovalDecision::Deny
+                } else {
+                    ApprovalDecision::DenyWithReason(reason)
+                };
+                self.answer_id(id, decision)
+            }
+            Outcome::Edited(id, text, changed) => {
+                let decision = if changed {
+                    ApprovalDecision::ApproveEdited(text)
+                } else {
+                    ApprovalDecision::ApproveOnce
+                };
+                self.answer_id(id, decision)
+            }
+            Outcome::Policy(policy) => {
+                self.set_policy_shown(policy);
+                self.flash = Some(format!(
+                    "approval policy: {}",
+                    super::panes::status::policy_label(policy)
+                ));
+                vec![AgentCommand::SetPolicy { policy }]
+            }
+            Outcome::Search(query) => {
+                if let Overlay::History {
+                    viewer: Some(viewer),
+                } = &mut self.overlay
+                {
+                    let n = viewer.search(&query);
+                    self.flash = Some(if n == 0 {
+                        format!("no line matches `{query}`")
+                    } else {
+                        format!("{n} lines match `{query}`")
+                    });
+                }
+                Vec::new()
+            }
+            Outcome::Save(path) => {
+                if let Overlay::History {
+                    viewer: Some(viewer),
+                } = &self.overlay
+                    && let Some(content) = viewer.content()
+                {
+                    self.io.push(IoRequest::Save {
+                        path: path.into(),
+                        text: content.text.clone(),
+                    });
+                    self.flash = Some("saving…".into());
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// Answer request `id` (selecting it first: the modal was about it).
+    fn answer_id(&mut self, id: u64, decision: ApprovalDecision) -> Vec<AgentCommand> {
+        while self.approvals.selected().is_some_and(|p| p.request.id > id) {
+            self.approvals.select_prev();
+        }
+        while self.approvals.selected().is_some_and(|p| p.request.id < id) {
+            let before = self.approvals.selected().map(|p| p.request.id);
+            self.approvals.select_next();
+            if self.approvals.selected().map(|p| p.request.id) == before {
+                break;
+            }
+        }
+        if self.approvals.selected().map(|p| p.request.id) != Some(id) {
+            return Vec::new();
+        }
+        self.answer(decision)
+    }
+
+    fn on_help_key(&mut self, key: KeyEvent) {
+        let Overlay::Help { scroll } = &mut self.overlay else {
+            return;
+        };
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_add(1),
+            KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+            KeyCode::PageDown => *scroll = scroll.saturating_add(10),
+            _ => self.overlay = Overlay::None,
+        }
+    }
+
+    fn on_history_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
+        let Overlay::History { viewer } = &mut self.overlay else {
+            return Vec::new();
+        };
+        if let Some(v) = viewer {
+            match self.keys.action(&key, Scope::Viewer) {
+                Some(Action::Search) => {
+                    self.modal = Some(Modal::Search {
+                        query: String::new(),
+                    });
+                }
+                Some(Action::SearchNext) => v.next_match(true),
+                Some(Action::SearchPrev) => v.next_match(false),
+                Some(Action::Save) => {
+                    if v.content().is_some() {
+                        let name = format!("vigil-output-{}.txt", safe_name(&v.call_id));
+                        let path = self.save_dir.join(name);
+                        self.modal = Some(Modal::save(&path.display().to_string()));
+                    }
+                }
+                Some(Action::Cancel) => *viewer = None,
+                Some(Action::Quit) | Some(Action::History) => *viewer = None,
+                Some(Action::Follow) => v.scroll.end(),
+                _ => {
+                    v.scroll.on_key(key.code);
+                }
+            }
+            return Vec::new();
+        }
+        match self.keys.action(&key, Scope::Global) {
+            Some(Action::Cancel | Action::History | Action::Quit) => {
+                self.overlay = Overlay::None;
+                return Vec::new();
+            }
+            Some(Action::Help) => {
+                self.overlay = Overlay::Help { scroll: 0 };
+                return Vec::new();
+            }
+            _ => {}
+        }
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.history.select_prev(),
+            KeyCode::Down | KeyCode::Char('j') => self.history.select_next(),
+            KeyCode::PageUp => self.history.select_page(false),
+            KeyCode::PageDown => self.history.select_page(true),
+            KeyCode::Home => self.history.select_first(),
+            KeyCode::End => self.history.select_last(),
+            KeyCode::Enter => self.open_selected_output(),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Open the selected call's full output: from its spill files (read off
+    /// the UI task) when it was cut for the model, else what the console kept.
+    fn open_selected_output(&mut self) {
+        let Some(record) = self.history.selected() else {
+            return;
+        };
+        let call_id = record.call_id.clone();
+        let title = format!("{} {}", record.tool, record.summary);
+        let mut viewer = Viewer::loading(&call_id, &title);
+        match &record.status {
+            CallStatus::Finished(s) if s.truncated && !s.spill.is_empty() => {
+                let files = s
+                    .spill
+                    .iter()
+                    .map(|p| {
+                        let label = spill_label(p);
+                        (label.clone(), p.clone(), model_view(&record.tool, &label))
+                    })
+                    .collect();
+                self.io.push(IoRequest::LoadOutput {
+                    call_id: call_id.clone(),
+                    files,
+                });
+            }
+            _ => viewer.set_content(self.kept_output(&call_id)),
+        }
+        if let Overlay::History { viewer: slot } = &mut self.overlay {
+            *slot = Some(viewer);
+        }
+    }
+
+    /// The output the tools pane kept for a call, as viewer content.
+    fn kept_output(&self, call_id: &str) -> super::panes::viewer::Content {
+        let Some(call) = self.tools.call(call_id) else {
+            return build(&[Section {
+                label: "output no longer kept by the console".into(),
+                text: String::new(),
+                view: ModelView::All,
+            }]);
+        };
+        let mut text = String::new();
+        for l in &call.lines {
+            let mark = match l.kind {
+                super::panes::tools::LineKind::Stdout => "",
+                super::panes::tools::LineKind::Stderr => "stderr: ",
+                super::panes::tools::LineKind::Info => "· ",
+            };
+            text.push_str(mark);
+            text.push_str(&l.text);
+            text.push('\n');
+        }
+        let mut label = "streamed output".to_string();
+        if call.dropped > 0 {
+            label.push_str(&format!(
+                " (the first {} lines were not kept)",
+                call.dropped
+            ));
+        }
+        let truncated = matches!(&call.status, CallStatus::Finished(s) if s.truncated);
+        let view = if truncated {
+            ModelView::Unknown
+        } else {
+            ModelView::All
+        };
+        build(&[Section { label, text, view }])
+    }
+
+    /// Mouse: a click focuses the pane under it, the wheel scrolls it.
+    pub fn on_mouse(&mut self, m: MouseEvent) -> bool {
+        let at = Position::new(m.column, m.row);
+        let rects = self.rects.get();
+        let hit = |r: Rect| r.contains(at);
+        let pane = [
+            (rects.input, Focus::Input),
+            (rects.conversation, Focus::Conversation),
+            (rects.tools, Focus::Tools),
+            (rects.approvals, Focus::Approvals),
+            (rects.mirror, Focus::Mirror),
+        ]
+        .into_iter()
+        .find(|(r, _)| hit(*r))
+        .map(|(_, f)| f);
+        let delta = match m.kind {
+            MouseEventKind::ScrollUp => -WHEEL_LINES,
+            MouseEventKind::ScrollDown => WHEEL_LINES,
+            MouseEventKind::Down(MouseButton::Left) => {
+                if self.modal.is_some() || !matches!(self.overlay, Overlay::None) {
+                    return false;
+                }
+                return match pane {
+                    Some(f) => {
+                        self.set_focus(f);
+                        true
+                    }
+                    None => false,
+                };
+            }
+            _ => return false,
+        };
+        if self.modal.is_some() {
+            return false;
+        }
+        match &mut self.overlay {
+            Overlay::History { viewer: Some(v) } => v.scroll.scroll_by(delta),
+            Overlay::History { viewer: None } => {
+                if delta < 0 {
+                    self.history.select_prev();
+                } else {
+                    self.history.select_next();
+                }
+            }
+            Overlay::Help { scroll } => {
+                *scroll = scroll.saturating_add_signed(delta as i16);
+            }
+            Overlay::None => match pane {
+                Some(Focus::Conversation) => self.conversation.scroll.scroll_by(delta),
+                Some(Focus::Tools) => self.tools.scroll.scroll_by(delta),
+                Some(Focus::Approvals) if delta < 0 => self.approvals.select_prev(),
+                Some(Focus::Approvals) => self.approvals.select_next(),
+                _ => return false,
+            },
+        }
+        true
+    }
+
+    /// Change the policy as if chosen in the menu (tests, scripted use).
+    pub fn choose_policy(&mut self, policy: ApprovalPolicy) -> Vec<AgentCommand> {
+        self.set_policy_shown(policy);
+        vec![AgentCommand::SetPolicy { policy }]
+    }
+}
+
+/// `run_shell-stdout` from `…/1712345-run_shell-stdout-0.txt`.
+fn spill_label(path: &std::path::Path) -> String {
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut parts: Vec<&str> = name.split('-').collect();
+    if parts.len() >= 3 {
+        parts.remove(0);
+        parts.pop();
+        parts.join("-")
+    } else {
+        name
+    }
+}
+
+/// Which part of a spilled output the model saw, from the tool's limits.
+fn model_view(tool: &str, label: &str) -> ModelView {
+    use crate::tools::truncate::Keep;
+    let cfg = crate::tools::shell::ShellConfig::default();
+    let (limit, keep) = match tool {
+        "run_shell" if label.ends_with("stderr") => (cfg.stderr_limit, cfg.keep),
+        "run_shell" => (cfg.stdout_limit, cfg.keep),
+        "read_file" => (crate::tools::files::READ_LIMIT, Keep::Head),
+        _ => return ModelView::Unknown,
+    };
+    match keep {
+        Keep::Head => ModelView::Head(limit),
+        Keep::Tail => ModelView::HeadTail {
+            head: 0,
+            tail: limit,
+        },
+        Keep::HeadTail => ModelView::HeadTail {
+            head: limit / 2,
+            tail: limit - limit / 2,
+        },
+    }
+}
+
+fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect()
+}

@@ -1,0 +1,65 @@
+//! Snapshots of the views and overlays at 80×24: help, policy menu, deny
+//! reason, edit command, zoom, the history list and the full-output viewer.
+
+use crossterm::event::KeyCode;
+
+use super::app::{App, Focus};
+use super::app_tests::key;
+use super::snapshot_tests::waiting_for_approval;
+use super::view_tests::screen;
+
+fn press(app: &mut App, keys: &str) {
+    for c in keys.chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+}
+
+#[test]
+fn help_overlay_80x24() {
+    let mut app = waiting_for_approval();
+    app.set_focus(Focus::Tools);
+    press(&mut app, "?");
+    insta::assert_snapshot!(screen(&app, 80, 24));
+}
+
+#[test]
+fn policy_menu_80x24() {
+    let mut app = waiting_for_approval();
+    press(&mut app, "p");
+    insta::assert_snapshot!(screen(&app, 80, 24));
+}
+
+#[test]
+fn deny_reason_80x24() {
+    let mut app = waiting_for_approval();
+    press(&mut app, "r");
+    press(&mut app, "use the trash instead");
+    insta::assert_snapshot!(screen(&app, 80, 24));
+}
+
+#[test]
+fn edit_command_80x24() {
+    let mut app = waiting_for_approval();
+    press(&mut app, "e");
+    insta::assert_snapshot!(screen(&app, 80, 24));
+}
+
+#[test]
+fn zoomed_tools_80x24() {
+    let mut app = waiting_for_approval();
+    app.set_focus(Focus::Tools);
+    press(&mut app, "z");
+    insta::assert_snapshot!(screen(&app, 80, 24));
+}
+
+#[test]
+fn history_and_viewer_80x24() {
+    let mut app = waiting_for_approval();
+    app.set_focus(Focus::Tools);
+    press(&mut app, "h");
+    let list = screen(&app, 80, 24);
+    app.on_key(key(KeyCode::Up));
+    app.on_key(key(KeyCode::Enter));
+    let viewer = screen(&app, 80, 24);
+    insta::assert_snapshot!(format!("{list}\n{viewer}"));
+}

@@ -1,0 +1,174 @@
+//! Start the real `vigil` console in tmux against a scripted model server
+//! with a test scenario, in its own data, config and working directories.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common::{self, Tmux, vigil_bin};
+use vigil::scripted::{Scenario, ScriptedServer};
+
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The scenario every console test shares.
+pub const SCENARIO: &str = r#"
+model = "e2e"
+chunk_delay_ms = 0
+
+[[rule]]
+when = { role = "user", contains = "gate-me" }
+times = 0
+text = "I will run a gated command."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "touch gated-ran && echo original-cmd"
+risk = "medium"
+mutation = true
+privesc = false
+why = "e2e gate"
+
+[[rule]]
+when = { role = "user", contains = "flood" }
+times = 0
+text = "Flooding."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "seq 1 20000"
+risk = "low"
+mutation = false
+privesc = false
+why = "e2e flood"
+
+[[rule]]
+when = { role = "user", contains = "hang" }
+times = 0
+text = "Sleeping."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "sleep 30"
+risk = "low"
+mutation = false
+privesc = false
+why = "e2e hang"
+
+[[rule]]
+when = { role = "user", contains = "markdown" }
+times = 0
+text = """
+Plan:
+- **first** step with `ls -l`
+- second step
+```sh
+echo in-a-code-block
+```"""
+
+[[rule]]
+when = { role = "tool" }
+times = 0
+text = "TOOL SAID: {last_tool}"
+
+[[rule]]
+when = { role = "user" }
+times = 0
+text = "echo: {last_user}"
+"#;
+
+pub struct Console {
+    pub tmux: Tmux,
+    _agent_tmux: common::Server,
+    pub session: String,
+    pub dir: tempfile::TempDir,
+    _server: ScriptedServer,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Console {
+    /// Start with extra `[console]` / `[agent]` config lines and extra args.
+    pub fn start(tag: &str, config: &str, args: &str, env: &str) -> Console {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let scenario = Scenario::from_toml_str(SCENARIO).expect("scenario");
+        let server = rt
+            .block_on(ScriptedServer::start(scenario))
+            .expect("server");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(&cfg, config).expect("write config");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).expect("work dir");
+        // vigil's own managed tmux server, private to this test.
+        let agent_tmux = common::Server {
+            socket: common::socket(),
+        };
+        let cmd = format!(
+            "cd {work} && env -u NO_COLOR TERM=xterm-256color VIGIL_DATA_DIR={data} \
+             VIGIL_TMUX_SOCKET={sock} XDG_CONFIG_HOME={xdg} {env} {bin} --config {cfg} \
+             --base-url {url} --model e2e {args}",
+            sock = agent_tmux.socket,
+            work = work.display(),
+            data = dir.path().join("data").display(),
+            xdg = dir.path().join("xdg").display(),
+            bin = vigil_bin().display(),
+            cfg = cfg.display(),
+            url = server.base_url(),
+        );
+        let tmux = Tmux::new(tag);
+        let session = "console".to_string();
+        tmux.start(&session, 100, 30, &cmd);
+        tmux.wait_text(&session, "e2e", WAIT);
+        Console {
+            tmux,
+            _agent_tmux: agent_tmux,
+            session,
+            dir,
+            _server: server,
+            _rt: rt,
+        }
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        self.tmux.keys(&self.session, keys);
+    }
+
+    pub fn type_text(&self, text: &str) {
+        self.tmux.type_text(&self.session, text);
+    }
+
+    /// Type a message into the input box and send it.
+    pub fn send(&self, text: &str) {
+        self.type_text(text);
+        self.keys(&["Enter"]);
+    }
+
+    pub fn wait(&self, text: &str) -> String {
+        self.tmux.wait_text(&self.session, text, WAIT)
+    }
+
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        self.tmux.wait_for(&self.session, what, WAIT, pred)
+    }
+
+    pub fn screen(&self) -> String {
+        self.tmux.screen(&self.session)
+    }
+
+    /// The screen with colour escapes (`capture-pane -e`).
+    pub fn screen_ansi(&self) -> String {
+        let out = self
+            .tmux
+            .cmd()
+            .args(["capture-pane", "-e", "-p", "-t", &self.session])
+            .output()
+            .expect("capture");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// Config for the tests: no bell, low-risk commands run without asking.
+pub const BASE_CONFIG: &str = "[agent]\napproval = \"auto_low\"\n[console]\nbell = false\n";
