@@ -14,7 +14,7 @@ use reqwest::header::ACCEPT;
 
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
 use super::client::{
-    ChatModel, Completion, ModelClientConfig, ModelError, error_chain, is_json, parse_retry_after,
+    self, ChatModel, Completion, ModelClientConfig, ModelError, is_json, parse_retry_after,
 };
 use super::sse::{StreamError, snippet};
 use super::types::{AssistantReply, ChatMessage};
@@ -163,30 +163,15 @@ impl AnthropicClient {
     }
 
     fn stream_error(&self, e: StreamError) -> ModelError {
-        match e {
-            StreamError::Empty => ModelError::EmptyBody,
-            StreamError::Truncated => ModelError::StreamCut(e.to_string()),
-            other => ModelError::Protocol(self.redact(&other.to_string())),
-        }
+        client::stream_error(&self.config, e)
     }
 
     fn transport_error(&self, e: &reqwest::Error, url: &str) -> ModelError {
-        if e.is_timeout() {
-            ModelError::Timeout
-        } else if e.is_connect() {
-            ModelError::Connect(self.redact(&format!("{url}: {}", error_chain(e))))
-        } else {
-            ModelError::Protocol(
-                self.redact(&format!("request to {url} failed: {}", error_chain(e))),
-            )
-        }
+        client::transport_error(&self.config, e, url)
     }
 
     fn redact(&self, text: &str) -> String {
-        match &self.config.api_key {
-            Some(key) if !key.is_empty() => text.replace(key.as_str(), "<redacted>"),
-            _ => text.to_string(),
-        }
+        client::redact_key(&self.config, text)
     }
 }
 

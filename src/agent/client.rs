@@ -409,31 +409,51 @@ impl ModelClient {
     }
 
     fn stream_error(&self, e: StreamError) -> ModelError {
-        match e {
-            StreamError::Empty => ModelError::EmptyBody,
-            StreamError::Truncated => ModelError::StreamCut(e.to_string()),
-            other => ModelError::Protocol(self.redact(&other.to_string())),
-        }
+        stream_error(&self.config, e)
     }
 
     fn transport_error(&self, e: &reqwest::Error, url: &str) -> ModelError {
-        if e.is_timeout() {
-            ModelError::Timeout
-        } else if e.is_connect() {
-            ModelError::Connect(self.redact(&format!("{url}: {}", error_chain(e))))
-        } else {
-            ModelError::Protocol(
-                self.redact(&format!("request to {url} failed: {}", error_chain(e))),
-            )
-        }
+        transport_error(&self.config, e, url)
     }
 
     /// Removes the API key from text that might echo it.
     fn redact(&self, text: &str) -> String {
-        match &self.config.api_key {
-            Some(key) if !key.is_empty() => text.replace(key.as_str(), "<redacted>"),
-            _ => text.to_string(),
-        }
+        redact_key(&self.config, text)
+    }
+}
+
+/// A broken answer as a [`ModelError`] (shared by both dialects).
+pub(crate) fn stream_error(config: &ModelClientConfig, e: StreamError) -> ModelError {
+    match e {
+        StreamError::Empty => ModelError::EmptyBody,
+        StreamError::Truncated => ModelError::StreamCut(e.to_string()),
+        other => ModelError::Protocol(redact_key(config, &other.to_string())),
+    }
+}
+
+/// A failed request as a [`ModelError`] (shared by both dialects).
+pub(crate) fn transport_error(
+    config: &ModelClientConfig,
+    e: &reqwest::Error,
+    url: &str,
+) -> ModelError {
+    if e.is_timeout() {
+        ModelError::Timeout
+    } else if e.is_connect() {
+        ModelError::Connect(redact_key(config, &format!("{url}: {}", error_chain(e))))
+    } else {
+        ModelError::Protocol(redact_key(
+            config,
+            &format!("request to {url} failed: {}", error_chain(e)),
+        ))
+    }
+}
+
+/// Removes the API key from text that might echo it.
+pub(crate) fn redact_key(config: &ModelClientConfig, text: &str) -> String {
+    match &config.api_key {
+        Some(key) if !key.is_empty() => text.replace(key.as_str(), "<redacted>"),
+        _ => text.to_string(),
     }
 }
 
