@@ -303,6 +303,16 @@ impl App {
             }
             AgentEvent::Notice { text } => self.conversation.notice(&text),
             AgentEvent::Error { message } => self.conversation.error(&message),
+            AgentEvent::ContextUsage { used, limit } => {
+                self.status.context = Some((used, limit));
+            }
+            AgentEvent::SessionRecording { ref id, .. }
+            | AgentEvent::SessionRestored { ref id, .. } => {
+                self.status.session_id = Some(id.clone());
+                if let Some(text) = ev.notice_text() {
+                    self.conversation.notice(&text);
+                }
+            }
             AgentEvent::McpServerState { name, state, tools } => {
                 let text = format!("MCP server {name}: {state} ({tools} tools)");
                 match state {

@@ -28,6 +28,10 @@ pub struct StatusBar {
     pub policy: Option<ApprovalPolicy>,
     /// When a timed "approve all" ends.
     pub policy_until: Option<Instant>,
+    /// The recorded session's id (for `vigil resume ID`).
+    pub session_id: Option<String>,
+    /// Estimated context use, in tokens: (used, limit).
+    pub context: Option<(u64, u64)>,
 }
 
 /// A short label for a policy.
@@ -46,6 +50,12 @@ impl StatusBar {
         self.model = Some(one_line(&sanitize(model), 40));
         self.target = Some(one_line(&sanitize(target), 40));
         self.demo = demo;
+    }
+
+    /// Context use as a whole percentage of the limit.
+    pub fn context_percent(&self) -> Option<u64> {
+        let (used, limit) = self.context?;
+        (limit > 0).then(|| used.saturating_mul(100) / limit)
     }
 
     pub fn is_running(&self) -> bool {
@@ -92,6 +102,10 @@ impl StatusBar {
         if let Some(target) = &self.target {
             spans.push(Span::styled(format!("│ on {target} "), bar));
         }
+        if let Some(pct) = self.context_percent() {
+            let style = if pct >= 80 { theme.status_alert } else { bar };
+            spans.push(Span::styled(format!("│ ctx {pct}% "), style));
+        }
         if let Some(policy) = self.policy_text(now) {
             let style = match self.policy {
                 Some(ApprovalPolicy::Ask) | Some(ApprovalPolicy::AutoApproveLow) | None => bar,
@@ -112,6 +126,12 @@ impl StatusBar {
             spans.push(Span::styled(
                 format!("│ {pending} approval{s} pending "),
                 theme.status_alert,
+            ));
+        }
+        if let Some(id) = &self.session_id {
+            spans.push(Span::styled(
+                format!("│ session {} ", one_line(id, 24)),
+                bar,
             ));
         }
         frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
@@ -137,5 +157,15 @@ mod tests {
         );
         let later = now + Duration::from_secs(600);
         assert_eq!(bar.policy_text(later).as_deref(), Some("ask"));
+    }
+
+    #[test]
+    fn context_gauge_is_a_percentage_of_the_limit() {
+        let mut bar = StatusBar::default();
+        assert_eq!(bar.context_percent(), None);
+        bar.context = Some((2_600, 32_768));
+        assert_eq!(bar.context_percent(), Some(7));
+        bar.context = Some((10, 0));
+        assert_eq!(bar.context_percent(), None);
     }
 }
