@@ -134,6 +134,8 @@ impl App {
                 self.overlay = Overlay::History { viewer: None };
                 return Vec::new();
             }
+            Some(Action::Retry) => return vec![AgentCommand::Retry],
+            Some(Action::Compact) => return vec![AgentCommand::Compact],
             Some(Action::Follow) => {
                 match self.focus {
                     Focus::Tools => self.tools.scroll.end(),

@@ -257,3 +257,20 @@ fn the_console_future_can_be_spawned() {
     let fut = super::run(events, commands, super::ConsoleOptions::default());
     assert_send(&fut);
 }
+
+#[test]
+fn retry_and_compact_keys_reach_the_agent_outside_the_input_box() {
+    let mut app = app();
+    // In the input box they are just letters.
+    assert!(type_str(&mut app, "RC").is_empty());
+    app.on_key(key(KeyCode::Esc));
+    assert_ne!(app.focus(), Focus::Input);
+    assert_eq!(
+        app.on_key(KeyEvent::new(KeyCode::Char('R'), KeyModifiers::SHIFT)),
+        vec![AgentCommand::Retry]
+    );
+    assert_eq!(
+        app.on_key(KeyEvent::new(KeyCode::Char('C'), KeyModifiers::SHIFT)),
+        vec![AgentCommand::Compact]
+    );
+}

@@ -34,6 +34,10 @@ pub enum Action {
     SearchNext,
     SearchPrev,
     Save,
+    /// Re-run the model round that failed (after the last retry).
+    Retry,
+    /// Compact older context now.
+    Compact,
 }
 
 /// Where an action's key is looked up; keys only clash within one scope.
@@ -48,7 +52,7 @@ pub enum Scope {
 }
 
 impl Action {
-    pub const ALL: [Action; 20] = [
+    pub const ALL: [Action; 22] = [
         Action::Quit,
         Action::NextPane,
         Action::PrevPane,
@@ -69,6 +73,8 @@ impl Action {
         Action::SearchNext,
         Action::SearchPrev,
         Action::Save,
+        Action::Retry,
+        Action::Compact,
     ];
 
     /// The name used in `[console.keys]`.
@@ -94,6 +100,8 @@ impl Action {
             Action::SearchNext => "search_next",
             Action::SearchPrev => "search_prev",
             Action::Save => "save",
+            Action::Retry => "retry",
+            Action::Compact => "compact",
         }
     }
 
@@ -120,6 +128,8 @@ impl Action {
             Action::SearchNext => "next match",
             Action::SearchPrev => "previous match",
             Action::Save => "save the output to a file",
+            Action::Retry => "retry the model round that failed",
+            Action::Compact => "compact the conversation now",
         }
     }
 
@@ -159,6 +169,8 @@ impl Action {
             Action::SearchNext => "n",
             Action::SearchPrev => "N",
             Action::Save => "s",
+            Action::Retry => "R",
+            Action::Compact => "C",
         }
     }
 
