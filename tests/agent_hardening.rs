@@ -265,13 +265,13 @@ when = { role = "user" }
 text = "Three at once."
 [[rule.tool_calls]]
 name = "run_shell"
-arguments = { command = "sleep 0.4; echo A", risk = "medium", mutation = true, privesc = false, why = "t" }
+arguments = { command = "sleep 1.5; echo A", risk = "medium", mutation = true, privesc = false, why = "t" }
 [[rule.tool_calls]]
 name = "run_shell"
 arguments = { command = "echo B", risk = "medium", mutation = true, privesc = false, why = "t" }
 [[rule.tool_calls]]
 name = "run_shell"
-arguments = { command = "sleep 0.4; echo C", risk = "medium", mutation = true, privesc = false, why = "t" }
+arguments = { command = "sleep 1.5; echo C", risk = "medium", mutation = true, privesc = false, why = "t" }
 [[rule]]
 when = { role = "tool" }
 text = "Done."
@@ -310,8 +310,8 @@ async fn parallel_calls_with_mixed_approvals_keep_the_model_order() {
     let ev = until(&mut h.running.events, finished).await;
     assert!(completed(&ev), "{ev:#?}");
     assert!(
-        t0.elapsed() < Duration::from_millis(750),
-        "two 0.4 s calls ran concurrently ({:?})",
+        t0.elapsed() < Duration::from_millis(2800),
+        "two 1.5 s calls ran concurrently (sequential would take 3 s) ({:?})",
         t0.elapsed()
     );
     let req = h.server.requests().pop().unwrap();
