@@ -114,6 +114,21 @@ pub fn char_width(c: char) -> usize {
     Span::raw(&*c.encode_utf8(&mut buf)).width()
 }
 
+/// Width `c` adds after `prev`: a variation selector can widen the
+/// character before it (`5` + U+FE0F is an emoji, two columns).
+fn joined_width(prev: Option<char>, c: char) -> usize {
+    match prev {
+        Some(p) => {
+            let mut buf = [0u8; 8];
+            let n = p.encode_utf8(&mut buf).len();
+            let m = c.encode_utf8(&mut buf[n..]).len();
+            let pair = std::str::from_utf8(&buf[..n + m]).map_or(0, str_width);
+            pair.saturating_sub(char_width(p))
+        }
+        None => char_width(c),
+    }
+}
+
 /// Display width of a string.
 pub fn str_width(s: &str) -> usize {
     Span::raw(s).width()
@@ -153,7 +168,7 @@ fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
             cur_w = 0;
         }
         for c in word.chars() {
-            let cw = char_width(c);
+            let cw = joined_width(cur.chars().last(), c);
             if cur_w + cw > width && !cur.is_empty() {
                 out.push(std::mem::take(&mut cur));
                 cur_w = 0;
@@ -187,6 +202,16 @@ pub fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzzer: `5` + U+FE0F is two columns, not one.
+    #[test]
+    fn wrapped_lines_fit_with_variation_selectors() {
+        for width in 1..8 {
+            for line in wrap("red35\u{fe0f}m8;;http:/", width) {
+                assert!(str_width(&line) <= width.max(2), "{line:?} at {width}");
+            }
+        }
+    }
 
     #[test]
     fn strips_escape_sequences_and_controls() {

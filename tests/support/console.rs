@@ -88,8 +88,19 @@ pub struct Console {
 impl Console {
     /// Start with extra `[console]` / `[agent]` config lines and extra args.
     pub fn start(tag: &str, config: &str, args: &str, env: &str) -> Console {
+        Console::start_scenario(tag, SCENARIO, config, args, env)
+    }
+
+    /// Like [`Console::start`] with another model scenario.
+    pub fn start_scenario(
+        tag: &str,
+        scenario: &str,
+        config: &str,
+        args: &str,
+        env: &str,
+    ) -> Console {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let scenario = Scenario::from_toml_str(SCENARIO).expect("scenario");
+        let scenario = Scenario::from_toml_str(scenario).expect("scenario");
         let server = rt
             .block_on(ScriptedServer::start(scenario))
             .expect("server");

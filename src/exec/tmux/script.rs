@@ -149,6 +149,9 @@ pub enum Marker {
     Probe,
 }
 
+/// Longest marker body (`rc;-2147483648` and friends fit easily).
+const MAX_BODY: usize = 64;
+
 /// Finds the markers of one token in a pane's output stream, across
 /// arbitrary chunk boundaries.
 #[derive(Debug)]
@@ -179,9 +182,12 @@ impl MarkerScanner {
                 return found;
             };
             let body_start = start + self.prefix.len();
-            let Some(len) = self.buf[body_start..].iter().position(|&b| b == 0x07) else {
+            // A body is short: a BEL further away than MAX_BODY bytes does
+            // not end a marker, whether it came in this chunk or a later one.
+            let window = self.buf[body_start..].iter().take(MAX_BODY + 1);
+            let Some(len) = window.clone().position(|&b| b == 0x07) else {
                 self.buf.drain(..start);
-                if self.buf.len() > self.prefix.len() + 64 {
+                if self.buf.len() > self.prefix.len() + MAX_BODY {
                     // Not a marker of ours after all: drop the prefix.
                     self.buf.drain(..self.prefix.len());
                     continue;
@@ -244,6 +250,22 @@ pub fn sanitize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzzer: a prefix whose BEL is far away swallowed the
+    /// next real marker when it all came in one chunk, not when chunked.
+    #[test]
+    fn a_long_unterminated_body_does_not_swallow_the_next_marker() {
+        let stream = format!("\x1b]{OSC};tok;{}\x1b]{OSC};tok;o\x07", "x".repeat(80));
+        let mut whole = MarkerScanner::new("tok");
+        assert_eq!(whole.push(stream.as_bytes()), vec![Marker::StdoutDone]);
+        let mut chunked = MarkerScanner::new("tok");
+        let found: Vec<Marker> = stream
+            .as_bytes()
+            .chunks(5)
+            .flat_map(|c| chunked.push(c))
+            .collect();
+        assert_eq!(found, vec![Marker::StdoutDone]);
+    }
 
     #[test]
     fn tmux_quoting_escapes_what_tmux_interprets() {
