@@ -129,6 +129,25 @@ fn mirror_shows_the_managed_pane_and_the_operator_can_type_into_it() {
     tmux.wait_for("demo", "passthrough off", WAIT, |s| {
         !s.contains("TYPING INTO PANE")
     });
+
+    // Watching never recreates: the operator kills the shared pane (another
+    // pane keeps the session alive, so tmux reports a layout change); the
+    // mirror says it is gone and leaves it dead (the agent's next command
+    // recreates it and tells the model).
+    let shared = agent_tmux.tmux(&["display", "-p", "-t", &session, "#{pane_id}"]);
+    agent_tmux.tmux(&["split-window", "-d", "-t", &session]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!mirror_region(&tmux.screen("demo")).contains("managed pane is gone"));
+    agent_tmux.tmux(&["kill-pane", "-t", shared.trim()]);
+    let killed = Instant::now();
+    tmux.wait_for("demo", "the mirror saying the pane is gone", WAIT, |s| {
+        mirror_region(s).contains("managed pane is gone")
+    });
+    eprintln!("pane killed → mirror says so: {:?}", killed.elapsed());
+    std::thread::sleep(Duration::from_millis(300));
+    let panes = agent_tmux.tmux(&["list-panes", "-s", "-t", &session, "-F", "#{pane_id}"]);
+    assert_eq!(panes.lines().count(), 1, "nothing recreated: {panes}");
+
     tmux.keys("demo", &["q"]);
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
 }

@@ -5,8 +5,8 @@
 //! the control clients on `%output` and layout changes), so an idle pane
 //! costs nothing. Bursts are coalesced and captures rate-limited to one per
 //! [`MIN_INTERVAL`], so a change is shown within about that interval plus one
-//! capture. It only captures and publishes: it never types into, creates or
-//! kills anything, and holds only a weak reference to the manager so it
+//! capture. It only captures (through the existing control client) and
+//! publishes: it never types into, creates, recreates or kills anything, and holds only a weak reference to the manager so it
 //! never keeps the tmux layer alive. It ends when the agent's tmux layer is
 //! gone or nobody watches any more.
 
@@ -16,7 +16,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::TmuxManager;
+use super::manager::lock;
+use super::script::tq;
+use super::{TmuxError, TmuxManager};
 
 /// At most ~30 captures a second.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(33);
@@ -24,6 +26,35 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(33);
 /// How often the feed checks that the tmux layer still exists while the
 /// pane is idle (the only wake-up an idle pane causes).
 const LIVENESS: Duration = Duration::from_secs(5);
+
+/// Shown when the shared pane (or the whole server) is gone.
+pub const GONE: &str = "(the managed pane is gone: it is recreated on the agent's next command)";
+
+/// [`TmuxManager::capture_mirror`] without its side effects: only through
+/// the default session's live control client, never creating or recreating
+/// a session or pane (the agent's next command does that, and tells the
+/// model its terminal state was lost).
+async fn capture(manager: &TmuxManager) -> Result<String, TmuxError> {
+    let control = {
+        let controls = manager.controls.lock().await;
+        controls.get(manager.default_session()).cloned()
+    };
+    let pane = lock(&manager.shared_pane).clone();
+    let (Some(control), false) = (control, pane.is_empty()) else {
+        return Ok(GONE.to_string());
+    };
+    if control.is_closed() {
+        return Ok(GONE.to_string());
+    }
+    match control
+        .cmd(&format!("capture-pane -e -p -t {}", tq(&pane)))
+        .await
+    {
+        Ok(lines) => Ok(lines.join("\n")),
+        Err(e) if e.to_string().contains("can't find") => Ok(GONE.to_string()),
+        Err(e) => Err(e.into()),
+    }
+}
 
 /// Start the feed; the receiver sees the first capture as soon as it is
 /// taken, then every change.
@@ -51,7 +82,7 @@ async fn run(
             return;
         };
         last = Some(Instant::now());
-        match manager.capture_mirror().await {
+        match capture(&manager).await {
             Ok(text) => {
                 tx.send_if_modified(|shown| {
                     if *shown == text {
