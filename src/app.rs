@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::agent::anthropic::AnthropicClient;
 use crate::agent::approval::{ApprovalBroker, Policy};
@@ -19,7 +19,7 @@ use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
 use crate::exec::backend::CommandBackend;
 use crate::exec::tmux::manager::TmuxManager;
-use crate::exec::tmux::{TmuxBackend, TmuxOptions, tmux_available};
+use crate::exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
 use crate::exec::transport::{Local, Transport};
 use crate::redact::Redactor;
 use crate::scripted::{Scenario, ScriptedServer};
@@ -164,6 +164,9 @@ pub struct Running {
     pub broker: Arc<ApprovalBroker>,
     /// The id of the session being recorded (None: recording failed).
     pub session_id: Option<String>,
+    /// The latest capture of the managed pane (with its colours), updated
+    /// on change; None when commands do not run in a managed tmux pane.
+    pub mirror: Option<watch::Receiver<String>>,
 }
 
 /// What to start beyond the config.
@@ -450,9 +453,12 @@ pub async fn start_agent_with(
         session,
         restore,
         notices,
+        tmux: tmux.clone(),
     };
+    let mirror = tmux.as_ref().map(spawn_mirror_feed);
     let task = spawn_agent(setup, inner_tx, cmd_rx);
     Ok(Running {
+        mirror,
         events: event_rx,
         commands: cmd_tx,
         task,

@@ -131,6 +131,10 @@ pub enum AgentEvent {
     TurnFailed { kind: FailureKind, message: String },
     /// Estimated context use after a round, in tokens.
     ContextUsage { used: u64, limit: u64 },
+    /// The operator typed these keys into the managed pane (key passthrough
+    /// from the console's mirror), as opposed to the agent's `send_keys` or
+    /// `run_shell`. Sent after tmux accepted them.
+    OperatorKeys { keys: Vec<PaneKey> },
     /// Older context was shrunk to fit the limit.
     ContextCompacted {
         before: u64,
@@ -228,8 +232,49 @@ pub enum AgentCommand {
     Compact,
     /// Change how gated tool calls are decided from now on.
     SetPolicy { policy: ApprovalPolicy },
+    /// The operator types into the managed pane (key passthrough). Never
+    /// gated: the operator is the one typing. Answered by
+    /// [`AgentEvent::OperatorKeys`] once tmux took the keys.
+    PaneKeys { keys: Vec<PaneKey> },
     /// Shut the agent down.
     Quit,
+}
+
+/// One thing typed into a tmux pane: literal text (sent with
+/// `send-keys -l`) or a tmux key name (`Enter`, `BSpace`, `C-c`, `Up`…).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum PaneKey {
+    Text(String),
+    Key(String),
+}
+
+impl PaneKey {
+    /// How the keys read in the tool stream: text as typed, `⏎` for Enter,
+    /// other keys as `⟨C-c⟩`.
+    pub fn describe(keys: &[PaneKey]) -> String {
+        let mut out = String::new();
+        for k in keys {
+            match k {
+                PaneKey::Text(t) => out.push_str(t),
+                PaneKey::Key(k) if k == "Enter" => out.push('⏎'),
+                PaneKey::Key(k) => {
+                    out.push('⟨');
+                    out.push_str(k);
+                    out.push('⟩');
+                }
+            }
+        }
+        out
+    }
+
+    /// A key name tmux can be given safely: letters, digits and `-`, as in
+    /// `Enter`, `C-c`, `M-x`, `F5`, `S-Up` (literal text takes `Text`).
+    pub fn valid_key_name(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= 16
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    }
 }
 
 /// How gated tool calls are decided, as the operator picks it in the console.

@@ -361,6 +361,7 @@ async fn run_console(
         Policy::AutoApproveLow => vigil::event::ApprovalPolicy::AutoApproveLow,
         _ => vigil::event::ApprovalPolicy::ApproveAll,
     });
+    opts.mirror = running.mirror.clone();
     let result = console::run(running.events, running.commands.clone(), opts).await;
     let _ = running.commands.send(vigil::event::AgentCommand::Quit);
     match result {

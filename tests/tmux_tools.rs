@@ -1,6 +1,7 @@
 //! The tmux tools on real tmux (private sockets): every capture-pane
 //! option, send-keys and its gate, the management tools with ownership,
-//! limits and protection.
+//! limits and protection, and the operator's key passthrough with the mirror
+//! feed.
 
 mod common;
 
@@ -335,4 +336,76 @@ async fn management_tools_respect_ownership_limits_and_protection() {
             assert!(d.function.description.contains(section), "{section}");
         }
     }
+}
+
+/// The operator's key passthrough: typed keys land in the shared pane in
+/// order; a half-typed line the operator leaves behind does not leak into
+/// the agent's next command, whose output stays exact; the mirror feed
+/// publishes the pane (with the typed text) and nothing when idle.
+#[tokio::test]
+async fn operator_keys_reach_the_pane_and_leave_attribution_intact() {
+    use vigil::event::PaneKey;
+    let (b, _s) = common::start("bash").await;
+    let m = manager(&b);
+    let mut feed = vigil::exec::tmux::spawn_mirror_feed(&m);
+    feed.changed().await.unwrap();
+
+    let text = |t: &str| PaneKey::Text(t.into());
+    m.send_operator_keys(&[text("echo op-$((6*7))"), PaneKey::Key("Enter".into())])
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let shown = feed.borrow_and_update().clone();
+        if shown.lines().any(|l| l.trim() == "op-42") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "mirror feed never showed it:\n{shown}"
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(1), feed.changed()).await;
+    }
+
+    // A bad key name is refused before anything is typed.
+    assert!(
+        m.send_operator_keys(&[PaneKey::Key("Enter; kill-server".into())])
+            .await
+            .is_err()
+    );
+
+    // The operator leaves a half-typed line; the agent's command is exact.
+    m.send_operator_keys(&[text("echo half-typed")])
+        .await
+        .unwrap();
+    let r = RunRequest {
+        command: "printf 'agent\\tok\\n'".into(),
+        timeout: Some(Duration::from_secs(20)),
+        ..Default::default()
+    };
+    let out = b.run(r, None).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "agent\tok\n");
+    assert_eq!(out.exit_code, Some(0));
+
+    // Idle: once the pane settles, no new capture is published.
+    let mut last = Instant::now();
+    while last.elapsed() < Duration::from_millis(700) {
+        if tokio::time::timeout(Duration::from_millis(100), feed.changed())
+            .await
+            .is_ok()
+        {
+            feed.borrow_and_update();
+            last = Instant::now();
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(10),
+            "never settles"
+        );
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), feed.changed())
+            .await
+            .is_err(),
+        "an idle pane publishes nothing"
+    );
 }

@@ -2,8 +2,9 @@
 //! [`AgentCommand`]s on one channel. Messages are queued while a turn runs,
 //! approvals are handed to the broker, a cancel drops the running turn (which
 //! stops the stream and kills the running commands), `Retry` re-runs the
-//! last failed round, `Compact` shrinks the context on demand. What one turn
-//! does lives in [`super::turn`].
+//! last failed round, `Compact` shrinks the context on demand, `PaneKeys`
+//! (the operator typing into the managed pane) goes to tmux ungated on its
+//! own ordered task. What one turn does lives in [`super::turn`].
 //!
 //! It never renders and never reads the terminal.
 
@@ -26,6 +27,7 @@ use super::session::SessionWriter;
 use super::turn::{continue_turn, run_turn};
 use super::types::{ChatMessage, Role};
 use crate::event::{AgentCommand, AgentEvent, MirrorTarget, TurnOutcome};
+use crate::exec::tmux::TmuxManager;
 use crate::tools::ToolRegistry;
 
 /// The system prompt used when the config gives none.
@@ -60,6 +62,9 @@ pub struct AgentSetup {
     pub restore: Option<Restored>,
     /// Told to the operator right after the session starts.
     pub notices: Vec<String>,
+    /// The managed tmux layer, for the operator's key passthrough
+    /// ([`AgentCommand::PaneKeys`]); None when commands run as processes.
+    pub tmux: Option<Arc<TmuxManager>>,
 }
 
 /// Start the agent task.
@@ -137,6 +142,10 @@ async fn run_agent(
         });
     }
     let broker = setup.broker.clone();
+    let pane_keys = setup
+        .tmux
+        .clone()
+        .map(|tmux| spawn_pane_keys(tmux, events.clone()));
     let definitions = setup.registry.definitions();
     let tools_chars = serde_json::to_string(&definitions).map_or(0, |s| s.len());
     let shared = Arc::new(Shared {
@@ -190,6 +199,15 @@ async fn run_agent(
                         });
                     }
                 }
+                Some(AgentCommand::PaneKeys { keys }) => match &pane_keys {
+                    // The operator types: never gated, never queued behind a turn.
+                    Some(tx) => {
+                        let _ = tx.send(keys);
+                    }
+                    None => shared.emit(AgentEvent::Notice {
+                        text: "no managed tmux pane to type into: commands run as plain processes".into(),
+                    }),
+                },
                 Some(AgentCommand::SetPolicy { policy }) => {
                     broker.set_policy(crate::agent::approval::Policy::from_choice(policy));
                 }
@@ -239,6 +257,34 @@ async fn run_agent(
             }
         }
     }
+}
+
+/// The operator's keystrokes go to the pane in order, on their own task (the
+/// loop never waits on tmux); bursts are sent as one batch. Each accepted
+/// batch is reported as [`AgentEvent::OperatorKeys`]. The task ends with the
+/// loop (its sender is dropped).
+fn spawn_pane_keys(
+    tmux: Arc<TmuxManager>,
+    events: mpsc::UnboundedSender<AgentEvent>,
+) -> mpsc::UnboundedSender<Vec<crate::event::PaneKey>> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<crate::event::PaneKey>>();
+    tokio::spawn(async move {
+        while let Some(mut keys) = rx.recv().await {
+            while let Ok(more) = rx.try_recv() {
+                keys.extend(more);
+            }
+            let event = match tmux.send_operator_keys(&keys).await {
+                Ok(()) => AgentEvent::OperatorKeys { keys },
+                Err(e) => AgentEvent::Error {
+                    message: format!("could not type into the managed pane: {e}"),
+                },
+            };
+            if events.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    tx
 }
 
 /// Load a resumed session into the conversation and tell the console.

@@ -150,6 +150,9 @@ impl App {
 
     pub fn set_focus(&mut self, focus: Focus) {
         self.focus = focus;
+        if focus != Focus::Mirror {
+            self.mirror.set_typing(false);
+        }
         self.input.set_focused(focus == Focus::Input);
     }
 
@@ -270,7 +273,8 @@ impl App {
                 self.track(&request.call_id);
                 self.approvals.push(request);
                 self.bell = true;
-                if self.input.is_empty() && self.modal.is_none() {
+                // Never taken from an operator typing into the pane.
+                if self.input.is_empty() && self.modal.is_none() && !self.mirror.typing() {
                     self.set_focus(Focus::Approvals);
                 }
             }
@@ -301,6 +305,7 @@ impl App {
                 self.status.turn_started = None;
                 self.conversation.turn_finished(&outcome);
             }
+            AgentEvent::OperatorKeys { keys } => self.tools.operator_typed(&keys),
             AgentEvent::Notice { text } => self.conversation.notice(&text),
             AgentEvent::Error { message } => self.conversation.error(&message),
             AgentEvent::ContextUsage { used, limit } => {

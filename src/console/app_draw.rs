@@ -14,6 +14,7 @@ use ratatui::widgets::Paragraph;
 use super::app::{App, Focus, Overlay, PaneRects};
 use super::panes::footer::{self, FooterView, Layer};
 use super::panes::help;
+use super::passthrough;
 
 /// Below this size the focused pane is shown alone.
 const MIN_SPLIT: (u16, u16) = (60, 16);
@@ -35,6 +36,7 @@ impl App {
             (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
             (None, Overlay::History { viewer: None }) => Layer::History,
             (None, Overlay::Help { .. }) => Layer::Modal("↑↓ scroll · any other key closes"),
+            _ if self.mirror.typing() => Layer::Modal(passthrough::HINT),
             _ => Layer::Panes,
         };
         match &self.overlay {

@@ -1,7 +1,9 @@
 //! Operator input for the [`App`]: keys, paste and mouse become state
 //! changes, [`AgentCommand`]s (returned, never sent here) and I/O requests.
 //!
-//! Order of precedence: Ctrl-C always quits; an open modal takes every key;
+//! Order of precedence: while the operator types into the mirrored pane
+//! every key goes there (`app_passthrough`, Ctrl-C included); otherwise
+//! Ctrl-C always quits; an open modal takes every key;
 //! then the help overlay, the history view and its viewer; then the input
 //! box (so approval keys never act while the operator types); then global
 //! keys, then the focused pane's keys.
@@ -23,15 +25,20 @@ use crate::event::{AgentCommand, ApprovalDecision, ApprovalPolicy};
 const WHEEL_LINES: isize = 3;
 
 impl App {
-    /// Bracketed paste goes to the open modal, else the input box.
-    pub fn on_paste(&mut self, text: &str) {
+    /// Bracketed paste goes to the pane while the operator types into it,
+    /// else to the open modal, else the input box.
+    pub fn on_paste(&mut self, text: &str) -> Vec<AgentCommand> {
+        if self.mirror.typing() {
+            return self.paste_into_pane(text);
+        }
         if let Some(m) = &mut self.modal {
             m.on_paste(text);
-            return;
+            return Vec::new();
         }
         self.overlay = Overlay::None;
         self.set_focus(Focus::Input);
         self.input.paste(text);
+        Vec::new()
     }
 
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
@@ -39,6 +46,9 @@ impl App {
             return Vec::new();
         }
         self.flash = None;
+        if self.mirror.typing() {
+            return self.on_passthrough_key(key);
+        }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             self.quit = true;
             return vec![AgentCommand::Quit];
@@ -96,6 +106,9 @@ impl App {
                 }
                 None => Vec::new(),
             };
+        }
+        if self.starts_typing(&key) {
+            return Vec::new();
         }
         let scope = if self.focus == Focus::Approvals {
             Scope::Approvals

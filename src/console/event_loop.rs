@@ -1,5 +1,5 @@
-//! The console's one event loop: merges terminal input, agent events and a
-//! clock tick with `tokio::select!`; state changes mark the screen dirty and
+//! The console's one event loop: merges terminal input, agent events, the
+//! mirror feed's captures and a clock tick with `tokio::select!`; state changes mark the screen dirty and
 //! drawing is coalesced to at most one frame per `1/fps`, each wrapped in a
 //! synchronized update so the terminal never shows a half-drawn frame.
 //!
@@ -17,6 +17,7 @@ use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::ConsoleOptions;
@@ -52,6 +53,7 @@ where
     let mut input = EventStream::new();
     let (io_tx, mut io_rx) = tokio::sync::mpsc::unbounded_channel::<IoResult>();
     let mut agent_open = true;
+    let mut mirror = opts.mirror.clone();
     let mut dirty = true;
     let mut next_frame = Instant::now();
     loop {
@@ -115,6 +117,14 @@ where
                     dirty = true;
                 }
             },
+            changed = mirror_changed(&mut mirror) => {
+                match changed {
+                    Some(text) => app.mirror_mut().set_content(&text),
+                    // The feed ended (the agent's tmux layer is gone).
+                    None => mirror = None,
+                }
+                dirty = true;
+            }
             Some(result) = io_rx.recv() => {
                 app.on_io(result);
                 dirty = true;
@@ -122,6 +132,18 @@ where
             _ = tokio::time::sleep_until(wake) => {}
         }
         dirty |= app.tick(std::time::Instant::now());
+    }
+}
+
+/// The next capture of the mirrored pane (None: the feed ended). Never
+/// resolves without a feed, so an idle or absent pane costs nothing.
+async fn mirror_changed(mirror: &mut Option<watch::Receiver<String>>) -> Option<String> {
+    let Some(rx) = mirror.as_mut() else {
+        return std::future::pending().await;
+    };
+    match rx.changed().await {
+        Ok(()) => Some(rx.borrow_and_update().clone()),
+        Err(_) => None,
     }
 }
 
@@ -139,7 +161,9 @@ fn on_terminal_event(app: &mut App, ev: Event, commands: &UnboundedSender<AgentC
             true
         }
         Event::Paste(text) => {
-            app.on_paste(&text);
+            for cmd in app.on_paste(&text) {
+                let _ = commands.send(cmd);
+            }
             true
         }
         Event::Mouse(m) => app.on_mouse(m),

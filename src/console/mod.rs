@@ -8,17 +8,21 @@
 //!   testable without a terminal.
 //! - [`panes`] has one file per pane, view and overlay; [`text`] neutralises
 //!   foreign text; [`markdown`] renders assistant text.
+//! - [`passthrough`] maps keys typed into the focused mirror to tmux keys
+//!   (sent as `AgentCommand::PaneKeys`; the agent side types them).
 //! - [`keys`] and [`theme`] hold the configurable bindings and colours;
 //!   [`io`] is the only file I/O, run off the UI task.
 
 pub mod app;
 mod app_draw;
 mod app_keys;
+mod app_passthrough;
 pub mod event_loop;
 pub mod io;
 pub mod keys;
 pub mod markdown;
 pub mod panes;
+pub mod passthrough;
 pub mod terminal;
 pub mod text;
 pub mod theme;
@@ -38,6 +42,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
 
 use crate::config::ConsoleConfig;
 use crate::event::{AgentCommand, AgentEvent, ApprovalPolicy};
@@ -45,7 +50,7 @@ use keys::Keymap;
 use theme::Theme;
 
 /// How the console behaves. Model and target come from `SessionStarted`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ConsoleOptions {
     /// Sent as `AgentCommand::UserMessage` right after start (the demo uses it).
     pub initial_message: Option<String>,
@@ -61,6 +66,9 @@ pub struct ConsoleOptions {
     pub initial_policy: Option<ApprovalPolicy>,
     /// Where "save output" proposes to write (default: the current dir).
     pub save_dir: Option<PathBuf>,
+    /// The latest capture of the managed pane, kept fresh by the agent side
+    /// (`app::Running::mirror`); the console only reads it.
+    pub mirror: Option<watch::Receiver<String>>,
 }
 
 impl Default for ConsoleOptions {
@@ -73,6 +81,7 @@ impl Default for ConsoleOptions {
             themes: vec![Theme::default()],
             initial_policy: None,
             save_dir: None,
+            mirror: None,
         }
     }
 }

@@ -187,6 +187,39 @@ fn mirror_target_80x24() {
     insta::assert_snapshot!(render(&app, 80, 24));
 }
 
+fn mirrored() -> App {
+    let mut app = started(Some(MirrorTarget {
+        server_args: vec!["-L".into(), "vigil".into()],
+        pane: "%3".into(),
+    }));
+    app.mirror_mut().set_content(
+        "$ uname -a\nLinux box 6.1.0 x86_64 GNU/Linux\n$ df -h / | tail -1\n\
+         \x1b[32m/dev/sda1\x1b[0m  40G  12G  26G  32% /\n$ \n\n\n",
+    );
+    app
+}
+
+#[test]
+fn mirror_content_100x30() {
+    insta::assert_snapshot!(render(&mirrored(), 100, 30));
+}
+
+#[test]
+fn mirror_passthrough_100x30() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = mirrored();
+    app.set_focus(super::app::Focus::Mirror);
+    let cmds = app.on_key(KeyEvent::new(KeyCode::Char('i'), KeyModifiers::NONE));
+    assert!(cmds.is_empty() && app.mirror.typing());
+    app.on_agent_event(AgentEvent::OperatorKeys {
+        keys: vec![
+            crate::event::PaneKey::Text("echo typed-by-operator".into()),
+            crate::event::PaneKey::Key("Enter".into()),
+        ],
+    });
+    insta::assert_snapshot!(render(&app, 100, 30));
+}
+
 #[test]
 fn tiny_terminal_does_not_panic() {
     let app = turn_finished();

@@ -130,8 +130,12 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             keys.push((k(Action::FocusInput), "type"));
         }
         Focus::Mirror => {
+            keys.push((
+                format!("{}/Enter", k(Action::FocusInput)),
+                "type into the pane",
+            ));
             keys.push((k(Action::Zoom), "zoom"));
-            keys.push((k(Action::FocusInput), "type"));
+            keys.push((k(Action::NextPane), "next pane"));
         }
     }
     if view.focus != Focus::Input {

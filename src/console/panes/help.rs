@@ -53,6 +53,19 @@ pub fn sections(map: &Keymap) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("mouse", "click focuses a pane, wheel scrolls"),
             ]),
         ),
+        (
+            "mirror pane (the managed tmux pane)",
+            vec![
+                (
+                    format!("{} Enter", map.label(Action::FocusInput)),
+                    "type into the pane (every key goes there, Ctrl-C too)".into(),
+                ),
+                (
+                    "Ctrl-] / Esc Esc".into(),
+                    "stop typing into the pane".into(),
+                ),
+            ],
+        ),
         ("full-output viewer", {
             let mut v = bound(Scope::Viewer);
             v.push(("Esc".into(), "back to the history list".into()));

@@ -2,16 +2,22 @@
 //! or says plainly that there is none. Captured pane text keeps its ANSI
 //! colours (converted with ansi-to-tui), unlike every other pane.
 //!
+//! While the operator types into the pane (key passthrough, see
+//! [`crate::console::passthrough`]) its border and title say so.
+//!
 //! It never captures, types into or otherwise touches tmux itself; whoever
-//! captures the pane hands the text to [`MirrorPane::set_content`].
+//! captures the pane hands the text to [`MirrorPane::set_content`], and the
+//! keys typed travel as `AgentCommand::PaneKeys` from the App.
 
 use ansi_to_tui::IntoText;
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane_block;
+use crate::console::passthrough;
 use crate::console::text::sanitize;
 use crate::console::theme::Theme;
 use crate::event::MirrorTarget;
@@ -23,6 +29,10 @@ pub struct MirrorPane {
     /// `None` until the session started; then the pane, if any.
     target: Option<Option<MirrorTarget>>,
     content: Option<Text<'static>>,
+    /// Keys go to the pane (passthrough on).
+    typing: bool,
+    /// The last key typed was a lone Esc (a second one leaves).
+    pub(crate) esc_pending: bool,
 }
 
 impl MirrorPane {
@@ -36,11 +46,30 @@ impl MirrorPane {
     }
 
     /// Replace the shown text with a fresh capture (`capture-pane -e -p`).
+    /// The blank rows below the cursor are dropped, so the bottom of the
+    /// mirror shows the pane's latest line.
     pub fn set_content(&mut self, ansi: &str) {
-        let text = ansi
+        let mut text = ansi
             .into_text()
             .unwrap_or_else(|_| Text::raw(sanitize(ansi)));
+        while text
+            .lines
+            .last()
+            .is_some_and(|l| l.spans.iter().all(|s| s.content.trim().is_empty()))
+        {
+            text.lines.pop();
+        }
         self.content = Some(text);
+    }
+
+    /// Whether keys go to the pane.
+    pub fn typing(&self) -> bool {
+        self.typing
+    }
+
+    pub fn set_typing(&mut self, on: bool) {
+        self.typing = on;
+        self.esc_pending = false;
     }
 
     pub fn content(&self) -> Option<&Text<'static>> {
@@ -52,7 +81,14 @@ impl MirrorPane {
             Some(t) => format!("mirror {}", sanitize(&t.pane)),
             None => "mirror".to_string(),
         };
-        let block = pane_block(title, focused, theme);
+        let mut block = pane_block(title, focused, theme);
+        if self.typing {
+            let style = theme.warn.add_modifier(Modifier::BOLD);
+            block = block.border_style(style).title_bottom(Line::styled(
+                format!(" {} ", passthrough::BORDER_HINT),
+                style,
+            ));
+        }
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let dim = theme.dim;
@@ -65,7 +101,7 @@ impl MirrorPane {
             }
             (Some(Some(t)), None) => Paragraph::new(vec![
                 Line::raw(format!("mirror: {}", sanitize(&t.pane))),
-                Line::styled("live mirroring is not available yet", dim),
+                Line::styled("waiting for the first capture of the pane…", dim),
             ])
             .wrap(Wrap { trim: true }),
         };
@@ -92,5 +128,13 @@ mod tests {
             text.lines[0].spans[0].style.fg,
             Some(ratatui::style::Color::Red)
         );
+    }
+
+    #[test]
+    fn blank_rows_below_the_cursor_are_dropped() {
+        let mut m = MirrorPane::default();
+        m.set_content("$ ls\na b\n$ \n\n   \n\x1b[0m\n");
+        let text = m.content().expect("content set");
+        assert_eq!(text.lines.len(), 3);
     }
 }

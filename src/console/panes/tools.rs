@@ -3,6 +3,10 @@
 //! Memory is bounded: at most [`MAX_LINES_PER_CALL`] lines per call, lines cut
 //! at [`MAX_LINE_CHARS`], and at most [`MAX_CALLS`] calls.
 //!
+//! Keys the operator typed into the managed pane are shown in the same
+//! stream as their own kind of entry ([`OPERATOR_MARK`]), so operator typing
+//! is never mistaken for the agent's `send_keys`/`run_shell`.
+//!
 //! It only records and renders; it never runs or stops anything.
 
 use std::collections::VecDeque;
@@ -17,11 +21,15 @@ use ratatui::widgets::Paragraph;
 use super::{Scroll, pane_block};
 use crate::console::text::{one_line, sanitize, truncate_chars};
 use crate::console::theme::Theme;
-use crate::event::{OutputStream, ToolSummary};
+use crate::event::{OutputStream, PaneKey, ToolSummary};
 
 pub const MAX_LINES_PER_CALL: usize = 500;
 pub const MAX_LINE_CHARS: usize = 2_000;
 pub const MAX_CALLS: usize = 200;
+/// How operator typing is marked in the stream (apart from tool calls).
+pub const OPERATOR_MARK: &str = "⌨ operator typed: ";
+/// Longest operator entry shown (the rest continues in a new entry).
+const MAX_TYPED_CHARS: usize = 300;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallStatus {
@@ -55,8 +63,11 @@ pub struct ToolCall {
     pub lines: VecDeque<OutputLine>,
     /// Lines dropped from the front to respect the bound.
     pub dropped: usize,
-    /// The last line has no newline yet.
+    /// The last line has no newline yet (for an operator entry: more typing
+    /// continues it).
     open: bool,
+    /// Not a tool call: keys the operator typed into the pane.
+    pub operator: bool,
 }
 
 impl ToolCall {
@@ -69,6 +80,7 @@ impl ToolCall {
             lines: VecDeque::new(),
             dropped: 0,
             open: false,
+            operator: false,
         }
     }
 
@@ -155,6 +167,19 @@ impl ToolCall {
         theme: &Theme,
         out: &mut Vec<Line<'static>>,
     ) {
+        if self.operator {
+            let style = theme.warn.add_modifier(Modifier::BOLD);
+            for i in from..to.min(2) {
+                out.push(match i {
+                    0 => Line::from(vec![
+                        Span::styled(OPERATOR_MARK, style),
+                        Span::raw(self.summary.clone()),
+                    ]),
+                    _ => Line::styled("  by the operator, not the agent", theme.dim),
+                });
+            }
+            return;
+        }
         let header = Line::from(vec![
             Span::styled("▶ ", theme.running),
             Span::styled(self.name.clone(), theme.text.add_modifier(Modifier::BOLD)),
@@ -267,6 +292,8 @@ pub fn format_duration(ms: u64) -> String {
 #[derive(Debug, Default)]
 pub struct ToolsPane {
     calls: VecDeque<ToolCall>,
+    /// Operator entries so far (for their ids).
+    operators: usize,
     pub scroll: Scroll,
 }
 
@@ -328,6 +355,39 @@ impl ToolsPane {
         call.open = false;
         call.append(LineKind::Info, text);
         call.open = false;
+    }
+
+    /// The operator typed into the pane: continue the newest operator entry
+    /// until Enter, else start a new one.
+    pub fn operator_typed(&mut self, keys: &[PaneKey]) {
+        let typed = sanitize(&PaneKey::describe(keys));
+        if typed.is_empty() {
+            return;
+        }
+        let ended = typed.ends_with('⏎');
+        if let Some(last) = self.calls.back_mut()
+            && last.operator
+            && last.open
+            && last.summary.chars().count() < MAX_TYPED_CHARS
+        {
+            last.summary.push_str(&typed);
+            last.open = !ended;
+            return;
+        }
+        self.operators += 1;
+        let id = format!("operator-{}", self.operators);
+        let call = self.ensure(&id, "operator", "");
+        call.summary = typed;
+        call.operator = true;
+        call.open = !ended;
+        call.status = CallStatus::Finished(ToolSummary {
+            ok: true,
+            exit_code: None,
+            duration_ms: 0,
+            truncated: false,
+            spill: Vec::new(),
+            error: None,
+        });
     }
 
     pub fn denied(&mut self, call_id: &str) {
@@ -414,6 +474,21 @@ mod tests {
                 (LineKind::Stdout, "d   e".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn operator_typing_is_its_own_entry_until_enter() {
+        let mut p = ToolsPane::default();
+        p.started("c1", "run_shell", "ls");
+        let text = |t: &str| PaneKey::Text(t.into());
+        p.operator_typed(&[text("ec")]);
+        p.operator_typed(&[text("ho hi"), PaneKey::Key("Enter".into())]);
+        p.operator_typed(&[PaneKey::Key("C-c".into())]);
+        let ops: Vec<_> = p.calls().filter(|c| c.operator).collect();
+        assert_eq!(ops.len(), 2);
+        assert_eq!(ops[0].summary, "echo hi⏎");
+        assert_eq!(ops[1].summary, "⟨C-c⟩");
+        assert!(!p.call("c1").is_some_and(|c| c.operator));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 
 pub mod backend;
 pub mod control;
+pub mod feed;
 pub mod guard;
 pub mod manager;
 pub mod names;
@@ -25,6 +26,7 @@ pub mod run;
 pub mod script;
 
 pub use backend::TmuxBackend;
+pub use feed::spawn_mirror_feed;
 pub use guard::guard_shared_shell;
 pub use manager::{SHARED, TmuxManager};
 

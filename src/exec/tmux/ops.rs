@@ -14,6 +14,7 @@ use super::TmuxError;
 use super::control::Control;
 use super::manager::{SHARED, TmuxManager, canonical_pane, lock};
 use super::script::tq;
+use crate::event::PaneKey;
 use crate::exec::process;
 use crate::exec::transport::sh_quote;
 
@@ -194,6 +195,39 @@ impl TmuxManager {
             lines.push(format!("send-keys -t {} Enter", tq(target)));
         }
         for r in control.batch(&lines).await {
+            r?;
+        }
+        Ok(())
+    }
+
+    /// The operator's key passthrough from the console: type `keys` into
+    /// the shared pane, in order, in one batch. Literal text goes with
+    /// `send-keys -l`; key names must pass [`PaneKey::valid_key_name`]. The
+    /// pane is marked dirty so the agent's next command first confirms the
+    /// shell is back at its prompt (the operator may have left a half-typed
+    /// line or started a program).
+    pub async fn send_operator_keys(&self, keys: &[PaneKey]) -> Result<(), TmuxError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let pane = self.resolve(None, None).await?;
+        let mut lines = Vec::with_capacity(keys.len());
+        for k in keys {
+            match k {
+                PaneKey::Text(t) if t.is_empty() => {}
+                PaneKey::Text(t) => {
+                    lines.push(format!("send-keys -t {} -l -- {}", pane.id, tq(t)));
+                }
+                PaneKey::Key(name) if PaneKey::valid_key_name(name) => {
+                    lines.push(format!("send-keys -t {} {}", pane.id, tq(name)));
+                }
+                PaneKey::Key(name) => {
+                    return Err(TmuxError::Failed(format!("not a tmux key name: {name:?}")));
+                }
+            }
+        }
+        pane.slot.dirty.store(true, Ordering::SeqCst);
+        for r in pane.control.batch(&lines).await {
             r?;
         }
         Ok(())
