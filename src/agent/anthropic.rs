@@ -13,10 +13,8 @@ use futures::StreamExt;
 use reqwest::header::ACCEPT;
 
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
-use super::client::{
-    self, ChatModel, Completion, ModelClientConfig, ModelError, is_json, parse_retry_after,
-};
-use super::sse::{StreamError, snippet};
+use super::client::{self, ChatModel, Completion, ModelClientConfig, ModelError, is_json};
+use super::sse::StreamError;
 use super::types::{AssistantReply, ChatMessage};
 use crate::tools::ToolDefinition;
 
@@ -88,20 +86,7 @@ impl AnthropicClient {
             .await
             .map_err(|_| ModelError::Timeout)?
             .map_err(|e| self.transport_error(&e, &url))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(resp);
-        }
-        let retry_after = parse_retry_after(resp.headers());
-        let text = tokio::time::timeout(timeout, resp.text())
-            .await
-            .map_err(|_| ModelError::Timeout)?
-            .unwrap_or_default();
-        Err(ModelError::Status {
-            status: status.as_u16(),
-            body: self.redact(&snippet(&text)),
-            retry_after,
-        })
+        client::success_or_status(&self.config, resp).await
     }
 
     async fn streamed(

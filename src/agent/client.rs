@@ -305,20 +305,7 @@ impl ModelClient {
             .await
             .map_err(|_| ModelError::Timeout)?
             .map_err(|e| self.transport_error(&e, &url))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(resp);
-        }
-        let retry_after = parse_retry_after(resp.headers());
-        let text = tokio::time::timeout(self.config.request_timeout, resp.text())
-            .await
-            .map_err(|_| ModelError::Timeout)?
-            .unwrap_or_default();
-        Err(ModelError::Status {
-            status: status.as_u16(),
-            body: self.redact(&snippet(&text)),
-            retry_after,
-        })
+        success_or_status(&self.config, resp).await
     }
 
     async fn streamed(
@@ -420,6 +407,29 @@ impl ModelClient {
     fn redact(&self, text: &str) -> String {
         redact_key(&self.config, text)
     }
+}
+
+/// The response when its status is a success, else a [`ModelError::Status`]
+/// carrying the (redacted) body and any `Retry-After` (shared by both
+/// dialects).
+pub(crate) async fn success_or_status(
+    config: &ModelClientConfig,
+    resp: reqwest::Response,
+) -> Result<reqwest::Response, ModelError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let retry_after = parse_retry_after(resp.headers());
+    let text = tokio::time::timeout(config.request_timeout, resp.text())
+        .await
+        .map_err(|_| ModelError::Timeout)?
+        .unwrap_or_default();
+    Err(ModelError::Status {
+        status: status.as_u16(),
+        body: redact_key(config, &snippet(&text)),
+        retry_after,
+    })
 }
 
 /// A broken answer as a [`ModelError`] (shared by both dialects).
