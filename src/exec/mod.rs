@@ -169,6 +169,16 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// Run a short helper script on the target (one minute at most).
+async fn run_script<B: Backend + ?Sized>(b: &B, script: String) -> Result<RunOutcome, ExecError> {
+    let req = RunRequest {
+        command: script,
+        timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    b.run(req, None).await
+}
+
 /// What is at `path`, asked of the target's shell with `test` (the
 /// [`Backend::path_kind`] fallback, usable by any backend).
 pub async fn shell_path_kind<B: Backend + ?Sized>(
@@ -179,16 +189,7 @@ pub async fn shell_path_kind<B: Backend + ?Sized>(
     let script = format!(
         "if [ -d {q} ]; then echo dir; elif [ -e {q} ]; then echo file; else echo none; fi"
     );
-    let out = b
-        .run(
-            RunRequest {
-                command: script,
-                timeout: Some(Duration::from_secs(60)),
-                ..Default::default()
-            },
-            None,
-        )
-        .await?;
+    let out = run_script(b, script).await?;
     match String::from_utf8_lossy(&out.stdout).trim() {
         "dir" => Ok(PathKind::Dir),
         "file" => Ok(PathKind::File),
@@ -202,16 +203,7 @@ pub async fn shell_path_kind<B: Backend + ?Sized>(
 /// Remove one file (not a directory). The default runs `rm -f --`.
 pub async fn shell_remove_file<B: Backend + ?Sized>(b: &B, path: &str) -> Result<(), ExecError> {
     let script = format!("rm -f -- {}", transport::sh_quote(path));
-    let out = b
-        .run(
-            RunRequest {
-                command: script,
-                timeout: Some(Duration::from_secs(60)),
-                ..Default::default()
-            },
-            None,
-        )
-        .await?;
+    let out = run_script(b, script).await?;
     if out.exit_code == Some(0) {
         Ok(())
     } else {
@@ -233,16 +225,7 @@ pub async fn shell_list_dir<B: Backend + ?Sized>(
     let script = format!(
         "cd {q} && find . -mindepth 1 -maxdepth {depth} ! -path '*/.*' \\( -type d -exec printf '%s/\\n' {{}} + -o -print \\)"
     );
-    let out = b
-        .run(
-            RunRequest {
-                command: script,
-                timeout: Some(Duration::from_secs(60)),
-                ..Default::default()
-            },
-            None,
-        )
-        .await?;
+    let out = run_script(b, script).await?;
     if out.exit_code != Some(0) {
         return Err(ExecError::Failed(format!(
             "cannot list {path}: {}",
