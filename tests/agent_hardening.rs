@@ -4,10 +4,12 @@
 //! mixed approvals, a long context-limited run, on-demand compaction, the
 //! Anthropic dialect, and resume of a recorded session.
 
+mod common;
+
+use common::until;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 use vigil::agent::approval::Policy;
 use vigil::app::{Running, StartOptions, start_agent_with};
 use vigil::config::{ApiDialect, Config};
@@ -45,25 +47,6 @@ async fn start(scenario: &str, policy: Policy, tweak: impl FnOnce(&mut Config)) 
         running,
         server,
         dir,
-    }
-}
-
-async fn until(
-    rx: &mut UnboundedReceiver<AgentEvent>,
-    stop: impl Fn(&AgentEvent) -> bool,
-) -> Vec<AgentEvent> {
-    let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let ev = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out; events so far: {seen:#?}"))
-            .expect("agent alive");
-        let done = stop(&ev);
-        seen.push(ev);
-        if done {
-            return seen;
-        }
     }
 }
 

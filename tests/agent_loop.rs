@@ -2,10 +2,12 @@
 //! the agent task, the approval broker answered through the command channel,
 //! and run_shell on the local backend.
 
+mod common;
+
+use common::until;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 use vigil::agent::approval::Policy;
 use vigil::app::{Running, start_agent};
 use vigil::config::Config;
@@ -77,26 +79,6 @@ async fn harness() -> Harness {
         server,
         _dir: dir,
         pidfile,
-    }
-}
-
-/// Collect events until `stop` matches (inclusive); fail after 20 s.
-async fn until(
-    rx: &mut UnboundedReceiver<AgentEvent>,
-    stop: impl Fn(&AgentEvent) -> bool,
-) -> Vec<AgentEvent> {
-    let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let ev = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out; events so far: {seen:#?}"))
-            .expect("agent alive");
-        let done = stop(&ev);
-        seen.push(ev);
-        if done {
-            return seen;
-        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! the scripted model (list, call, a failing tool, a timeout, a server killed
 //! mid-session), plus `vigil tool list|call` on the binary.
 
+mod common;
 mod mcp_support;
 
 use std::path::Path;

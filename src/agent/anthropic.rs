@@ -8,8 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::StreamExt;
+use eventsource_stream::Eventsource;
 use reqwest::header::ACCEPT;
 
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
@@ -105,28 +104,10 @@ impl AnthropicClient {
         }
         let mut events = resp.bytes_stream().eventsource();
         let mut asm = MessagesAssembler::new();
-        let idle = self.config.request_timeout;
         let mut any = false;
         while !asm.is_done() {
-            let next = tokio::time::timeout(idle, events.next())
-                .await
-                .map_err(|_| ModelError::Timeout)?;
-            let event = match next {
-                None => break,
-                Some(Ok(event)) => event,
-                Some(Err(EventStreamError::Transport(e))) => {
-                    return Err(if e.is_timeout() {
-                        ModelError::Timeout
-                    } else {
-                        ModelError::StreamCut(format!(
-                            "the connection broke: {}",
-                            self.redact(&e.to_string())
-                        ))
-                    });
-                }
-                Some(Err(e)) => {
-                    return Err(ModelError::Protocol(format!("bad event stream: {e}")));
-                }
+            let Some(event) = client::next_sse_event(&self.config, &mut events).await? else {
+                break;
             };
             any = true;
             if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
@@ -153,10 +134,6 @@ impl AnthropicClient {
 
     fn transport_error(&self, e: &reqwest::Error, url: &str) -> ModelError {
         client::transport_error(&self.config, e, url)
-    }
-
-    fn redact(&self, text: &str) -> String {
-        client::redact_key(&self.config, text)
     }
 }
 

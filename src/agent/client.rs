@@ -334,27 +334,9 @@ impl ModelClient {
             })
             .eventsource();
         let mut asm = StreamAssembler::new();
-        let idle = self.config.request_timeout;
         while !asm.is_done() {
-            let next = tokio::time::timeout(idle, events.next())
-                .await
-                .map_err(|_| ModelError::Timeout)?;
-            let event = match next {
-                None => break,
-                Some(Ok(event)) => event,
-                Some(Err(EventStreamError::Transport(e))) => {
-                    return Err(if e.is_timeout() {
-                        ModelError::Timeout
-                    } else {
-                        ModelError::StreamCut(format!(
-                            "the connection broke: {}",
-                            self.redact(&e.to_string())
-                        ))
-                    });
-                }
-                Some(Err(e)) => {
-                    return Err(ModelError::Protocol(format!("bad event stream: {e}")));
-                }
+            let Some(event) = next_sse_event(&self.config, &mut events).await? else {
+                break;
             };
             if event.event == "error" {
                 return Err(self.stream_error(StreamError::Server(snippet(&event.data))));
@@ -430,6 +412,34 @@ pub(crate) async fn success_or_status(
         body: redact_key(config, &snippet(&text)),
         retry_after,
     })
+}
+
+/// The next server-sent event, waiting at most the idle timeout; `None` at
+/// the end of the stream (shared by both dialects).
+pub(crate) async fn next_sse_event<S>(
+    config: &ModelClientConfig,
+    events: &mut S,
+) -> Result<Option<eventsource_stream::Event>, ModelError>
+where
+    S: futures::Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>
+        + Unpin,
+{
+    let next = tokio::time::timeout(config.request_timeout, events.next())
+        .await
+        .map_err(|_| ModelError::Timeout)?;
+    match next {
+        None => Ok(None),
+        Some(Ok(event)) => Ok(Some(event)),
+        Some(Err(EventStreamError::Transport(e))) => Err(if e.is_timeout() {
+            ModelError::Timeout
+        } else {
+            ModelError::StreamCut(format!(
+                "the connection broke: {}",
+                redact_key(config, &e.to_string())
+            ))
+        }),
+        Some(Err(e)) => Err(ModelError::Protocol(format!("bad event stream: {e}"))),
+    }
 }
 
 /// A broken answer as a [`ModelError`] (shared by both dialects).

@@ -256,3 +256,24 @@ pub async fn start(shell: &str) -> (Arc<TmuxBackend<Local>>, Server) {
 }
 pub mod podman;
 pub mod sshd;
+
+/// Collect agent events until `stop` matches (inclusive); fail, showing the
+/// events seen, after 60 s.
+pub async fn until(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<vigil::event::AgentEvent>,
+    stop: impl Fn(&vigil::event::AgentEvent) -> bool,
+) -> Vec<vigil::event::AgentEvent> {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let ev = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out; events so far: {seen:#?}"))
+            .expect("agent alive");
+        let done = stop(&ev);
+        seen.push(ev);
+        if done {
+            return seen;
+        }
+    }
+}

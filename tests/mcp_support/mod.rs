@@ -6,10 +6,6 @@
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::Duration;
-
-use tokio::sync::mpsc::UnboundedReceiver;
-use vigil::event::AgentEvent;
 
 static INSTALL: Mutex<()> = Mutex::new(());
 
@@ -44,22 +40,4 @@ pub fn everything_toml(extra: &str) -> String {
     )
 }
 
-/// Collect events until `stop` matches (inclusive); fail after 60 s.
-pub async fn until(
-    rx: &mut UnboundedReceiver<AgentEvent>,
-    stop: impl Fn(&AgentEvent) -> bool,
-) -> Vec<AgentEvent> {
-    let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let ev = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out; events so far: {seen:#?}"))
-            .expect("agent alive");
-        let done = stop(&ev);
-        seen.push(ev);
-        if done {
-            return seen;
-        }
-    }
-}
+pub use crate::common::until;
