@@ -403,6 +403,9 @@ pub async fn start_agent_with(
             for (tool, action) in &restored.standing {
                 broker.add_standing(tool, action);
             }
+            for (tool, prefix) in &restored.prefixes {
+                broker.add_prefix(tool, prefix);
+            }
             let writer = store.reopen(id, redactor).map_err(|e| e.to_string())?;
             (Some(Arc::new(writer)), Some(restored))
         }

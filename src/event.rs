@@ -111,6 +111,10 @@ pub enum AgentEvent {
         tools: Vec<ToolRecord>,
         /// `(tool, action)` pairs the operator approved for the session.
         standing_approvals: Vec<(String, String)>,
+        /// `(tool, prefix)` rules the operator approved for the session
+        /// (absent in logs written before prefix rules existed).
+        #[serde(default)]
+        standing_prefixes: Vec<(String, String)>,
         /// Calls that were running (or waiting) when the session stopped.
         interrupted: Vec<ToolRecord>,
     },

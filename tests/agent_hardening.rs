@@ -539,6 +539,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
         history,
         tools,
         standing_approvals,
+        standing_prefixes,
         interrupted,
     }) = ev.last()
     else {
@@ -551,6 +552,10 @@ async fn resume_restores_conversation_and_standing_approvals() {
     assert_eq!(
         standing_approvals,
         &vec![("run_shell".to_string(), "echo hi".to_string())]
+    );
+    assert!(
+        standing_prefixes.is_empty(),
+        "an exact approval is no prefix"
     );
     resumed
         .commands

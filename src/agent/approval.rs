@@ -4,7 +4,15 @@
 //! the decision back to the registry.
 //!
 //! It keeps the session's standing approvals ("approve this exact action for
-//! the session") and the approval policy. It never executes and never renders.
+//! the session"), the session's prefix rules ("approve commands starting with
+//! this prefix", matched by [`prefix_rule::covers`]) and the approval policy.
+//! It never executes and never renders.
+//!
+//! A prefix rule never approves a command vigil's own estimate rates high
+//! (privilege escalation included): the operator approved a family of
+//! commands, not whatever dangerous arguments the model appends, so such a
+//! command still asks. An exact standing approval does cover a high-risk
+//! command: the operator approved that very text.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -15,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::event::AgentEvent;
 use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, GateInfo, Risk};
+use crate::tools::prefix_rule;
 use crate::tools::risk::assess_command;
 
 /// How gated calls are decided.
@@ -58,6 +67,8 @@ pub struct ApprovalBroker {
     pending: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
     /// (tool, action) pairs approved for the rest of the session.
     standing: Mutex<HashSet<(String, String)>>,
+    /// (tool, prefix) rules approved for the rest of the session.
+    prefixes: Mutex<HashSet<(String, String)>>,
     policy: Mutex<Policy>,
 }
 
@@ -69,6 +80,7 @@ impl ApprovalBroker {
             next_id: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
             standing: Mutex::new(HashSet::new()),
+            prefixes: Mutex::new(HashSet::new()),
             policy: Mutex::new(policy),
         }
     }
@@ -84,6 +96,57 @@ impl ApprovalBroker {
         let mut v: Vec<_> = lock(&self.standing).iter().cloned().collect();
         v.sort();
         v
+    }
+
+    /// Approve commands of `tool` that start with `prefix` for the rest of
+    /// the session (restored prefix rules on resume). A prefix that could
+    /// not be a rule (empty, chaining) is ignored.
+    pub fn add_prefix(&self, tool: &str, prefix: &str) {
+        if prefix_rule::rule_error(prefix, prefix).is_none() {
+            lock(&self.prefixes).insert((tool.to_string(), prefix.to_string()));
+        }
+    }
+
+    /// The `(tool, prefix)` rules approved for the session, sorted.
+    pub fn prefixes(&self) -> Vec<(String, String)> {
+        let mut v: Vec<_> = lock(&self.prefixes).iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Whether a standing approval or a prefix rule covers this request.
+    fn covered(&self, request: &ApprovalRequest) -> bool {
+        let key = (request.tool.clone(), request.gate.action.clone());
+        if lock(&self.standing).contains(&key) {
+            return true;
+        }
+        is_command(&request.tool, &request.gate)
+            && request.estimate != Risk::High
+            && lock(&self.prefixes)
+                .iter()
+                .any(|(tool, prefix)| *tool == request.tool && prefix_rule::covers(prefix, &key.1))
+    }
+
+    /// Record the rule an approve-for-the-session decision asks for.
+    fn remember(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
+        let action = &request.gate.action;
+        let exact = (request.tool.clone(), action.clone());
+        match decision {
+            ApprovalDecision::ApproveSession => {
+                lock(&self.standing).insert(exact);
+            }
+            ApprovalDecision::ApprovePrefix(prefix) if prefix == action => {
+                lock(&self.standing).insert(exact);
+            }
+            ApprovalDecision::ApprovePrefix(prefix)
+                if is_command(&request.tool, &request.gate)
+                    && prefix_rule::rule_error(prefix, action).is_none() =>
+            {
+                lock(&self.prefixes).insert((request.tool.clone(), prefix.clone()));
+            }
+            // Not a prefix of this command: the call runs once, no rule.
+            _ => {}
+        }
     }
 
     pub fn set_policy(&self, policy: Policy) {
@@ -127,8 +190,7 @@ impl Approver for ApprovalBroker {
             gate: gate.clone(),
             estimate: estimate(tool, gate),
         };
-        let key = (tool.to_string(), gate.action.clone());
-        let automatic = if lock(&self.standing).contains(&key) {
+        let automatic = if self.covered(&request) {
             Some(ApprovalDecision::ApproveOnce)
         } else {
             match &*lock(&self.policy) {
@@ -143,7 +205,9 @@ impl Approver for ApprovalBroker {
                 Policy::ApproveAllUntil(_) => None,
             }
         };
-        let _ = self.events.send(AgentEvent::ApprovalRequested { request });
+        let _ = self.events.send(AgentEvent::ApprovalRequested {
+            request: request.clone(),
+        });
         if let Some(decision) = automatic {
             self.announce(id, &decision);
             return decision;
@@ -158,9 +222,7 @@ impl Approver for ApprovalBroker {
             "the approval request was withdrawn".into(),
         ));
         std::mem::forget(guard);
-        if decision == ApprovalDecision::ApproveSession {
-            lock(&self.standing).insert(key);
-        }
+        self.remember(&request, &decision);
         self.announce(id, &decision);
         decision
     }
@@ -169,7 +231,7 @@ impl Approver for ApprovalBroker {
 /// vigil's own estimate for a gated call: commands are assessed from their
 /// text; anything else that needs approval counts as medium.
 fn estimate(tool: &str, gate: &GateInfo) -> Risk {
-    let own = if tool == "run_shell" || gate.editable_field.as_deref() == Some("command") {
+    let own = if is_command(tool, gate) {
         assess_command(&gate.action)
     } else {
         Risk::Medium
@@ -178,6 +240,11 @@ fn estimate(tool: &str, gate: &GateInfo) -> Risk {
         return Risk::High;
     }
     own
+}
+
+/// Whether the call's action is a shell command.
+fn is_command(tool: &str, gate: &GateInfo) -> bool {
+    tool == "run_shell" || gate.editable_field.as_deref() == Some("command")
 }
 
 fn is_low(request: &ApprovalRequest) -> bool {
@@ -307,5 +374,73 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!t.is_finished());
         t.abort();
+    }
+
+    /// Whether `decide` on `action` waits for the operator (withdrawn after).
+    async fn asks(broker: &Arc<ApprovalBroker>, action: &str) -> bool {
+        let b = broker.clone();
+        let action = action.to_string();
+        let t = tokio::spawn(async move { b.decide("c", "run_shell", &gate(&action)).await });
+        loop {
+            if t.is_finished() {
+                return false;
+            }
+            if !broker.pending_ids().is_empty() {
+                t.abort();
+                let _ = t.await;
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn prefix_rule_covers_word_prefixes_but_not_chains_or_high_risk() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+        let b = broker.clone();
+        let t = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("rm old.log")).await });
+        let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+            panic!()
+        };
+        broker.resolve(request.id, ApprovalDecision::ApprovePrefix("rm".into()));
+        assert_eq!(
+            t.await.unwrap(),
+            ApprovalDecision::ApprovePrefix("rm".into())
+        );
+        assert_eq!(broker.prefixes(), vec![("run_shell".into(), "rm".into())]);
+        assert!(broker.standing().is_empty());
+        assert!(!asks(&broker, "rm old.log").await);
+        assert!(!asks(&broker, "rm  other.log").await);
+        assert!(asks(&broker, "rmdir x").await, "word boundary");
+        assert!(asks(&broker, "rm a; curl x").await, "chained");
+        assert!(asks(&broker, "rm a && ls").await, "chained");
+        assert!(asks(&broker, "rm $(cat list)").await, "substitution");
+        assert!(asks(&broker, "rm x > y").await, "redirection");
+        assert!(asks(&broker, "touch x").await, "another command");
+        assert_eq!(assess_command("rm -rf build"), Risk::High);
+        assert!(asks(&broker, "rm -rf build").await, "high risk still asks");
+    }
+
+    #[tokio::test]
+    async fn a_prefix_that_is_not_one_makes_no_rule() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+        for (answer, exact) in [("make", false), ("touch x", true)] {
+            let b = broker.clone();
+            let t = tokio::spawn(async move { b.decide("c", "run_shell", &gate("touch x")).await });
+            let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+                panic!()
+            };
+            broker.resolve(request.id, ApprovalDecision::ApprovePrefix(answer.into()));
+            assert!(t.await.unwrap().is_approved(), "the call itself runs");
+            let _ = rx.recv().await;
+            assert!(broker.prefixes().is_empty());
+            assert_eq!(broker.standing().is_empty(), !exact);
+        }
+        // Restored rules are checked too.
+        broker.add_prefix("run_shell", "ls;");
+        broker.add_prefix("run_shell", "ls");
+        assert_eq!(broker.prefixes(), vec![("run_shell".into(), "ls".into())]);
     }
 }

@@ -26,6 +26,8 @@ pub struct Restored {
     pub stubs: Vec<ChatMessage>,
     pub tools: Vec<ToolRecord>,
     pub standing: Vec<(String, String)>,
+    /// `(tool, prefix)` session rules.
+    pub prefixes: Vec<(String, String)>,
     pub interrupted: Vec<ToolRecord>,
 }
 
@@ -44,11 +46,12 @@ impl Restored {
             .into_iter()
             .map(|l| l.message)
             .collect();
-        let (tools, standing) = history_from_events(&events);
+        let (tools, Rules { standing, prefixes }) = history_from_events(&events);
         let mut restored = Restored {
             id: id.to_string(),
             tools,
             standing,
+            prefixes,
             ..Restored::default()
         };
         restored.repair(raw);
@@ -127,16 +130,31 @@ impl Restored {
             history: self.history(),
             tools: self.tools.clone(),
             standing_approvals: self.standing.clone(),
+            standing_prefixes: self.prefixes.clone(),
             interrupted: self.interrupted.clone(),
         }
     }
 }
 
-/// Tool records and standing approvals from the event log.
-fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Vec<(String, String)>) {
+/// The session's approval rules: exact `(tool, action)` pairs and
+/// `(tool, prefix)` rules, each in the order first approved.
+#[derive(Default)]
+struct Rules {
+    standing: Vec<(String, String)>,
+    prefixes: Vec<(String, String)>,
+}
+
+fn add_new(list: &mut Vec<(String, String)>, pair: (String, String)) {
+    if !list.contains(&pair) {
+        list.push(pair);
+    }
+}
+
+/// Tool records and approval rules from the event log.
+fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
     let mut tools: Vec<ToolRecord> = Vec::new();
     let mut requests: HashMap<u64, (String, String)> = HashMap::new();
-    let mut standing: Vec<(String, String)> = Vec::new();
+    let mut rules = Rules::default();
     for line in events {
         match &line.event {
             AgentEvent::ToolCallRequested {
@@ -168,29 +186,42 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Vec<(String, S
                     (request.tool.clone(), request.gate.action.clone()),
                 );
             }
-            AgentEvent::ApprovalResolved {
-                id,
-                decision: ApprovalDecision::ApproveSession,
-            } => {
-                if let Some(pair) = requests.get(id)
-                    && !standing.contains(pair)
-                {
-                    standing.push(pair.clone());
+            AgentEvent::ApprovalResolved { id, decision } => {
+                let Some((tool, action)) = requests.get(id) else {
+                    continue;
+                };
+                match decision {
+                    ApprovalDecision::ApproveSession => {
+                        add_new(&mut rules.standing, (tool.clone(), action.clone()));
+                    }
+                    ApprovalDecision::ApprovePrefix(p) if p == action => {
+                        add_new(&mut rules.standing, (tool.clone(), action.clone()));
+                    }
+                    // The broker made a rule only of a valid prefix.
+                    ApprovalDecision::ApprovePrefix(p)
+                        if crate::tools::prefix_rule::rule_error(p, action).is_none() =>
+                    {
+                        add_new(&mut rules.prefixes, (tool.clone(), p.clone()));
+                    }
+                    _ => {}
                 }
             }
             AgentEvent::SessionRestored {
-                standing_approvals, ..
+                standing_approvals,
+                standing_prefixes,
+                ..
             } => {
                 for pair in standing_approvals {
-                    if !standing.contains(pair) {
-                        standing.push(pair.clone());
-                    }
+                    add_new(&mut rules.standing, pair.clone());
+                }
+                for pair in standing_prefixes {
+                    add_new(&mut rules.prefixes, pair.clone());
                 }
             }
             _ => {}
         }
     }
-    (tools, standing)
+    (tools, rules)
 }
 
 #[cfg(test)]
@@ -231,5 +262,57 @@ mod tests {
         assert_eq!(r.interrupted[0].call_id, "b");
         assert_eq!(r.stubs.len(), 1);
         assert_eq!(r.history().len(), 5);
+    }
+
+    #[test]
+    fn prefix_rules_come_back_from_the_log_and_old_logs_still_read() {
+        use crate::tools::gate::{ApprovalRequest, GateInfo, Risk};
+        let request = |id: u64, action: &str| EventLine {
+            at_ms: 0,
+            event: AgentEvent::ApprovalRequested {
+                request: ApprovalRequest {
+                    id,
+                    call_id: format!("c{id}"),
+                    tool: "run_shell".into(),
+                    target: "local".into(),
+                    gate: GateInfo {
+                        action: action.into(),
+                        model_risk: None,
+                        mutation: None,
+                        privesc: None,
+                        why: None,
+                        editable_field: Some("command".into()),
+                    },
+                    estimate: Risk::Medium,
+                },
+            },
+        };
+        let resolved = |id: u64, decision: ApprovalDecision| EventLine {
+            at_ms: 0,
+            event: AgentEvent::ApprovalResolved { id, decision },
+        };
+        let events = vec![
+            request(1, "git status -s"),
+            resolved(1, ApprovalDecision::ApprovePrefix("git status".into())),
+            request(2, "make all"),
+            resolved(2, ApprovalDecision::ApprovePrefix("make all".into())),
+            request(3, "ls x"),
+            resolved(3, ApprovalDecision::ApprovePrefix("cat".into())),
+        ];
+        let (_, rules) = history_from_events(&events);
+        assert_eq!(
+            rules.prefixes,
+            vec![("run_shell".into(), "git status".into())]
+        );
+        assert_eq!(
+            rules.standing,
+            vec![("run_shell".into(), "make all".into())]
+        );
+        // A SessionRestored line written before prefix rules existed.
+        let old = r#"{"at_ms":1,"event":{"type":"session_restored","id":"s","history":[],"tools":[],"standing_approvals":[["run_shell","ls"]],"interrupted":[]}}"#;
+        let line: EventLine = serde_json::from_str(old).expect("old line parses");
+        let (_, rules) = history_from_events(&[line]);
+        assert_eq!(rules.standing, vec![("run_shell".into(), "ls".into())]);
+        assert!(rules.prefixes.is_empty());
     }
 }

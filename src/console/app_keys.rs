@@ -202,7 +202,18 @@ impl App {
         let id = request.id;
         let decision = match action {
             Action::Approve => ApprovalDecision::ApproveOnce,
-            Action::ApproveSession => ApprovalDecision::ApproveSession,
+            Action::ApproveSession => {
+                // Shell commands may be approved by a prefix the operator
+                // confirms; other actions only exactly.
+                if request.tool == "run_shell"
+                    || request.gate.editable_field.as_deref() == Some("command")
+                {
+                    let high = request.estimate == crate::event::Risk::High;
+                    self.modal = Some(Modal::session(id, &request.gate.action, high));
+                    return Vec::new();
+                }
+                ApprovalDecision::ApproveSession
+            }
             Action::Deny => ApprovalDecision::Deny,
             Action::DenyReason => {
                 self.modal = Some(Modal::reason(id));
@@ -251,6 +262,13 @@ impl App {
                     ApprovalDecision::ApproveEdited(text)
                 } else {
                     ApprovalDecision::ApproveOnce
+                };
+                self.answer_id(id, decision)
+            }
+            Outcome::Session(id, prefix) => {
+                let decision = match prefix {
+                    None => ApprovalDecision::ApproveSession,
+                    Some(p) => ApprovalDecision::ApprovePrefix(p),
                 };
                 self.answer_id(id, decision)
             }

@@ -120,7 +120,7 @@ impl Action {
             Action::FocusInput => "type a message",
             Action::Cancel => "cancel the running turn",
             Action::Approve => "approve once",
-            Action::ApproveSession => "approve this action for the session",
+            Action::ApproveSession => "approve this action (or a prefix) for the session",
             Action::Deny => "deny",
             Action::DenyReason => "deny with a reason for the model",
             Action::Edit => "edit the command, then run it",

@@ -1,5 +1,6 @@
 //! Snapshots of the views and overlays at 80×24: help, policy menu, deny
-//! reason, edit command, zoom, the history list and the full-output viewer.
+//! reason, edit command, approve for the session (exact, then a prefix),
+//! zoom, the history list and the full-output viewer.
 
 use crossterm::event::KeyCode;
 
@@ -42,6 +43,16 @@ fn edit_command_80x24() {
     let mut app = waiting_for_approval();
     press(&mut app, "e");
     insta::assert_snapshot!(screen(&app, 80, 24));
+}
+
+#[test]
+fn approve_session_prefix_80x24() {
+    let mut app = waiting_for_approval();
+    press(&mut app, "a");
+    let exact = screen(&app, 80, 24);
+    app.on_key(key(KeyCode::Tab));
+    let prefix = screen(&app, 80, 24);
+    insta::assert_snapshot!(format!("{exact}\n{prefix}"));
 }
 
 #[test]

@@ -72,6 +72,11 @@ pub enum ApprovalDecision {
     ApproveOnce,
     /// Run it, and approve the same action for the rest of the session.
     ApproveSession,
+    /// Run it, and approve for the rest of the session every command that
+    /// starts with this prefix at a word boundary and chains nothing (see
+    /// [`crate::tools::prefix_rule`]); vigil still asks for commands it
+    /// rates high.
+    ApprovePrefix(String),
     /// Run an edited action instead (the model is told).
     ApproveEdited(String),
     /// Do not run it.
@@ -86,6 +91,7 @@ impl ApprovalDecision {
             self,
             ApprovalDecision::ApproveOnce
                 | ApprovalDecision::ApproveSession
+                | ApprovalDecision::ApprovePrefix(_)
                 | ApprovalDecision::ApproveEdited(_)
         )
     }

@@ -13,6 +13,7 @@ pub mod files;
 pub mod gate;
 pub mod mcp;
 pub mod paths;
+pub mod prefix_rule;
 pub mod registry;
 pub mod request_tools;
 pub mod risk;

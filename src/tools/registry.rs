@@ -345,7 +345,9 @@ impl ToolRegistry {
                     edited[field.as_str()] = Value::String(new_action.clone());
                     effective = edited.to_string();
                 }
-                ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveSession => {}
+                ApprovalDecision::ApproveOnce
+                | ApprovalDecision::ApproveSession
+                | ApprovalDecision::ApprovePrefix(_) => {}
             }
             decision = Some(d);
         }

@@ -1,5 +1,6 @@
 //! Modals drawn over the panes: the deny-with-reason box, the edit-command
-//! box, the approval policy menu, the output search line and the save-as
+//! box, the approve-for-the-session box (the exact command or a prefix of
+//! it), the approval policy menu, the output search line and the save-as
 //! box. A modal takes every key until it closes, so no approval key or
 //! pane key acts behind it.
 //!
@@ -17,6 +18,7 @@ use ratatui_textarea::TextArea;
 use super::status::policy_label;
 use crate::console::theme::Theme;
 use crate::event::ApprovalPolicy;
+use crate::tools::prefix_rule;
 
 /// The policy menu's entries (the timed one takes its minutes from the menu).
 pub const POLICIES: [ApprovalPolicy; 5] = [
@@ -39,6 +41,15 @@ pub enum Modal {
         original: String,
         area: TextArea<'static>,
     },
+    /// Approve request `id` for the session: the exact command, or the
+    /// prefix of it the operator shortens it to.
+    Session {
+        id: u64,
+        command: String,
+        /// vigil rates this command high (a prefix rule never covers such).
+        high: bool,
+        area: TextArea<'static>,
+    },
     Policy {
         selected: usize,
         minutes: u32,
@@ -56,6 +67,7 @@ impl std::fmt::Debug for Modal {
         match self {
             Modal::Reason { id, area } => write!(f, "Reason({id}, {:?})", area.lines()),
             Modal::Edit { id, area, .. } => write!(f, "Edit({id}, {:?})", area.lines()),
+            Modal::Session { id, area, .. } => write!(f, "Session({id}, {:?})", area.lines()),
             Modal::Policy { selected, minutes } => write!(f, "Policy({selected}, {minutes})"),
             Modal::Search { query } => write!(f, "Search({query:?})"),
             Modal::Save { area } => write!(f, "Save({:?})", area.lines()),
@@ -71,6 +83,8 @@ pub enum Outcome {
     Reason(u64, String),
     /// (id, edited action, true when it differs from the original).
     Edited(u64, String, bool),
+    /// (id, the confirmed prefix; `None` for exactly this command).
+    Session(u64, Option<String>),
     Policy(ApprovalPolicy),
     Search(String),
     Save(String),
@@ -102,6 +116,15 @@ impl Modal {
         }
     }
 
+    pub fn session(id: u64, command: &str, high: bool) -> Modal {
+        Modal::Session {
+            id,
+            command: command.to_string(),
+            high,
+            area: text_area(command),
+        }
+    }
+
     pub fn policy(current: Option<ApprovalPolicy>) -> Modal {
         let selected = current
             .and_then(|c| {
@@ -127,6 +150,7 @@ impl Modal {
         match self {
             Modal::Reason { .. } => "Enter deny with this reason · Esc back",
             Modal::Edit { .. } => "Enter run the edited command · Alt-Enter newline · Esc back",
+            Modal::Session { .. } => "Enter approve · Tab shorter · Shift-Tab longer · Esc back",
             Modal::Policy { .. } => "↑↓ select · +/- minutes · Enter apply · Esc back",
             Modal::Search { .. } => "Enter search · Esc back",
             Modal::Save { .. } => "Enter save · Esc back",
@@ -137,6 +161,9 @@ impl Modal {
         match self {
             Modal::Reason { area, .. } | Modal::Edit { area, .. } | Modal::Save { area } => {
                 area.insert_str(text);
+            }
+            Modal::Session { area, .. } => {
+                area.insert_str(text.replace(['\n', '\r'], " "));
             }
             Modal::Search { query } => query.push_str(&text.replace('\n', " ")),
             Modal::Policy { .. } => {}
@@ -181,6 +208,38 @@ impl Modal {
                     }
                 }
             }
+            Modal::Session {
+                id, command, area, ..
+            } => match key.code {
+                KeyCode::Enter => {
+                    let text = session_text(area);
+                    if session_error(&text, command).is_some() {
+                        return Outcome::Stay;
+                    }
+                    let prefix = (text != command.trim()).then_some(text);
+                    Outcome::Session(*id, prefix)
+                }
+                KeyCode::Tab | KeyCode::BackTab => {
+                    let text = session_text(area);
+                    let candidates = prefix_rule::candidates(command);
+                    let next = if key.code == KeyCode::Tab {
+                        candidates.iter().rev().find(|c| c.len() < text.len())
+                    } else {
+                        candidates.iter().find(|c| c.len() > text.len())
+                    };
+                    let next = next
+                        .cloned()
+                        .or_else(|| (key.code == KeyCode::BackTab).then(|| command.clone()));
+                    if let Some(next) = next {
+                        *area = text_area(&next);
+                    }
+                    Outcome::Stay
+                }
+                _ => {
+                    area.input(key);
+                    Outcome::Stay
+                }
+            },
             Modal::Save { area } => match key.code {
                 KeyCode::Enter => {
                     let text = area.lines().join("").trim().to_string();
@@ -240,6 +299,7 @@ impl Modal {
         let (title, height) = match self {
             Modal::Reason { .. } => ("deny with a reason (the model reads it)", 7),
             Modal::Edit { .. } => ("edit the command, then run it", 9),
+            Modal::Session { .. } => ("approve for the rest of the session", 8),
             Modal::Policy { .. } => ("approval policy", 9),
             Modal::Search { .. } => ("search", 3),
             Modal::Save { .. } => ("save the full output to", 5),
@@ -257,6 +317,42 @@ impl Modal {
         match self {
             Modal::Reason { area, .. } | Modal::Edit { area, .. } | Modal::Save { area, .. } => {
                 frame.render_widget(area, inner);
+            }
+            Modal::Session {
+                command,
+                area,
+                high,
+                ..
+            } => {
+                let [text, _, note] = Layout::vertical([
+                    Constraint::Length(2),
+                    Constraint::Length(1),
+                    Constraint::Min(0),
+                ])
+                .areas(inner);
+                frame.render_widget(area, text);
+                let typed = session_text(area);
+                let line = match session_error(&typed, command) {
+                    Some(e) => Line::styled(format!("✗ {e}"), theme.error),
+                    None if typed == *command => {
+                        Line::styled("✓ this exact command, whenever it is asked for", theme.ok)
+                    }
+                    None if *high => Line::styled(
+                        format!(
+                            "! vigil rates this command high: a prefix rule covers only the \
+                             commands starting with `{typed}` it rates lower"
+                        ),
+                        theme.error,
+                    ),
+                    None => Line::styled(
+                        format!(
+                            "✓ commands starting with `{typed}`; never chained ones \
+                             (; && | $( > …); vigil still asks for high-risk ones"
+                        ),
+                        theme.ok,
+                    ),
+                };
+                frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), note);
             }
             Modal::Search { query } => {
                 let line = Line::from(vec![
@@ -293,6 +389,19 @@ impl Modal {
             }
         }
     }
+}
+
+/// The session box's text, as one line without surrounding spaces.
+fn session_text(area: &TextArea<'static>) -> String {
+    area.lines().join(" ").trim().to_string()
+}
+
+/// Why `text` cannot be confirmed as the session rule for `command`.
+fn session_error(text: &str, command: &str) -> Option<String> {
+    if text == command.trim() {
+        return None;
+    }
+    prefix_rule::rule_error(text, command)
 }
 
 fn choice(selected: usize, minutes: u32) -> ApprovalPolicy {
@@ -350,6 +459,40 @@ mod tests {
         assert_eq!(
             m.on_key(key(KeyCode::Enter)),
             Outcome::Policy(ApprovalPolicy::DenyAll)
+        );
+    }
+
+    #[test]
+    fn session_box_shortens_to_word_prefixes_and_refuses_others() {
+        let mut m = Modal::session(7, "git status -s", false);
+        m.on_key(key(KeyCode::Tab));
+        assert_eq!(
+            m.on_key(key(KeyCode::Enter)),
+            Outcome::Session(7, Some("git status".into()))
+        );
+        m.on_key(key(KeyCode::Tab));
+        m.on_key(key(KeyCode::Tab));
+        assert_eq!(
+            m.on_key(key(KeyCode::Enter)),
+            Outcome::Session(7, Some("git".into())),
+            "the shortest prefix stays"
+        );
+        m.on_key(key(KeyCode::BackTab));
+        m.on_key(key(KeyCode::BackTab));
+        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(7, None));
+        // Typed text that is not a word prefix is refused, and kept.
+        m.on_key(key(KeyCode::Backspace));
+        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Stay);
+        m.on_key(key(KeyCode::Char('s')));
+        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(7, None));
+        assert_eq!(m.on_key(key(KeyCode::Esc)), Outcome::Close);
+        // A chained command can be approved exactly, or by a clean prefix.
+        let mut m = Modal::session(8, "make && rm x", false);
+        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(8, None));
+        m.on_key(key(KeyCode::Tab));
+        assert_eq!(
+            m.on_key(key(KeyCode::Enter)),
+            Outcome::Session(8, Some("make".into()))
         );
     }
 }
