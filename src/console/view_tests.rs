@@ -320,3 +320,36 @@ fn ten_thousand_entries_render_only_the_visible_rows() {
     // Generous bound: debug build, shared CI cores.
     assert!(start.elapsed().as_millis() < 2_000, "{:?}", start.elapsed());
 }
+
+#[test]
+fn ten_thousand_entries_wrap_only_what_the_frame_shows() {
+    let mut app = app();
+    for i in 0..10_000 {
+        app.on_agent_event(AgentEvent::TurnStarted {
+            user: format!("question {i}"),
+        });
+        app.on_agent_event(AgentEvent::AssistantMessage {
+            text: format!("Answer {i}:\n- one\n- two\n```\nls -l\n```"),
+        });
+    }
+    let s = screen(&app, 100, 30);
+    assert!(s.contains("Answer 9999:"), "{s}");
+    let exact = app.conversation.exact_heights();
+    assert!(exact < 40, "{exact} entries wrapped for one frame");
+    app.set_focus(Focus::Conversation);
+    app.on_key(key(KeyCode::Home));
+    let s = screen(&app, 100, 30);
+    assert!(s.contains("> question 0"), "{s}");
+    assert!(!s.contains("Answer 9999:"));
+    app.on_key(key(KeyCode::PageDown));
+    let s = screen(&app, 100, 30);
+    // 9 rows a turn, 23 rows a page: turn 3 is in view, turn 0 is not.
+    assert!(
+        s.contains("> question 3") && !s.contains("question 0"),
+        "{s}"
+    );
+    app.on_key(key(KeyCode::End));
+    let s = screen(&app, 100, 30);
+    assert!(s.contains("Answer 9999:"), "{s}");
+    assert!(app.conversation.exact_heights() < 80);
+}

@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::heights::{Heights, estimate};
 use super::{Scroll, pane_block};
 use crate::console::markdown;
 use crate::console::text::{sanitize, wrap};
@@ -50,14 +51,9 @@ pub struct ConversationPane {
     queued: Vec<String>,
     demo: bool,
     pub scroll: Scroll,
-    /// Rendered heights per entry at one width (render-time cache).
-    cache: RefCell<HeightCache>,
-}
-
-#[derive(Debug, Default)]
-struct HeightCache {
-    width: usize,
-    heights: Vec<usize>,
+    /// Line heights per entry at one width: exact for entries rendered,
+    /// estimated for the rest (render-time cache).
+    cache: RefCell<Heights>,
 }
 
 impl ConversationPane {
@@ -90,16 +86,7 @@ impl ConversationPane {
         if self.entries.len() > MAX_ENTRIES {
             let excess = self.entries.len() - MAX_ENTRIES;
             self.entries.drain(..excess);
-            let mut cache = self.cache.borrow_mut();
-            if cache.heights.len() > excess {
-                cache.heights.drain(..excess);
-                // The new first entry loses its separator line.
-                if let Some(first) = cache.heights.first_mut() {
-                    *first = first.saturating_sub(1);
-                }
-            } else {
-                cache.heights.clear();
-            }
+            self.cache.borrow_mut().drop_front(excess);
         }
     }
 
@@ -252,33 +239,21 @@ impl ConversationPane {
         out
     }
 
-    /// Line counts per entry at this width, computed once per entry and
-    /// width (the cache is cut back when an entry changes).
-    fn heights(&self, text_w: usize, theme: &Theme) -> std::cell::Ref<'_, Vec<usize>> {
-        {
-            let mut cache = self.cache.borrow_mut();
-            if cache.width != text_w {
-                cache.width = text_w;
-                cache.heights.clear();
-            }
-            let known = cache.heights.len().min(self.entries.len());
-            cache.heights.truncate(known);
-            for i in known..self.entries.len() {
-                let n = self.entry_lines(i, text_w, theme).len();
-                cache.heights.push(n);
-            }
-        }
-        std::cell::Ref::map(self.cache.borrow(), |c| &c.heights)
+    /// Entry `i`'s lines, recording its exact height.
+    fn exact_lines(&self, i: usize, text_w: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let lines = self.entry_lines(i, text_w, theme);
+        self.cache.borrow_mut().set_exact(i, lines.len());
+        lines
     }
 
     fn invalidate_from(&self, i: usize) {
-        let mut cache = self.cache.borrow_mut();
-        let keep = cache.heights.len().min(i);
-        cache.heights.truncate(keep);
+        self.cache.borrow_mut().truncate(i);
     }
 
-    /// Render only the entries that overlap the viewport: a frame costs the
-    /// same with ten or ten thousand entries.
+    /// Render only the entries that overlap the viewport, and wrap only
+    /// those: entries never shown count with an estimated height, so a
+    /// frame costs about the same with ten or twenty thousand entries, even
+    /// the first one.
     pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let mut block = pane_block("conversation".into(), focused, theme);
         let mut inner = block.inner(area);
@@ -290,9 +265,25 @@ impl ConversationPane {
         }
         let text_w = (inner.width as usize).saturating_sub(2).max(1);
         let queued = self.queued_lines(text_w, theme);
-        let heights = self.heights(text_w, theme);
-        let total: usize = heights.iter().sum::<usize>() + queued.len();
         let height = inner.height as usize;
+        let n = self.entries.len();
+        self.cache.borrow_mut().sync(text_w, n, |i| {
+            estimate(&self.entries[i].text, i > 0, text_w)
+        });
+        if self.scroll.is_following() {
+            // The tail must be exact: it decides where the bottom is.
+            let mut covered = queued.len();
+            for i in (0..n).rev() {
+                if covered >= height {
+                    break;
+                }
+                if !self.cache.borrow().is_exact(i) {
+                    self.exact_lines(i, text_w, theme);
+                }
+                covered += self.cache.borrow().get(i);
+            }
+        }
+        let total = self.cache.borrow().total() + queued.len();
         let below = self.scroll.lines_below(total, height);
         if below > 0 {
             block = block.title_bottom(format!(" ↓ {below} more (End/f follows) "));
@@ -300,30 +291,34 @@ impl ConversationPane {
         let top = self.scroll.first_visible(total, height);
         let end = top + height;
         let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
-        let mut start = 0usize;
-        for (i, h) in heights.iter().enumerate() {
-            if start + h > top && start < end {
-                let lines = self.entry_lines(i, text_w, theme);
+        let (mut i, mut start) = self.cache.borrow().locate(top);
+        while i < n && start < end {
+            let lines = self.exact_lines(i, text_w, theme);
+            let h = lines.len();
+            if start + h > top {
                 let from = top.saturating_sub(start);
-                let to = (end - start).min(lines.len());
+                let to = (end - start).min(h);
                 visible.extend(lines.into_iter().take(to).skip(from));
             }
             start += h;
-            if start >= end {
-                break;
-            }
+            i += 1;
         }
-        if start < end {
+        if i >= n && start < end {
             let from = top.saturating_sub(start);
             let to = (end - start).min(queued.len());
             visible.extend(queued.into_iter().take(to).skip(from));
         }
-        drop(heights);
         frame.render_widget(block, area);
         if let Some(b) = banner {
             frame.render_widget(Paragraph::new(Line::styled(DEMO_BANNER, theme.banner)), b);
         }
         frame.render_widget(Paragraph::new(visible), inner);
+    }
+
+    /// How many entries have exact heights (tests).
+    #[cfg(test)]
+    pub fn exact_heights(&self) -> usize {
+        self.cache.borrow().exact_count()
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod approvals;
 pub mod conversation;
 pub mod footer;
+pub mod heights;
 pub mod help;
 pub mod history;
 pub mod input;
