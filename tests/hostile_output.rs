@@ -66,11 +66,11 @@ async fn run(command: &str, spill: &Path) -> (ToolRun, ToolsPane, usize) {
 fn assert_pane_bounded(pane: &ToolsPane) {
     let call = pane.call("c1").expect("call in pane");
     assert!(
-        call.lines.len() <= MAX_LINES_PER_CALL,
+        call.output.lines().len() <= MAX_LINES_PER_CALL,
         "{} lines",
-        call.lines.len()
+        call.output.lines().len()
     );
-    for l in &call.lines {
+    for l in call.output.lines().iter() {
         assert!(l.text.chars().count() <= MAX_LINE_CHARS + 1, "line bound");
         assert!(!l.text.chars().any(|c| c.is_control()), "sanitised");
     }
@@ -100,7 +100,10 @@ async fn a_hundred_megabytes_are_cut_for_the_model_and_spilled_in_full() {
     assert_eq!(meta.len(), 100_000_000, "spilled in full");
     assert_eq!(streamed, 100_000_000, "the console saw every byte live");
     assert_pane_bounded(&pane);
-    assert_eq!(pane.call("c1").unwrap().lines.len(), MAX_LINES_PER_CALL);
+    assert_eq!(
+        pane.call("c1").unwrap().output.lines().len(),
+        MAX_LINES_PER_CALL
+    );
     eprintln!("100 MB round trip: {:?}", started.elapsed());
 }
 
@@ -140,7 +143,11 @@ async fn a_ten_megabyte_line_is_cut_and_spilled_byte_exact() {
     assert_eq!(spilled.len(), 10_000_000);
     assert!(spilled.iter().all(|&b| b == b'x'));
     assert_pane_bounded(&pane);
-    assert_eq!(pane.call("c1").unwrap().lines.len(), 1, "still one line");
+    assert_eq!(
+        pane.call("c1").unwrap().output.lines().len(),
+        1,
+        "still one line"
+    );
 }
 
 const HOSTILE: &str = "\x1b[2J\x1b[H\x1b]0;pwned-title\x07\x1b[10;10Hmoved\x1b[?1049h\
@@ -154,7 +161,7 @@ async fn escapes_from_a_real_process_are_neutralised_in_the_tool_pane() {
     let (run, pane, _) = run(cmd, dir.path()).await;
     assert!(run.ok());
     let call = pane.call("c1").unwrap();
-    let text: String = call.lines.iter().map(|l| l.text.clone()).collect();
+    let text: String = call.output.lines().iter().map(|l| l.text.clone()).collect();
     assert_eq!(text, "moved visible");
     assert!(!text.contains("pwned"));
 }

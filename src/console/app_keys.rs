@@ -436,7 +436,7 @@ impl App {
             }]);
         };
         let mut text = String::new();
-        for l in &call.lines {
+        for l in call.output.lines().iter() {
             let mark = match l.kind {
                 super::panes::tools::LineKind::Stdout => "",
                 super::panes::tools::LineKind::Stderr => "stderr: ",
@@ -447,11 +447,9 @@ impl App {
             text.push('\n');
         }
         let mut label = "streamed output".to_string();
-        if call.dropped > 0 {
-            label.push_str(&format!(
-                " (the first {} lines were not kept)",
-                call.dropped
-            ));
+        let dropped = call.output.dropped();
+        if dropped > 0 {
+            label.push_str(&format!(" (the first {dropped} lines were not kept)"));
         }
         let truncated = matches!(&call.status, CallStatus::Finished(s) if s.truncated);
         let view = if truncated {

@@ -18,10 +18,7 @@ pub const TAB_WIDTH: usize = 4;
 pub fn sanitize(input: &str) -> String {
     // Fast path for the common case (plain printable ASCII lines), which a
     // flood of command output mostly is.
-    if input
-        .bytes()
-        .all(|b| b == b'\n' || (0x20..0x7f).contains(&b))
-    {
+    if is_plain(input) {
         return input.to_string();
     }
     let mut out = String::with_capacity(input.len());
@@ -49,6 +46,20 @@ pub fn sanitize(input: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `input` is printable ASCII and newlines only, which
+/// [`sanitize`] leaves as it is.
+pub fn is_plain(input: &str) -> bool {
+    let plain = |b: u8| b == b'\n' || (0x20..0x7f).contains(&b);
+    // Whole blocks without an early exit inside, so the check vectorizes.
+    let mut blocks = input.as_bytes().chunks_exact(64);
+    for block in &mut blocks {
+        if !block.iter().fold(true, |ok, &b| ok & plain(b)) {
+            return false;
+        }
+    }
+    blocks.remainder().iter().all(|&b| plain(b))
 }
 
 /// Bidirectional overrides and isolates can make text display differently
@@ -250,5 +261,19 @@ mod tests {
         assert_eq!(one_line("abc", 10), "abc");
         assert_eq!(one_line("abcdef", 3), "abc…");
         assert_eq!(one_line("ab\ncd", 10), "ab …");
+    }
+
+    #[test]
+    fn plain_means_printable_ascii_and_newlines_in_any_block() {
+        let long = "a".repeat(200);
+        assert!(is_plain(&long));
+        assert!(is_plain(&format!("{long}\n{long}")));
+        for at in [0, 63, 64, 130, 199] {
+            let mut s = long.clone().into_bytes();
+            s[at] = b'\t';
+            assert!(!is_plain(std::str::from_utf8(&s).unwrap()), "tab at {at}");
+        }
+        assert!(!is_plain(&format!("{long}é")));
+        assert!(!is_plain("\x1b[2J"));
     }
 }

@@ -15,6 +15,7 @@ pub mod input;
 pub mod mirror;
 pub mod modal;
 pub mod status;
+pub mod tool_lines;
 pub mod tools;
 pub mod viewer;
 

@@ -18,13 +18,13 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::tool_lines::LineStore;
+pub use super::tool_lines::{LineKind, MAX_LINE_CHARS, MAX_LINES_PER_CALL, OutputLine};
 use super::{Scroll, pane_block};
-use crate::console::text::{one_line, sanitize, truncate_chars};
+use crate::console::text::{one_line, sanitize};
 use crate::console::theme::Theme;
 use crate::event::{OutputStream, PaneKey, ToolSummary};
 
-pub const MAX_LINES_PER_CALL: usize = 500;
-pub const MAX_LINE_CHARS: usize = 2_000;
 pub const MAX_CALLS: usize = 200;
 /// How operator typing is marked in the stream (apart from tool calls).
 pub const OPERATOR_MARK: &str = "⌨ operator typed: ";
@@ -41,30 +41,15 @@ pub enum CallStatus {
     Denied,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineKind {
-    Stdout,
-    Stderr,
-    Info,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputLine {
-    pub kind: LineKind,
-    pub text: String,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     pub call_id: String,
     pub name: String,
     pub summary: String,
     pub status: CallStatus,
-    pub lines: VecDeque<OutputLine>,
-    /// Lines dropped from the front to respect the bound.
-    pub dropped: usize,
-    /// The last line has no newline yet (for an operator entry: more typing
-    /// continues it).
+    /// The bounded output (split into lines when read).
+    pub output: LineStore,
+    /// An operator entry still being typed (more typing continues it).
     open: bool,
     /// Not a tool call: keys the operator typed into the pane.
     pub operator: bool,
@@ -77,56 +62,9 @@ impl ToolCall {
             name: sanitize(name),
             summary: one_line(&sanitize(summary), 300),
             status: CallStatus::Requested,
-            lines: VecDeque::new(),
-            dropped: 0,
+            output: LineStore::default(),
             open: false,
             operator: false,
-        }
-    }
-
-    fn push_line(&mut self, kind: LineKind, text: &str) {
-        self.lines.push_back(OutputLine {
-            kind,
-            text: truncate_chars(text, MAX_LINE_CHARS),
-        });
-        if self.lines.len() > MAX_LINES_PER_CALL {
-            self.lines.pop_front();
-            self.dropped += 1;
-        }
-    }
-
-    fn append(&mut self, kind: LineKind, text: &str) {
-        let clean = sanitize(text);
-        let parts: Vec<&str> = clean.split('\n').collect();
-        let last_index = parts.len() - 1;
-        // Lines that would only be pushed out again by this same chunk are
-        // counted as dropped without being stored (floods stay cheap).
-        let skip_to = last_index.saturating_sub(MAX_LINES_PER_CALL);
-        if skip_to > 1 {
-            self.dropped += skip_to - 1;
-        }
-        for (i, part) in parts.into_iter().enumerate() {
-            if i >= 1 && i < skip_to {
-                continue;
-            }
-            if i == last_index && part.is_empty() {
-                // Text ended with a newline (or was empty): nothing left open.
-                if i > 0 {
-                    self.open = false;
-                }
-                break;
-            }
-            let continues = i == 0 && self.open;
-            match self.lines.back_mut() {
-                Some(line) if continues && line.kind == kind => {
-                    if line.text.chars().count() < MAX_LINE_CHARS {
-                        line.text.push_str(part);
-                        line.text = truncate_chars(&line.text, MAX_LINE_CHARS);
-                    }
-                }
-                _ => self.push_line(kind, part),
-            }
-            self.open = true;
         }
     }
 
@@ -139,7 +77,8 @@ impl ToolCall {
     }
 
     fn line_count(&self) -> usize {
-        2 + self.spill().len() + usize::from(self.dropped > 0) + self.lines.len()
+        let dropped = self.output.dropped();
+        2 + self.spill().len() + usize::from(dropped > 0) + self.output.lines().len()
     }
 
     fn status_line(&self, theme: &Theme) -> Line<'static> {
@@ -188,7 +127,9 @@ impl ToolCall {
         ]);
         let spill = self.spill();
         let fixed = 2 + spill.len();
-        let marker = usize::from(self.dropped > 0);
+        let dropped = self.output.dropped();
+        let marker = usize::from(dropped > 0);
+        let output = self.output.lines();
         for i in from..to {
             let line = match i {
                 0 => header.clone(),
@@ -198,13 +139,10 @@ impl ToolCall {
                     None => continue,
                 },
                 n if n == fixed && marker == 1 => Line::styled(
-                    format!(
-                        "  … {} earlier lines dropped (history view: h)",
-                        self.dropped
-                    ),
+                    format!("  … {dropped} earlier lines dropped (history view: h)"),
                     theme.dim,
                 ),
-                n => match self.lines.get(n - fixed - marker) {
+                n => match output.get(n - fixed - marker) {
                     Some(l) => output_line(l, theme),
                     None => continue,
                 },
@@ -347,14 +285,14 @@ impl ToolsPane {
             OutputStream::Stdout => LineKind::Stdout,
             OutputStream::Stderr => LineKind::Stderr,
         };
-        self.ensure(call_id, "?", "").append(kind, text);
+        self.ensure(call_id, "?", "").output.append(kind, text);
     }
 
     pub fn info(&mut self, call_id: &str, text: &str) {
         let call = self.ensure(call_id, "?", "");
-        call.open = false;
-        call.append(LineKind::Info, text);
-        call.open = false;
+        call.output.close_line();
+        call.output.append(LineKind::Info, text);
+        call.output.close_line();
     }
 
     /// The operator typed into the pane: continue the newest operator entry
@@ -453,7 +391,13 @@ mod tests {
 
     fn texts(p: &ToolsPane, id: &str) -> Vec<(LineKind, String)> {
         p.call(id)
-            .map(|c| c.lines.iter().map(|l| (l.kind, l.text.clone())).collect())
+            .map(|c| {
+                c.output
+                    .lines()
+                    .iter()
+                    .map(|l| (l.kind, l.text.clone()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -499,13 +443,17 @@ mod tests {
             .collect();
         p.output("c1", OutputStream::Stdout, &chunk);
         let call = p.call("c1").expect("call exists");
-        assert_eq!(call.lines.len(), MAX_LINES_PER_CALL);
-        assert_eq!(call.dropped, 20);
-        assert_eq!(call.lines.front().map(|l| l.text.as_str()), Some("20"));
+        assert_eq!(call.output.lines().len(), MAX_LINES_PER_CALL);
+        assert_eq!(call.output.dropped(), 20);
+        assert_eq!(
+            call.output.lines().front().map(|l| l.text.as_str()),
+            Some("20")
+        );
         p.output("c1", OutputStream::Stdout, &"x".repeat(MAX_LINE_CHARS * 2));
         let call = p.call("c1").expect("call exists");
         assert!(
-            call.lines
+            call.output
+                .lines()
                 .back()
                 .is_some_and(|l| l.text.chars().count() <= MAX_LINE_CHARS + 1)
         );
