@@ -74,7 +74,8 @@ pub enum ModelError {
     Status {
         status: u16,
         body: String,
-        /// The `Retry-After` header in seconds, when the server sent one.
+        /// The `Retry-After` header as seconds from its arrival, when the
+        /// server sent one (an HTTP date already in the past is 0).
         retry_after: Option<u64>,
     },
     /// The stream stopped before the answer was complete (connection broke,
@@ -156,14 +157,11 @@ impl ChatModel for ModelClient {
     }
 }
 
-/// `Retry-After` as whole seconds (the HTTP-date form is ignored).
+/// `Retry-After` as whole seconds from now, in either form (delta-seconds or
+/// an HTTP date; see [`crate::http_date::retry_after_secs`]).
 pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| s.ceil() as u64)
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    crate::http_date::retry_after_secs(value, std::time::SystemTime::now())
 }
 
 /// One successful round.
