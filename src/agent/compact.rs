@@ -16,7 +16,7 @@ use super::context::{
     SUMMARY_HEAD, cut_point, extractive_summary, project_tool_results, transcript,
 };
 use super::runner::{Shared, lock};
-use super::types::{ChatMessage, Role};
+use super::types::{ChatMessage, Messages, Role};
 use crate::event::AgentEvent;
 
 /// The instruction for the summary request.
@@ -117,7 +117,9 @@ async fn model_summary(
         )),
     ];
     let mut ignore = |_: &str| {};
-    let round = shared.model.complete_round(&request, &[], &mut ignore);
+    let round = shared
+        .model
+        .complete_round(Messages::Typed(&request), &[], &mut ignore);
     match tokio::time::timeout(SUMMARY_TIMEOUT, round).await {
         Ok(Ok(done)) if !done.reply.content.trim().is_empty() => Some(done.reply.content),
         Ok(Ok(_)) => None,

@@ -56,7 +56,7 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
         let result = complete_with_retries(
             shared.model.as_ref(),
             &shared.retry,
-            &messages,
+            messages.messages(),
             &definitions,
             &emit,
         )
