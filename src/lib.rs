@@ -19,6 +19,7 @@ pub mod console;
 pub mod event;
 pub mod exec;
 pub mod headless;
+pub mod http_date;
 pub mod redact;
 pub mod scripted;
 pub mod toolcmd;

@@ -14,7 +14,7 @@ use reqwest::header::ACCEPT;
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
 use super::client::{self, ChatModel, Completion, ModelClientConfig, ModelError, is_json};
 use super::sse::StreamError;
-use super::types::{AssistantReply, ChatMessage};
+use super::types::{AssistantReply, ChatMessage, Messages};
 use crate::tools::ToolDefinition;
 
 /// The API version header value sent with every request.
@@ -141,10 +141,11 @@ impl AnthropicClient {
 impl ChatModel for AnthropicClient {
     async fn complete_round(
         &self,
-        messages: &[ChatMessage],
+        messages: Messages<'_>,
         tools: &[ToolDefinition],
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError> {
+        let messages = messages.typed();
         match self.streamed(messages, tools, on_text).await {
             Err(ModelError::EmptyBody) => {
                 tracing::warn!("empty streamed answer; retrying without streaming");

@@ -20,7 +20,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 
 use super::json_tags::{self, ToolProtocol};
 use super::sse::{StreamAssembler, StreamError, parse_completion, snippet};
-use super::types::{AssistantReply, ChatMessage, ChatRequest};
+use super::types::{AssistantReply, ChatMessage, Messages, request_body};
 use crate::tools::ToolDefinition;
 
 /// Where and how to reach the model.
@@ -74,7 +74,8 @@ pub enum ModelError {
     Status {
         status: u16,
         body: String,
-        /// The `Retry-After` header in seconds, when the server sent one.
+        /// The `Retry-After` header as seconds from its arrival, when the
+        /// server sent one (an HTTP date already in the past is 0).
         retry_after: Option<u64>,
     },
     /// The stream stopped before the answer was complete (connection broke,
@@ -121,9 +122,12 @@ impl ModelError {
 /// of a conversation with the tools offered, text streamed to `on_text`.
 #[async_trait::async_trait]
 pub trait ChatModel: Send + Sync {
+    /// `messages` may carry their wire form ([`Messages::Wire`]): a dialect
+    /// that speaks that form sends it as is, the others use the typed
+    /// messages.
     async fn complete_round(
         &self,
-        messages: &[ChatMessage],
+        messages: Messages<'_>,
         tools: &[ToolDefinition],
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError>;
@@ -136,19 +140,20 @@ pub trait ChatModel: Send + Sync {
 impl ChatModel for ModelClient {
     async fn complete_round(
         &self,
-        messages: &[ChatMessage],
+        messages: Messages<'_>,
         tools: &[ToolDefinition],
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError> {
         if self.protocol == ToolProtocol::JsonTags {
             let reply =
-                json_tags::complete(self, self.multiple_calls, messages, tools, on_text).await?;
+                json_tags::complete(self, self.multiple_calls, messages.typed(), tools, on_text)
+                    .await?;
             return Ok(Completion {
                 reply,
                 fell_back: false,
             });
         }
-        ModelClient::complete_round(self, messages, tools, on_text).await
+        self.complete_wire(messages, tools, on_text).await
     }
 
     fn model_name(&self) -> &str {
@@ -156,14 +161,11 @@ impl ChatModel for ModelClient {
     }
 }
 
-/// `Retry-After` as whole seconds (the HTTP-date form is ignored).
+/// `Retry-After` as whole seconds from now, in either form (delta-seconds or
+/// an HTTP date; see [`crate::http_date::retry_after_secs`]).
 pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| s.ceil() as u64)
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    crate::http_date::retry_after_secs(value, std::time::SystemTime::now())
 }
 
 /// One successful round.
@@ -253,6 +255,18 @@ impl ModelClient {
         tools: &[ToolDefinition],
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, ModelError> {
+        self.complete_wire(Messages::Typed(messages), tools, on_text)
+            .await
+    }
+
+    /// [`Self::complete_round`], sending the messages' wire form when they
+    /// carry one.
+    async fn complete_wire(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, ModelError> {
         match self.streamed(messages, tools, on_text).await {
             Err(ModelError::EmptyBody) => {
                 tracing::warn!("empty streamed answer; retrying without streaming");
@@ -274,18 +288,13 @@ impl ModelClient {
 
     async fn send(
         &self,
-        messages: &[ChatMessage],
+        messages: Messages<'_>,
         tools: &[ToolDefinition],
         stream: bool,
     ) -> Result<reqwest::Response, ModelError> {
-        let body = ChatRequest {
-            model: &self.config.model,
-            messages,
-            tools,
-            stream,
-        };
+        let body = request_body(&self.config.model, messages, tools, stream);
         let url = self.url();
-        tracing::debug!(%url, model = %self.config.model, messages = messages.len(), stream, "model request");
+        tracing::debug!(%url, model = %self.config.model, messages = messages.typed().len(), stream, "model request");
         let mut req = self
             .http
             .post(&url)
@@ -297,7 +306,8 @@ impl ModelClient {
                     "application/json"
                 },
             )
-            .json(&body);
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = &self.config.api_key {
             req = req.header(AUTHORIZATION, format!("Bearer {key}"));
         }
@@ -310,7 +320,7 @@ impl ModelClient {
 
     async fn streamed(
         &self,
-        messages: &[ChatMessage],
+        messages: Messages<'_>,
         tools: &[ToolDefinition],
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<AssistantReply, ModelError> {
@@ -353,7 +363,7 @@ impl ModelClient {
 
     async fn unstreamed(
         &self,
-        messages: &[ChatMessage],
+        messages: Messages<'_>,
         tools: &[ToolDefinition],
     ) -> Result<AssistantReply, ModelError> {
         let resp = self.send(messages, tools, false).await?;

@@ -16,7 +16,7 @@ use super::context::{
     SUMMARY_HEAD, cut_point, extractive_summary, project_tool_results, transcript,
 };
 use super::runner::{Shared, lock};
-use super::types::{ChatMessage, Role};
+use super::types::{ChatMessage, Messages, Role};
 use crate::event::AgentEvent;
 
 /// The instruction for the summary request.
@@ -30,24 +30,19 @@ const SUMMARY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Compact when near the limit, or always when `force`.
 pub(crate) async fn maybe_compact(shared: &Arc<Shared>, force: bool) {
-    let (before, near) = {
-        let convo = lock(&shared.conversation);
-        let budget = lock(&shared.context);
-        let used = budget.estimate(&convo);
-        (used, budget.near_limit(used))
-    };
+    let before = shared.context_used();
+    let near = lock(&shared.context).near_limit(before);
     if !force && !near {
         return;
     }
-    let after_projection = {
-        let mut convo = lock(&shared.conversation);
+    lock(&shared.conversation).edit(|convo| {
         let keep_from = convo
             .iter()
             .rposition(|m| m.role == Role::Assistant)
             .unwrap_or(convo.len());
-        project_tool_results(&mut convo, keep_from);
-        lock(&shared.context).estimate(&convo)
-    };
+        project_tool_results(convo, keep_from);
+    });
+    let after_projection = shared.context_used();
     let still_near = lock(&shared.context).near_limit(after_projection);
     if !force && !still_near {
         shared.emit(AgentEvent::ContextCompacted {
@@ -92,16 +87,15 @@ pub(crate) async fn maybe_compact(shared: &Arc<Shared>, force: bool) {
         }
     };
     let summary: String = summary.chars().take(limit_chars / 6).collect();
-    let after = {
-        let mut convo = lock(&shared.conversation);
+    lock(&shared.conversation).edit(|convo| {
         if cut <= convo.len() {
             let tail = convo.split_off(cut);
             convo.truncate(1);
             convo.push(ChatMessage::user(format!("{SUMMARY_HEAD}{summary}")));
             convo.extend(tail);
         }
-        lock(&shared.context).estimate(&convo)
-    };
+    });
+    let after = shared.context_used();
     shared.emit(AgentEvent::ContextCompacted {
         before,
         after,
@@ -123,7 +117,9 @@ async fn model_summary(
         )),
     ];
     let mut ignore = |_: &str| {};
-    let round = shared.model.complete_round(&request, &[], &mut ignore);
+    let round = shared
+        .model
+        .complete_round(Messages::Typed(&request), &[], &mut ignore);
     match tokio::time::timeout(SUMMARY_TIMEOUT, round).await {
         Ok(Ok(done)) if !done.reply.content.trim().is_empty() => Some(done.reply.content),
         Ok(Ok(_)) => None,

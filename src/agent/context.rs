@@ -53,13 +53,27 @@ impl ContextBudget {
 
     /// Uncalibrated estimate (chars / 4) of a request with these messages.
     pub fn raw(&self, messages: &[ChatMessage]) -> u64 {
-        let chars: usize = messages.iter().map(message_chars).sum::<usize>() + self.tools_chars;
-        (chars as u64).div_ceil(4)
+        self.raw_chars(messages.iter().map(message_chars).sum())
+    }
+
+    /// [`Self::raw`] of messages whose [`message_chars`] add up to `chars`
+    /// (a running total: no walk over the messages).
+    pub fn raw_chars(&self, chars: usize) -> u64 {
+        ((chars + self.tools_chars) as u64).div_ceil(4)
     }
 
     /// Calibrated estimate, in tokens.
     pub fn estimate(&self, messages: &[ChatMessage]) -> u64 {
-        (self.raw(messages) as f64 * self.ratio).round() as u64
+        self.calibrated(self.raw(messages))
+    }
+
+    /// [`Self::estimate`] from a running character total.
+    pub fn estimate_chars(&self, chars: usize) -> u64 {
+        self.calibrated(self.raw_chars(chars))
+    }
+
+    fn calibrated(&self, raw: u64) -> u64 {
+        (raw as f64 * self.ratio).round() as u64
     }
 
     /// Learn from a reported prompt size for a request whose raw estimate

@@ -9,6 +9,7 @@ pub mod approval;
 pub mod client;
 pub mod compact;
 pub mod context;
+pub mod conversation;
 pub mod json_tags;
 pub mod restore;
 pub mod retry;

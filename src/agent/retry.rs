@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use super::client::{ChatModel, Completion, ModelError};
-use super::types::ChatMessage;
+use super::types::Messages;
 use crate::event::AgentEvent;
 use crate::tools::ToolDefinition;
 
@@ -67,7 +67,7 @@ fn jitter_fraction() -> f64 {
 pub async fn complete_with_retries(
     model: &dyn ChatModel,
     policy: &RetryPolicy,
-    messages: &[ChatMessage],
+    messages: Messages<'_>,
     tools: &[ToolDefinition],
     emit: &(dyn Fn(AgentEvent) + Send + Sync),
 ) -> Result<Completion, ModelError> {

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use super::approval::ApprovalBroker;
 use super::client::ChatModel;
 use super::context::ContextBudget;
+use super::conversation::Conversation;
 use super::restore::Restored;
 use super::retry::RetryPolicy;
 use super::session::SessionWriter;
@@ -82,7 +83,7 @@ pub(crate) struct Shared {
     pub(crate) retry: RetryPolicy,
     pub(crate) registry: Arc<ToolRegistry>,
     pub(crate) events: mpsc::UnboundedSender<AgentEvent>,
-    pub(crate) conversation: Mutex<Vec<ChatMessage>>,
+    pub(crate) conversation: Mutex<Conversation>,
     pub(crate) context: Mutex<ContextBudget>,
     pub(crate) max_rounds: u32,
     pub(crate) spill_dir: Option<PathBuf>,
@@ -112,8 +113,11 @@ impl Shared {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> Vec<ChatMessage> {
-        lock(&self.conversation).clone()
+    /// The context estimate of the conversation as it is now, in tokens
+    /// (from the running size: no walk over the messages).
+    pub(crate) fn context_used(&self) -> u64 {
+        let chars = lock(&self.conversation).chars();
+        lock(&self.context).estimate_chars(chars)
     }
 }
 
@@ -153,7 +157,7 @@ async fn run_agent(
         retry: setup.retry,
         registry: setup.registry,
         events,
-        conversation: Mutex::new(Vec::new()),
+        conversation: Mutex::new(Conversation::new()),
         context: Mutex::new(ContextBudget::new(setup.context_limit, tools_chars)),
         max_rounds: setup.max_rounds,
         spill_dir: setup.spill_dir,
@@ -297,7 +301,7 @@ fn restore(shared: &Shared, system: ChatMessage, restored: Restored) {
     for stub in &restored.stubs {
         shared.record(stub);
     }
-    *lock(&shared.conversation) = messages;
+    lock(&shared.conversation).replace(messages);
     shared.emit(restored.event());
     for call in &restored.interrupted {
         shared.emit(AgentEvent::Notice {

@@ -42,21 +42,27 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
     for _round in 0..shared.max_rounds {
         let definitions = shared.registry.visible_definitions(&visibility);
         maybe_compact(shared, false).await;
-        let messages = shared.snapshot();
-        let raw_estimate = lock(&shared.context).raw(&messages);
+        // A shared snapshot, not a copy; dropped with the round's request,
+        // before anything is appended again.
+        let (messages, chars) = {
+            let convo = lock(&shared.conversation);
+            (convo.snapshot(), convo.chars())
+        };
+        let raw_estimate = lock(&shared.context).raw_chars(chars);
         let emitter = shared.events.clone();
         let emit = move |ev: AgentEvent| {
             let _ = emitter.send(ev);
         };
-        let done = match complete_with_retries(
+        let result = complete_with_retries(
             shared.model.as_ref(),
             &shared.retry,
-            &messages,
+            messages.messages(),
             &definitions,
             &emit,
         )
-        .await
-        {
+        .await;
+        drop(messages);
+        let done = match result {
             Ok(done) => done,
             Err(e) => return fail(shared, &e),
         };
@@ -111,13 +117,9 @@ fn fail(shared: &Shared, e: &ModelError) -> TurnOutcome {
 }
 
 fn emit_usage(shared: &Shared) {
-    let convo = lock(&shared.conversation);
-    let budget = lock(&shared.context);
-    let used = budget.estimate(&convo);
-    shared.emit(AgentEvent::ContextUsage {
-        used,
-        limit: budget.limit,
-    });
+    let used = shared.context_used();
+    let limit = lock(&shared.context).limit;
+    shared.emit(AgentEvent::ContextUsage { used, limit });
 }
 
 /// Run a round's calls concurrently; push their results in the model's order.

@@ -97,6 +97,74 @@ pub struct ChatRequest<'a> {
     pub stream: bool,
 }
 
+/// The messages of one request: typed, or with their wire form kept beside
+/// them (each message's JSON, comma-separated, as
+/// [`super::conversation::Conversation`] maintains it), so the OpenAI
+/// dialect sends the history without serialising it again.
+#[derive(Debug, Clone, Copy)]
+pub enum Messages<'a> {
+    Typed(&'a [ChatMessage]),
+    Wire {
+        messages: &'a [ChatMessage],
+        /// `serde_json` of each of `messages`, joined with `,`.
+        json: &'a str,
+    },
+}
+
+impl<'a> Messages<'a> {
+    /// The typed messages (for dialects that send another shape).
+    pub fn typed(self) -> &'a [ChatMessage] {
+        match self {
+            Messages::Typed(m) | Messages::Wire { messages: m, .. } => m,
+        }
+    }
+}
+
+/// The `/chat/completions` body: byte for byte what serialising a
+/// [`ChatRequest`] gives, with the wire form of the messages copied in when
+/// there is one.
+pub fn request_body(
+    model: &str,
+    messages: Messages<'_>,
+    tools: &[ToolDefinition],
+    stream: bool,
+) -> String {
+    let json = match messages {
+        Messages::Typed(messages) => {
+            return serde_json::to_string(&ChatRequest {
+                model,
+                messages,
+                tools,
+                stream,
+            })
+            .unwrap_or_default();
+        }
+        Messages::Wire { json, .. } => json,
+    };
+    let model = serde_json::to_string(model).unwrap_or_default();
+    let tools = if tools.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ",\"tools\":{}",
+            serde_json::to_string(tools).unwrap_or_default()
+        )
+    };
+    let mut body = String::with_capacity(json.len() + model.len() + tools.len() + 48);
+    body.push_str("{\"model\":");
+    body.push_str(&model);
+    body.push_str(",\"messages\":[");
+    body.push_str(json);
+    body.push(']');
+    body.push_str(&tools);
+    body.push_str(if stream {
+        ",\"stream\":true}"
+    } else {
+        ",\"stream\":false}"
+    });
+    body
+}
+
 /// Token counts, when the server reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -133,6 +201,53 @@ mod tests {
         let v = serde_json::to_value(&req).unwrap();
         assert!(v.get("tools").is_none());
         assert_eq!(v["messages"][0]["content"], "");
+    }
+
+    #[test]
+    fn the_wire_form_body_is_the_serialised_request() {
+        let msgs = vec![
+            ChatMessage::system("sys \"quoted\" ünïcode\n"),
+            ChatMessage::assistant(
+                "",
+                vec![ToolCall {
+                    id: "c1".into(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: "time".into(),
+                        arguments: "{\"a\":1}".into(),
+                    },
+                }],
+            ),
+            ChatMessage::tool("c1", "12:00"),
+        ];
+        let json: Vec<String> = msgs
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap())
+            .collect();
+        let json = json.join(",");
+        let tools = [ToolDefinition::function(
+            "time",
+            "tell the time",
+            serde_json::json!({"type": "object"}),
+        )];
+        for tools in [&tools[..], &[]] {
+            for stream in [true, false] {
+                let expected = serde_json::to_string(&ChatRequest {
+                    model: "m\"x",
+                    messages: &msgs,
+                    tools,
+                    stream,
+                })
+                .unwrap();
+                let wire = Messages::Wire {
+                    messages: &msgs,
+                    json: &json,
+                };
+                assert_eq!(request_body("m\"x", wire, tools, stream), expected);
+                let typed = Messages::Typed(&msgs);
+                assert_eq!(request_body("m\"x", typed, tools, stream), expected);
+            }
+        }
     }
 
     #[test]

@@ -192,6 +192,7 @@ mod tests {
             status: None,
             error_message: None,
             retry_after: None,
+            retry_after_date: None,
             empty_body: false,
             cut_after_chunks: None,
         }

@@ -92,6 +92,10 @@ pub struct Rule {
     /// `Retry-After` header value in seconds (with `status`).
     #[serde(default)]
     pub retry_after: Option<u64>,
+    /// `Retry-After` as an HTTP date (IMF-fixdate) this many seconds after
+    /// the answer is sent (negative: in the past), with `status`.
+    #[serde(default)]
+    pub retry_after_date: Option<i64>,
     /// Answer 200 with an empty body.
     #[serde(default)]
     pub empty_body: bool,
@@ -158,6 +162,7 @@ pub struct Planned {
     pub status: Option<u16>,
     pub error_message: Option<String>,
     pub retry_after: Option<u64>,
+    pub retry_after_date: Option<i64>,
     pub empty_body: bool,
     pub cut_after_chunks: Option<usize>,
 }
@@ -275,6 +280,7 @@ impl Scenario {
             status: rule.status,
             error_message: rule.error_message.clone(),
             retry_after: rule.retry_after,
+            retry_after_date: rule.retry_after_date,
             empty_body: rule.empty_body,
             cut_after_chunks: rule.cut_after_chunks,
         })
@@ -289,6 +295,7 @@ impl Scenario {
             status: None,
             error_message: None,
             retry_after: None,
+            retry_after_date: None,
             empty_body: false,
             cut_after_chunks: None,
         }

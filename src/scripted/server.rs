@@ -297,6 +297,12 @@ async fn send_status<W: AsyncWrite + Unpin>(
     if let Some(secs) = plan.retry_after {
         headers.push(("Retry-After", secs.to_string()));
     }
+    if let Some(offset) = plan.retry_after_date {
+        let now = SystemTime::now();
+        let step = Duration::from_secs(offset.unsigned_abs());
+        let at = if offset >= 0 { now + step } else { now - step };
+        headers.push(("Retry-After", crate::http_date::format(at)));
+    }
     let err = http::error_body(&message, kind, status);
     http::write_response(w, status, "application/json", &headers, &err).await
 }
