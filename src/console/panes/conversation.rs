@@ -280,6 +280,7 @@ impl ConversationPane {
     /// Render only the entries that overlap the viewport: a frame costs the
     /// same with ten or ten thousand entries.
     pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+        crate::console::fault::check_render(self.entries.iter().map(|e| e.text.as_str()));
         let mut block = pane_block("conversation".into(), focused, theme);
         let mut inner = block.inner(area);
         let mut banner = None;
