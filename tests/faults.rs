@@ -13,8 +13,9 @@
 //!   `VIGIL_TEST_PANIC_RENDER` hook): the terminal is restored, a message
 //!   says what happened, vigil exits non-zero, the session resumes.
 //!
-//! `kill -9` mid-turn then `vigil resume --last --exec` lives in
-//! `tests/sessions_cli.rs`.
+//! The ssh master killed and the container stopped mid-command are in
+//! `tests/faults_remote.rs`; `kill -9` mid-turn then `vigil resume --last
+//! --exec` is in `tests/sessions_cli.rs`.
 
 mod common;
 #[path = "support/console.rs"]
