@@ -1,5 +1,7 @@
 //! Long-run driver for the in-tree fuzzer (`tests/fuzzing/`):
 //! `cargo bench --bench fuzz -- --iters 1000000 [--target NAME] [--seed N]`.
+//! `--corpus DIR` instead writes each target's seeds to `DIR/<target>/`
+//! (the starting corpus for the libFuzzer wrappers in `fuzz/`).
 //! Prints, per target, the iterations, unique crashes (grouped by panic
 //! location) and time; exits non-zero when anything crashed. Results and
 //! the command are recorded in `docs/fuzzing.md`.
@@ -31,6 +33,23 @@ fn main() -> ExitCode {
     if targets.is_empty() {
         eprintln!("no target named {only:?}");
         return ExitCode::FAILURE;
+    }
+    if let Some(dir) = value("--corpus") {
+        for t in &targets {
+            let d = std::path::Path::new(&dir).join(t.name);
+            let written = std::fs::create_dir_all(&d).and_then(|()| {
+                t.seeds
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, seed)| std::fs::write(d.join(format!("seed-{i}")), seed))
+            });
+            if let Err(e) = written {
+                eprintln!("cannot write {}: {e}", d.display());
+                return ExitCode::FAILURE;
+            }
+            println!("{}: {} seeds", d.display(), t.seeds.len());
+        }
+        return ExitCode::SUCCESS;
     }
     println!(
         "{:<14} {:>12} {:>8} {:>10} {:>10}",

@@ -5,10 +5,17 @@
 //! - the terminal is resized 100 times within a second: the console keeps
 //!   drawing its panes and still answers;
 //! - a 401 whose body echoes the planted API key: the console shows the
-//!   error, never the key (screen, session files, log).
+//!   error, never the key (screen, session files, log);
+//! - vigil's managed tmux server killed, or its managed pane killed, while
+//!   a command runs there: the call fails with a clear error in the tools
+//!   pane, the console stays up, the next command recreates the pane;
+//! - a panic inside a pane's render (the test-only
+//!   `VIGIL_TEST_PANIC_RENDER` hook): the terminal is restored, a message
+//!   says what happened, vigil exits non-zero, the session resumes.
 //!
-//! `kill -9` mid-turn then `vigil resume --last --exec` lives in
-//! `tests/sessions_cli.rs`.
+//! The ssh master killed and the container stopped mid-command are in
+//! `tests/faults_remote.rs`; `kill -9` mid-turn then `vigil resume --last
+//! --exec` is in `tests/sessions_cli.rs`.
 
 mod common;
 #[path = "support/console.rs"]
@@ -182,4 +189,223 @@ fn a_401_echoing_the_key_never_shows_it() {
     assert!(!c.screen_ansi().contains(KEY));
     std::thread::sleep(Duration::from_millis(300));
     scan_for_key(c.dir.path());
+}
+
+/// The model's side of the managed-pane faults: `again` and `recover` run
+/// short commands (their output is not in their command line), `hang` one
+/// that runs until it is killed.
+const PANE_SCENARIO: &str = r#"
+model = "e2e"
+chunk_delay_ms = 0
+[[rule]]
+when = { role = "user", contains = "again" }
+times = 0
+[[rule.tool_calls]]
+name = "run_shell"
+arguments = { command = "printf 'pane-%s\\n' back-42", risk = "low", mutation = false, privesc = false, why = "t" }
+[[rule]]
+when = { role = "user", contains = "recover" }
+times = 0
+[[rule.tool_calls]]
+name = "run_shell"
+arguments = { command = "printf 'pane-%s\\n' recreated-7", risk = "low", mutation = false, privesc = false, why = "t" }
+[[rule]]
+when = { role = "user", contains = "hang" }
+times = 0
+[[rule.tool_calls]]
+name = "run_shell"
+arguments = { command = "sleep 300", risk = "low", mutation = false, privesc = false, why = "t" }
+[[rule]]
+when = { role = "tool" }
+times = 0
+text = "TOOL SAID: {last_tool}"
+[[rule]]
+when = { role = "user" }
+times = 0
+text = "echo: {last_user}"
+"#;
+
+/// `pane_id` of the managed pane running `sleep`, once it runs.
+fn sleeping_pane(c: &Console) -> String {
+    common::eventually(support::WAIT, || {
+        c.agent_tmux
+            .tmux(&[
+                "list-panes",
+                "-a",
+                "-F",
+                "#{pane_id} #{pane_current_command}",
+            ])
+            .lines()
+            .find(|l| l.ends_with(" sleep"))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+    })
+    .expect("the hanging command runs in a managed pane")
+}
+
+/// Run one command, fault the managed pane while a second one runs
+/// (`inject`), then run another. What the operator sees: the faulted call
+/// ends in the tools pane with "failed: execution failed: the pane was
+/// killed while the command ran in pane … was lost; the next command
+/// recreates it", the console keeps answering (the model's reply to the
+/// failure arrives), and the next command runs in a recreated pane. Nothing recorded is lost: every session line is valid
+/// JSON and both completed calls and the failed one are in it.
+fn managed_pane_fault(tag: &str, inject: impl Fn(&Console, &str)) {
+    let c = Console::start_scenario(tag, PANE_SCENARIO, BASE_CONFIG, "", "");
+    c.send("again");
+    c.wait("TOOL SAID");
+    c.send("hang");
+    let pane = sleeping_pane(&c);
+    let killed = c
+        .agent_tmux
+        .tmux(&["display", "-p", "-t", &pane, "#{pane_id} #{pane_pid}"])
+        .trim()
+        .to_string();
+    inject(&c, &pane);
+    let screen = c.wait_for("the call failing with a clear error", |s| {
+        s.contains("failed: execution failed: the")
+            && (s.contains("killed") || s.contains("went away"))
+    });
+    assert_eq!(c.tmux.display(&c.session, "#{pane_dead}"), "0", "{screen}");
+    // The model's reply to the failure names it too.
+    c.wait_for("the model told", |s| s.matches("TOOL SAID").count() >= 2);
+    c.send("recover");
+    c.wait("pane-recreated-7");
+    // A new server reuses pane ids: the shell's pid tells panes apart.
+    let panes = c
+        .agent_tmux
+        .tmux(&["list-panes", "-a", "-F", "#{pane_id} #{pane_pid}"]);
+    assert!(
+        !panes.trim().is_empty() && !panes.lines().any(|p| p == killed),
+        "a new managed pane: {panes:?} (killed {killed})"
+    );
+    let data = c.dir.path().join("data");
+    let events = session_events(&data);
+    let text: Vec<String> = events.iter().map(Value::to_string).collect();
+    for done in ["pane-back-42", "pane-recreated-7"] {
+        assert!(
+            text.iter().any(|t| t.contains(done)),
+            "completed call {done} recorded: {events:#?}"
+        );
+    }
+    assert!(
+        text.iter().any(|t| t.contains("sleep 300")),
+        "the faulted call is recorded: {events:#?}"
+    );
+}
+
+#[test]
+fn the_managed_tmux_server_killed_mid_command_fails_the_call_and_recovers() {
+    managed_pane_fault("faults-kill-server", |c, _| {
+        c.agent_tmux.tmux(&["kill-server"]);
+    });
+}
+
+#[test]
+fn the_managed_pane_killed_mid_command_fails_the_call_and_recovers() {
+    managed_pane_fault("faults-kill-pane", |c, pane| {
+        // Another window keeps the session and server alive: only the pane
+        // dies, as when the operator closes it.
+        let session = c
+            .agent_tmux
+            .tmux(&["display", "-p", "-t", pane, "#{session_name}"]);
+        c.agent_tmux
+            .tmux(&["new-window", "-d", "-t", &format!("{}:", session.trim())]);
+        c.agent_tmux.tmux(&["kill-pane", "-t", pane]);
+    });
+}
+
+/// A panic inside the conversation pane's render, injected once the
+/// operator's message contains the trigger. What the operator sees: the
+/// normal screen back (no alternate screen; typed text echoes, so raw mode
+/// is off), the panic and a line saying the session is kept and how to
+/// resume it, and a non-zero exit without a hang. Nothing recorded is lost:
+/// every session line is valid JSON, the completed call is in it, and
+/// `vigil resume --last` continues the session with that call restored.
+#[test]
+fn a_panic_in_a_render_restores_the_terminal_and_keeps_the_session() {
+    // After vigil exits, the pane's shell prints its status and runs `cat`
+    // on the same terminal, in whatever mode vigil left it.
+    let c = Console::start_scenario(
+        "faults-panic",
+        PANE_SCENARIO,
+        BASE_CONFIG,
+        "; echo \"vigil-exit=$?\"; exec cat",
+        "VIGIL_TEST_PANIC_RENDER=kaboom-7 RUST_BACKTRACE=0",
+    );
+    c.send("again");
+    c.wait("TOOL SAID");
+    assert_eq!(c.tmux.display(&c.session, "#{alternate_on}"), "1");
+    c.send("kaboom-7");
+    let screen = c.wait("vigil-exit=");
+    let code = screen
+        .split("vigil-exit=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(code != "0" && !code.is_empty(), "exit {code}:\n{screen}");
+    // The panic and the note stay on screen, above what follows them (a
+    // second "leave alternate screen" would send the cursor back up).
+    let at = |t: &str| {
+        screen
+            .find(t)
+            .unwrap_or_else(|| panic!("{t:?} in:\n{screen}"))
+    };
+    assert!(at("panicked at") < at("injected fault"));
+    assert!(at("injected fault") < at("vigil-exit="), "{screen}");
+    let joined = screen.replace('\n', "");
+    assert!(
+        joined.contains("`vigil resume --last` continues it"),
+        "{screen}"
+    );
+    assert_eq!(c.tmux.display(&c.session, "#{alternate_on}"), "0");
+    // Cooked mode with echo: the terminal echoes the line, then cat
+    // prints it back: twice. In raw mode it would show once.
+    c.send("typed-after-crash");
+    let screen = c.wait_for("the typed line echoed and printed", |s| {
+        s.matches("typed-after-crash").count() >= 2
+    });
+    assert_eq!(
+        screen.matches("typed-after-crash").count(),
+        2,
+        "echo on, canonical mode:\n{screen}"
+    );
+
+    let data = c.dir.path().join("data");
+    let events = session_events(&data);
+    assert!(
+        events
+            .iter()
+            .any(|e| e.to_string().contains("pane-back-42")),
+        "the completed call is recorded: {events:#?}"
+    );
+    let cfg = c.dir.path().join("config.toml");
+    let out = std::process::Command::new(common::vigil_bin())
+        .args(["--no-tmux", "--config"])
+        .arg(&cfg)
+        .args(["--base-url", &c.server.base_url(), "--model", "e2e"])
+        .args(["resume", "--last", "--exec", "after", "--json"])
+        .env("VIGIL_DATA_DIR", &data)
+        .env_remove("VIGIL_TEST_PANIC_RENDER")
+        .stdin(Stdio::null())
+        .output()
+        .expect("vigil resume runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let restored: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "session_restored")
+        .expect("session_restored");
+    let tools = restored["tools"].as_array().expect("tools");
+    assert!(
+        tools.iter().any(|t| t["summary"]["ok"] == true),
+        "the completed call is restored: {restored:#}"
+    );
+    assert!(stdout.contains("echo: after"), "{stdout}");
 }

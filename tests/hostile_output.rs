@@ -1,11 +1,13 @@
 //! Hostile tool output through the registry with real processes: 100 MB of
 //! output, binary bytes and invalid UTF-8, a 10 MB single line, and
 //! terminal escapes that try to move the cursor, set the title or clear the
-//! screen. The model's view is cut to the limits, the full text is spilled
-//! (byte-exact for UTF-8 output; invalid UTF-8 is spilled as the lossy text
-//! the model saw, U+FFFD for each bad sequence), nothing panics, the
-//! console's tool pane stays bounded, and every pane but the mirror renders
-//! the escapes as nothing.
+//! screen. The model's view is cut to the limits (lossy UTF-8, U+FFFD for
+//! each bad sequence), the spill file holds the exact bytes the command
+//! wrote (local backend and the managed tmux pane alike), nothing panics,
+//! the console's tool pane and full-output viewer stay bounded and
+//! sanitised, and every pane but the mirror renders the escapes as nothing.
+
+mod common;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -16,6 +18,7 @@ use ratatui::backend::TestBackend;
 use serde_json::json;
 use vigil::console::app::App;
 use vigil::console::panes::tools::{MAX_LINE_CHARS, MAX_LINES_PER_CALL, ToolsPane};
+use vigil::console::panes::viewer::ModelView;
 use vigil::event::{AgentEvent, OutputStream, ToolSummary};
 use vigil::exec::ExecutionContext;
 use vigil::tools::shell::{RunShell, ShellConfig};
@@ -23,10 +26,10 @@ use vigil::tools::{ToolContext, ToolRegistry, ToolRun, ToolStream};
 
 const LIMIT: usize = 4000;
 
-fn registry() -> ToolRegistry {
+fn registry(exec: ExecutionContext) -> ToolRegistry {
     let mut r = ToolRegistry::new();
     r.register(RunShell::new(
-        ExecutionContext::local(),
+        exec,
         ShellConfig {
             confirm: false,
             ..Default::default()
@@ -38,6 +41,15 @@ fn registry() -> ToolRegistry {
 /// Run `command` through the registry; live output goes into a console
 /// tools pane, as the agent forwards it.
 async fn run(command: &str, spill: &Path) -> (ToolRun, ToolsPane, usize) {
+    run_on(ExecutionContext::local(), command, spill).await
+}
+
+/// [`run`] on another execution target.
+async fn run_on(
+    exec: ExecutionContext,
+    command: &str,
+    spill: &Path,
+) -> (ToolRun, ToolsPane, usize) {
     let pane = Arc::new(Mutex::new(ToolsPane::default()));
     let streamed = Arc::new(Mutex::new(0usize));
     let (p, s) = (pane.clone(), streamed.clone());
@@ -55,7 +67,7 @@ async fn run(command: &str, spill: &Path) -> (ToolRun, ToolsPane, usize) {
         }));
     let args = json!({"command": command, "risk": "low", "mutation": false,
                       "privesc": false, "why": "hostile output test"});
-    let out = registry()
+    let out = registry(exec)
         .execute_with_context("run_shell", &args.to_string(), &ctx)
         .await;
     let pane = std::mem::take(&mut *pane.lock().unwrap());
@@ -107,28 +119,67 @@ async fn a_hundred_megabytes_are_cut_for_the_model_and_spilled_in_full() {
     eprintln!("100 MB round trip: {:?}", started.elapsed());
 }
 
-#[tokio::test]
-async fn binary_and_invalid_utf8_are_lossy_for_the_model_and_the_spill() {
-    let dir = tempfile::tempdir().unwrap();
-    let raw_path = dir.path().join("raw.bin");
-    // Every byte value, then random bytes: plenty of invalid UTF-8.
+/// Every byte value, then pseudo-random bytes: plenty of invalid UTF-8.
+fn binary_bytes() -> Vec<u8> {
     let mut raw: Vec<u8> = (0..=255u8).cycle().take(40_000).collect();
     raw.extend((0..60_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    raw
+}
+
+/// `cat` a binary file through run_shell on `exec`: the model sees cut,
+/// lossy text; the spill file holds the bytes `cat` wrote; the console's
+/// tool pane and full-output viewer show them sanitised.
+async fn binary_output_is_spilled_raw(exec: ExecutionContext) {
+    let dir = tempfile::tempdir().unwrap();
+    let raw_path = dir.path().join("raw.bin");
+    let raw = binary_bytes();
+    assert!(std::str::from_utf8(&raw).is_err());
     std::fs::write(&raw_path, &raw).unwrap();
     let spill = dir.path().join("spill");
-    let (run, pane, _) = run(&format!("cat {}", raw_path.display()), &spill).await;
+    let (run, pane, _) = run_on(exec, &format!("cat {}", raw_path.display()), &spill).await;
     assert!(run.ok(), "{}", run.model_text);
     let out = run.output.as_ref().unwrap();
     assert!(out.truncated);
-    assert!(stdout_of(&run).chars().count() < LIMIT + 300);
-    assert!(!run.model_text.contains('\u{1b}') || run.model_text.contains("\\u001b"));
-    let spilled = std::fs::read(&out.spill[0]).unwrap();
-    assert_eq!(
-        spilled,
-        String::from_utf8_lossy(&raw).as_bytes(),
-        "the spill holds the lossy text"
+    let stdout = stdout_of(&run);
+    assert!(stdout.chars().count() < LIMIT + 300);
+    assert!(stdout.contains('\u{fffd}'), "the model sees lossy text");
+    assert!(
+        stdout.contains("100000 bytes, raw, not valid UTF-8"),
+        "{stdout}"
     );
+    assert!(!run.model_text.contains('\u{1b}') || run.model_text.contains("\\u001b"));
+    assert_eq!(out.spill.len(), 1);
+    let spilled = std::fs::read(&out.spill[0]).unwrap();
+    assert!(spilled == raw, "the spill holds the exact bytes");
     assert_pane_bounded(&pane);
+    // The full-output viewer reads the raw spill and shows it sanitised.
+    let loaded = vigil::console::io::perform(vigil::console::io::IoRequest::LoadOutput {
+        call_id: "c1".into(),
+        files: vec![("stdout".into(), out.spill[0].clone(), ModelView::All)],
+    });
+    let vigil::console::io::IoResult::Loaded { result, .. } = loaded else {
+        panic!("loaded");
+    };
+    let content = result.expect("viewer content");
+    assert!(
+        content.text.contains('\u{fffd}'),
+        "bad bytes shown as U+FFFD"
+    );
+    for l in &content.lines {
+        let line = &content.text[l.start..l.end];
+        assert!(!line.chars().any(|c| c.is_control()), "sanitised: {line:?}");
+    }
+}
+
+#[tokio::test]
+async fn binary_output_is_lossy_for_the_model_and_raw_in_the_spill() {
+    binary_output_is_spilled_raw(ExecutionContext::local()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_output_from_the_managed_pane_is_raw_in_the_spill() {
+    let (backend, _server) = common::start("bash").await;
+    binary_output_is_spilled_raw(ExecutionContext::from_arc(backend)).await;
 }
 
 #[tokio::test]

@@ -11,13 +11,15 @@
 //! - [`passthrough`] maps keys typed into the focused mirror to tmux keys
 //!   (sent as `AgentCommand::PaneKeys`; the agent side types them).
 //! - [`keys`] and [`theme`] hold the configurable bindings and colours;
-//!   [`io`] is the only file I/O, run off the UI task.
+//!   [`io`] is the only file I/O, run off the UI task; [`fault`] is a
+//!   test-only fault-injection hook (a panic in a render).
 
 pub mod app;
 mod app_draw;
 mod app_keys;
 mod app_passthrough;
 pub mod event_loop;
+pub mod fault;
 pub mod io;
 pub mod keys;
 pub mod markdown;

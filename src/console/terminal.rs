@@ -6,6 +6,7 @@
 
 use std::io::{self, Stdout, Write};
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::Show;
 use crossterm::event::{
@@ -20,6 +21,10 @@ use ratatui::backend::CrosstermBackend;
 
 pub type ConsoleTerminal = Terminal<CrosstermBackend<Stdout>>;
 
+/// Whether the terminal is in vigil's modes (between [`TerminalGuard::enter`]
+/// and the first [`restore`]).
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
 /// Restores the terminal when dropped (on return, error or unwinding panic).
 #[derive(Debug)]
 pub struct TerminalGuard {
@@ -31,6 +36,7 @@ impl TerminalGuard {
     pub fn enter() -> io::Result<Self> {
         install_panic_hook();
         enable_raw_mode()?;
+        ENTERED.store(true, Ordering::SeqCst);
         // From here on, dropping the guard undoes whatever was done.
         let guard = TerminalGuard { _private: () };
         // Clear with an escape sequence: ratatui's `Terminal::clear` asks the
@@ -58,8 +64,13 @@ pub fn new_terminal() -> io::Result<ConsoleTerminal> {
 }
 
 /// Leave raw mode and the alternate screen and show the cursor. Safe to call
-/// more than once.
+/// more than once: only the first call after [`TerminalGuard::enter`] writes
+/// (a second "leave alternate screen" would move the cursor back to where it
+/// was on entry, and the next output would overwrite a panic message).
 pub fn restore() -> io::Result<()> {
+    if !ENTERED.swap(false, Ordering::SeqCst) {
+        return Ok(());
+    }
     let raw = disable_raw_mode();
     let mut out = io::stdout();
     let screen = execute!(
@@ -73,8 +84,13 @@ pub fn restore() -> io::Result<()> {
     raw.and(screen)
 }
 
+/// Told after a panic on the console's thread unwinds out of the console.
+pub const CRASH_NOTE: &str = "vigil: internal error (above); the terminal was restored and \
+the recorded session is kept: `vigil resume --last` continues it";
+
 /// Restore the terminal before the previous hook prints, so the panic message
-/// lands on the normal screen. Installed once per process.
+/// lands on the normal screen, then say what survives when it is the
+/// console's own thread (`main`) that panicked. Installed once per process.
 pub fn install_panic_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
@@ -82,6 +98,9 @@ pub fn install_panic_hook() {
         std::panic::set_hook(Box::new(move |info| {
             let _ = restore();
             previous(info);
+            if std::thread::current().name() == Some("main") {
+                eprintln!("{CRASH_NOTE}");
+            }
         }));
     });
 }

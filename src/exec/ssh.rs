@@ -428,7 +428,19 @@ impl Transport for SshTransport {
         if exit_code != Some(255) {
             return None;
         }
-        classify(&self.target.to_string(), &String::from_utf8_lossy(stderr)).map(Into::into)
+        let target = self.target.to_string();
+        classify(&target, &String::from_utf8_lossy(stderr))
+            .or_else(|| {
+                // The master died under a running command: its client exits
+                // 255 without a word, and 255 is not the command's own code.
+                (!self.master_alive()).then(|| SshError::ConnectionLost {
+                    target,
+                    detail: "the ssh master exited while the command ran; whether the \
+                             command finished is unknown"
+                        .into(),
+                })
+            })
+            .map(Into::into)
     }
 }
 

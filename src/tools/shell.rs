@@ -1,5 +1,5 @@
 //! `run_shell`: run one shell command on the execution target and return its
-//! exit code, stdout and stderr (cut for the model, full text spilled).
+//! exit code, stdout and stderr (cut for the model, the exact bytes spilled).
 //!
 //! The tool validates the model's safety metadata, refuses denylisted
 //! commands, and describes itself to the approval gate. It must never run a
@@ -396,20 +396,23 @@ impl Tool for RunShell {
 }
 
 impl RunShell {
-    /// Cut stdout and stderr for the model, spilling the full text.
+    /// Cut stdout and stderr for the model (lossy UTF-8), spilling the exact
+    /// bytes the command wrote.
     fn render(&self, stdout: &[u8], stderr: &[u8], ctx: &ToolContext) -> ToolOutput {
         let dir = ctx.spill_dir.as_deref();
         let (out_text, out_lossy) = text_of(stdout);
         let (err_text, err_lossy) = text_of(stderr);
-        let (out_cut, out_spill) = truncate::cut_with_spill(
+        let (out_cut, out_spill) = truncate::cut_with_spill_raw(
             &out_text,
+            stdout,
             self.config.stdout_limit,
             self.config.keep,
             dir,
             "run_shell-stdout",
         );
-        let (err_cut, err_spill) = truncate::cut_with_spill(
+        let (err_cut, err_spill) = truncate::cut_with_spill_raw(
             &err_text,
+            stderr,
             self.config.stderr_limit,
             self.config.keep,
             dir,

@@ -1,8 +1,10 @@
 //! Cutting tool output down to what the model may see, always at character
 //! boundaries, and keeping the full text in a spill file when anything is cut.
 //!
-//! Limits count Unicode scalar values (chars), as the seeds' tables do. This
-//! module never decides limits: callers pass them.
+//! Limits count Unicode scalar values (chars), as the seeds' tables do. A
+//! spill file holds the exact bytes the tool produced, even when they are not
+//! UTF-8 and the model saw a lossy decoding. This module never decides
+//! limits: callers pass them.
 
 use std::path::{Path, PathBuf};
 
@@ -154,18 +156,36 @@ pub fn cut_with_spill(
     spill_dir: Option<&Path>,
     label: &str,
 ) -> (Cut, Option<PathBuf>) {
-    let mut c = cut(s, limit, keep);
+    cut_with_spill_raw(s, s.as_bytes(), limit, keep, spill_dir, label)
+}
+
+/// Like [`cut_with_spill`] for text decoded from `raw` (lossily when `raw`
+/// is not valid UTF-8): the model gets `text` cut, the spill file gets the
+/// exact `raw` bytes, so "full output" is what the command produced.
+pub fn cut_with_spill_raw(
+    text: &str,
+    raw: &[u8],
+    limit: usize,
+    keep: Keep,
+    spill_dir: Option<&Path>,
+    label: &str,
+) -> (Cut, Option<PathBuf>) {
+    let mut c = cut(text, limit, keep);
     if !c.truncated() {
         return (c, None);
     }
     let Some(dir) = spill_dir else {
         return (c, None);
     };
-    match spill(dir, label, s.as_bytes()) {
+    match spill(dir, label, raw) {
         Ok(path) => {
+            let size = if raw == text.as_bytes() {
+                format!("{} chars", text.chars().count())
+            } else {
+                format!("{} bytes, raw, not valid UTF-8", raw.len())
+            };
             c.text.push_str(&format!(
-                "\n[full output ({} chars) saved to {}]",
-                s.chars().count(),
+                "\n[full output ({size}) saved to {}]",
                 path.display()
             ));
             (c, Some(path))
@@ -271,5 +291,26 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn spill_keeps_raw_bytes_when_the_model_sees_lossy_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw: Vec<u8> = b"ok \xff\xfe\x00 bad "
+            .iter()
+            .copied()
+            .cycle()
+            .take(300)
+            .collect();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (c, path) = cut_with_spill_raw(&text, &raw, 10, Keep::Head, Some(dir.path()), "x");
+        let path = path.expect("spilled");
+        assert_eq!(std::fs::read(&path).unwrap(), raw, "exact bytes");
+        assert!(c.text.starts_with("ok \u{fffd}\u{fffd}"), "{}", c.text);
+        assert!(
+            c.text.contains("300 bytes, raw, not valid UTF-8"),
+            "{}",
+            c.text
+        );
     }
 }

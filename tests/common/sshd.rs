@@ -192,6 +192,13 @@ impl Drop for Sshd {
 /// Pids of live `sleep` processes whose arguments contain `marker` (the test
 /// server is local, so remote processes are visible here).
 pub fn sleeping(marker: &str) -> Vec<u32> {
+    // Only the command itself, not an ssh/sh wrapper quoting it.
+    processes(|args| args.starts_with("sleep ") && args.contains(marker))
+}
+
+/// Pids of live (not zombie) processes, other than this one, whose
+/// space-joined arguments satisfy `pred`.
+pub fn processes(pred: impl Fn(&str) -> bool) -> Vec<u32> {
     let me = std::process::id();
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -213,8 +220,7 @@ pub fn sleeping(marker: &str) -> Vec<u32> {
             continue;
         }
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // Only the command itself, not an ssh/sh wrapper quoting it.
-        if text.starts_with("sleep ") && text.contains(marker) {
+        if pred(&text) {
             found.push(pid);
         }
     }

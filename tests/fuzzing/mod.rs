@@ -48,6 +48,20 @@ pub struct Target {
     pub run: fn(&[u8]),
 }
 
+/// Run the target called `name` on `data` once, crashing as it would
+/// (used by the libFuzzer wrappers in `fuzz/`, which supply the inputs).
+pub fn run_named(name: &str, data: &[u8]) {
+    type Runs = Vec<(&'static str, fn(&[u8]))>;
+    static RUNS: std::sync::OnceLock<Runs> = std::sync::OnceLock::new();
+    let runs = RUNS.get_or_init(|| targets::all().iter().map(|t| (t.name, t.run)).collect());
+    let run = runs
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no fuzz target `{name}`"))
+        .1;
+    run(data)
+}
+
 /// What a run found.
 #[derive(Debug)]
 pub struct Report {

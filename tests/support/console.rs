@@ -78,10 +78,11 @@ text = "echo: {last_user}"
 
 pub struct Console {
     pub tmux: Tmux,
-    _agent_tmux: common::Server,
+    /// vigil's own managed tmux server (`VIGIL_TMUX_SOCKET`).
+    pub agent_tmux: common::Server,
     pub session: String,
     pub dir: tempfile::TempDir,
-    _server: ScriptedServer,
+    pub server: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -131,10 +132,10 @@ impl Console {
         tmux.wait_text(&session, "e2e", WAIT);
         Console {
             tmux,
-            _agent_tmux: agent_tmux,
+            agent_tmux,
             session,
             dir,
-            _server: server,
+            server,
             _rt: rt,
         }
     }

@@ -1,0 +1,7 @@
+//! libFuzzer wrapper for the `risk` target of `tests/fuzzing/targets.rs`.
+#![no_main]
+
+#[path = "../../tests/fuzzing/mod.rs"]
+mod fuzzing;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzzing::run_named("risk", data));
