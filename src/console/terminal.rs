@@ -90,15 +90,26 @@ the recorded session is kept: `vigil resume --last` continues it";
 
 /// Restore the terminal before the previous hook prints, so the panic message
 /// lands on the normal screen, then say what survives when it is the
-/// console's own thread (`main`) that panicked. Installed once per process.
+/// console's own thread (`main`) that panicked. A panic on another thread while
+/// the console is up goes to the log only: the console keeps the terminal and
+/// says "the agent stopped" when the agent task is what died. Installed once
+/// per process.
 pub fn install_panic_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            let console_thread = std::thread::current().name() == Some("main");
+            if !console_thread && ENTERED.load(Ordering::SeqCst) {
+                // A worker (the agent task, a tool) panicked while the console
+                // is up: the console keeps the terminal and reports the task's
+                // end itself; printing here would scribble over the screen.
+                tracing::error!(target: "vigil::panic", "{info}");
+                return;
+            }
             let _ = restore();
             previous(info);
-            if std::thread::current().name() == Some("main") {
+            if console_thread {
                 eprintln!("{CRASH_NOTE}");
             }
         }));
