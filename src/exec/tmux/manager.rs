@@ -19,11 +19,17 @@ use super::control::Control;
 use super::script::{sanitize, tq};
 use super::{TmuxError, TmuxOptions};
 use crate::exec::transport::{Transport, sh_quote};
-use crate::exec::{MirrorTarget, process};
+use crate::exec::{ExecError, MirrorTarget, RunOutcome, process};
 
 pub use super::names::{
     SHARED, canonical_pane, canonical_session, owner_prefix, random_hex, server_args,
 };
+
+/// How every tmux process on the target starts: outside any tmux the
+/// caller may be in, and with `-u`. Without `-u`, a client whose locale is
+/// not UTF-8 (the usual case for `ssh host cmd` and `podman exec`) gets
+/// tabs and every non-ASCII character replaced by `_` in what tmux prints.
+const TMUX_EXEC: &str = "unset TMUX TMUX_PANE; exec tmux -u";
 
 /// Longest a one-off tmux process may take.
 const TMUX_TIMEOUT: Duration = Duration::from_secs(10);
@@ -141,13 +147,7 @@ impl TmuxManager {
 
     async fn make_dir(&self) -> Result<(), TmuxError> {
         let script = format!("mkdir -p -m 700 {}", sh_quote(&self.dir));
-        let out = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(TMUX_TIMEOUT),
-            None,
-        )
-        .await?;
+        let out = self.helper(&script, TMUX_TIMEOUT).await?;
         if out.exit_code != Some(0) {
             return Err(TmuxError::Failed(format!(
                 "cannot create {}: {}",
@@ -273,10 +273,33 @@ impl TmuxManager {
             .clone()
     }
 
+    /// Run a short script on the target through the transport: the
+    /// transport is made ready first (a dead ssh master is re-established
+    /// there, with a notice), exactly as for plain commands, and a failure
+    /// of the transport itself is reported as such.
+    pub(super) async fn helper(
+        &self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<RunOutcome, ExecError> {
+        self.transport.prepare().await?;
+        let out = process::run(
+            self.transport.shell(script, false),
+            None,
+            Some(timeout),
+            None,
+        )
+        .await?;
+        match self.transport.failure(out.exit_code, &out.stderr) {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
     /// One tmux process through the transport (for work that cannot go
     /// through a control client: starting servers and sessions).
     pub async fn tmux(&self, args: &[&str]) -> Result<String, TmuxError> {
-        let mut script = String::from("unset TMUX TMUX_PANE; exec tmux");
+        let mut script = String::from(TMUX_EXEC);
         for a in self
             .server_args()
             .iter()
@@ -286,13 +309,7 @@ impl TmuxManager {
             script.push(' ');
             script.push_str(&sh_quote(a));
         }
-        let out = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(TMUX_TIMEOUT),
-            None,
-        )
-        .await?;
+        let out = self.helper(&script, TMUX_TIMEOUT).await?;
         if out.exit_code != Some(0) {
             return Err(TmuxError::Failed(format!(
                 "tmux {}: {}",
@@ -352,7 +369,7 @@ impl TmuxManager {
                 true
             }
         };
-        let mut cmd_script = String::from("unset TMUX TMUX_PANE; exec tmux");
+        let mut cmd_script = String::from(TMUX_EXEC);
         for a in self.server_args() {
             cmd_script.push(' ');
             cmd_script.push_str(&sh_quote(&a));
@@ -361,6 +378,7 @@ impl TmuxManager {
             " -C attach -t {}",
             sh_quote(&format!("={session}"))
         ));
+        self.transport.prepare().await?;
         let control = Control::start(
             self.transport.shell(&cmd_script, true),
             self.changes.clone(),

@@ -15,7 +15,6 @@ use super::control::Control;
 use super::manager::{SHARED, TmuxManager, canonical_pane, lock};
 use super::script::tq;
 use crate::event::PaneKey;
-use crate::exec::process;
 use crate::exec::transport::sh_quote;
 
 /// Longest a helper process on the target may take.
@@ -253,15 +252,10 @@ impl TmuxManager {
             return buf;
         }
         let script = format!("tail -c +{} {} 2>/dev/null", offset + 1, sh_quote(path));
-        process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(HELPER_TIMEOUT),
-            None,
-        )
-        .await
-        .map(|o| o.stdout)
-        .unwrap_or_default()
+        self.helper(&script, HELPER_TIMEOUT)
+            .await
+            .map(|o| o.stdout)
+            .unwrap_or_default()
     }
 
     /// Remove files on the target (best effort).
@@ -277,13 +271,7 @@ impl TmuxManager {
             script.push(' ');
             script.push_str(&sh_quote(p));
         }
-        let _ = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(HELPER_TIMEOUT),
-            None,
-        )
-        .await;
+        let _ = self.helper(&script, HELPER_TIMEOUT).await;
     }
 
     /// Make FIFOs ahead of the command when the target is this machine
