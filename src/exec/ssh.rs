@@ -417,6 +417,10 @@ impl Transport for SshTransport {
         })
     }
 
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shutdown())
+    }
+
     fn take_notices(&self) -> Vec<String> {
         self.notices
             .lock()

@@ -11,6 +11,7 @@ pub mod footer;
 pub mod help;
 pub mod history;
 pub mod input;
+pub mod leave;
 pub mod mirror;
 pub mod modal;
 pub mod status;

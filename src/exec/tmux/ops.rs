@@ -35,6 +35,28 @@ impl TmuxManager {
             .collect())
     }
 
+    /// On exit, when the operator chose so: kill every session this agent
+    /// owns on its server (the default one included) and remove the
+    /// command directory. Sessions of other owners are never touched.
+    /// Returns the sessions killed.
+    pub async fn remove_all(&self) -> Result<Vec<String>, TmuxError> {
+        let sessions = self.managed_sessions().await?;
+        self.controls.lock().await.clear();
+        lock(&self.known_sessions).clear();
+        for s in &sessions {
+            self.tmux(&["kill-session", "-t", &format!("={s}")]).await?;
+        }
+        self.forget_dir().await;
+        Ok(sessions)
+    }
+
+    /// Remove the command directory on the target (best effort).
+    pub async fn forget_dir(&self) {
+        let _ = self
+            .helper(&format!("rm -rf {}", sh_quote(&self.dir)), HELPER_TIMEOUT)
+            .await;
+    }
+
     /// Create or reuse a managed session (with its shared pane).
     pub async fn create_session(&self, name: &str) -> Result<String, TmuxError> {
         let session = self.session_name(Some(name));
