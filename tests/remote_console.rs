@@ -1,6 +1,7 @@
-//! The console on an SSH target, end to end: the real binary inside a
-//! detached tmux session, a real sshd on 127.0.0.1 whose remote tmux runs
-//! vigil's managed pane. A killed ControlMaster comes back on the next
+//! The console on remote targets, end to end: the real binary inside a
+//! detached tmux session, a real sshd on 127.0.0.1 or a real podman
+//! container whose tmux runs vigil's managed pane (and the console mirrors
+//! it). A killed ControlMaster comes back on the next
 //! command and the status bar says so; quitting asks whether to keep or
 //! remove the remote managed sessions, and the answer is carried out (seen
 //! with tmux on the remote socket, over ssh); the master is closed either
@@ -11,8 +12,9 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
+use common::podman::{store, tmux_container};
 use common::sshd::Sshd;
-use common::{Tmux, vigil_bin};
+use common::{Tmux, mirror_region, vigil_bin};
 use vigil::scripted::{Scenario, ScriptedServer};
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -80,22 +82,43 @@ struct Run {
     pid: String,
 }
 
-/// Start the console on the ssh target; returns once the first command ran
-/// in the remote managed pane.
-fn start(s: &Sshd, url: &str, socket: &str, data: &std::path::Path, tag: &str) -> Run {
+/// Where the console runs its commands.
+struct On {
+    /// The config file's text.
+    config: String,
+    /// `--ssh TARGET` or `--container NAME`.
+    flag: &'static str,
+    target: String,
+    /// How the status bar names the managed pane's target.
+    shown: &'static str,
+}
+
+fn on_ssh(s: &Sshd) -> On {
+    On {
+        config: s.config_toml(&s.client_key),
+        flag: "--ssh",
+        target: s.target(),
+        shown: "on tmux vigil-agent (ssh",
+    }
+}
+
+/// Start the console; returns once the first command ran in the remote
+/// managed pane.
+fn start(on: &On, url: &str, socket: &str, data: &std::path::Path, tag: &str) -> Run {
     let config = data.join("config.toml");
-    std::fs::write(&config, s.config_toml(&s.client_key)).unwrap();
+    std::fs::write(&config, &on.config).unwrap();
     let tmux = Tmux::new(tag);
     let cmd = format!(
         "exec env -u VIGIL_API_KEY VIGIL_DATA_DIR={} VIGIL_TMUX_SOCKET={socket} \
-         VIGIL_BASE_URL={url} VIGIL_MODEL=test {} --config {} --ssh {} --auto-approve",
+         VIGIL_BASE_URL={url} VIGIL_MODEL=test {} --config {} {} {} --auto-approve",
         data.display(),
         vigil_bin().display(),
         config.display(),
-        s.target()
+        on.flag,
+        on.target
     );
     tmux.start("c", 150, 40, &cmd);
-    tmux.wait_text("c", "on tmux vigil-agent (ssh", WAIT);
+    tmux.wait_text("c", on.shown, WAIT);
     let pid = tmux.display("c", "#{pane_pid}");
     tmux.type_text("c", "please run it");
     tmux.keys("c", &["Enter"]);
@@ -150,7 +173,7 @@ async fn quitting_asks_to_keep_or_remove_remote_sessions_and_notices_show() {
             socket: common::socket(),
         };
         let data = tempfile::tempdir().unwrap();
-        let run = start(&s, &url, &remote.socket, data.path(), "rm");
+        let run = start(&on_ssh(&s), &url, &remote.socket, data.path(), "rm");
         assert!(
             remote_sessions(&s, &remote.socket)
                 .lines()
@@ -187,7 +210,7 @@ async fn quitting_asks_to_keep_or_remove_remote_sessions_and_notices_show() {
             socket: common::socket(),
         };
         let data = tempfile::tempdir().unwrap();
-        let run = start(&s, &url, &remote.socket, data.path(), "keep");
+        let run = start(&on_ssh(&s), &url, &remote.socket, data.path(), "keep");
         open_quit_question(&run);
         run.tmux.keys("c", &["Escape"]);
         run.tmux.wait_for("c", "the question to close", WAIT, |s| {
@@ -205,6 +228,59 @@ async fn quitting_asks_to_keep_or_remove_remote_sessions_and_notices_show() {
             screen.contains("kept the managed tmux sessions vigil-agent"),
             "{screen}"
         );
+    })
+    .await
+    .unwrap();
+}
+
+/// `--container` with tmux inside (detected): the command runs in the
+/// container's managed pane, the console's mirror shows that pane, and
+/// quitting with "remove" removes the session inside the container.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_mirrors_the_managed_pane_inside_a_container() {
+    let c = tmux_container("console");
+    let server = ScriptedServer::start(Scenario::from_toml_str(SCENARIO).unwrap())
+        .await
+        .unwrap();
+    let url = server.base_url();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<String> = store()
+            .global_args()
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect();
+        let on = On {
+            config: format!(
+                "[container]\nengine = \"podman\"\nengine_args = [{}]\n",
+                args.join(", ")
+            ),
+            flag: "--container",
+            target: c.name.clone(),
+            shown: "on tmux vigil-agent (podman:",
+        };
+        // The managed tmux server lives inside the container.
+        let socket = common::socket();
+        let data = tempfile::tempdir().unwrap();
+        let run = start(&on, &url, &socket, data.path(), "ctr");
+        run.tmux
+            .wait_for("c", "the command's output in the mirror", WAIT, |s| {
+                mirror_region(s).lines().any(|l| l.trim() == "ran-42")
+            });
+        let inside = |socket: &str| {
+            let out = store()
+                .podman()
+                .args(["exec", &c.name, "tmux", "-L", socket])
+                .args(["list-sessions", "-F", "#{session_name}"])
+                .output()
+                .expect("podman runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        assert!(inside(&socket).lines().any(|l| l == "vigil-agent"));
+        open_quit_question(&run);
+        run.tmux.keys("c", &["r"]);
+        run.tmux.wait_exit("c", WAIT);
+        let left = inside(&socket);
+        assert!(!left.lines().any(|l| l == "vigil-agent"), "{left}");
     })
     .await
     .unwrap();

@@ -10,8 +10,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::podman::{Container, store, tmux_container};
+
 use serde_json::{Value, json};
 use vigil::exec::ExecutionContext;
+use vigil::exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
 use vigil::exec::ssh::{SshOptions, SshTransport};
 use vigil::exec::tmux::{TmuxBackend, spawn_mirror_feed};
 use vigil::exec::transport::Transport;
@@ -214,4 +217,48 @@ async fn a_dead_master_under_the_pane_is_re_established_with_a_notice() {
     assert_eq!(ctx.read_file(&p).await.unwrap(), b"after");
     ctx.remove_file(&p).await.unwrap();
     assert_eq!(ctx.take_notices().len(), 1);
+}
+
+// ---- Container + tmux --------------------------------------------------
+
+async fn podman(c: &Container) -> Arc<ContainerTransport> {
+    let t = ContainerTransport::connect(ContainerOptions {
+        name: c.name.clone(),
+        engine: EngineChoice::Only(Engine::Podman),
+        global_args: store().global_args(),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("container connect: {e}"));
+    Arc::new(t)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn container_tmux_pane_runs_captures_types_and_mirrors() {
+    let c = tmux_container("tmux");
+    let t = podman(&c).await;
+    // The tmux server lives inside the container (gone with it).
+    let socket = common::socket();
+    let backend = TmuxBackend::start(t.clone(), common::options(&socket, "sh"))
+        .await
+        .unwrap_or_else(|e| panic!("tmux inside the container: {e}"));
+    assert!(backend.manager().transport().label().starts_with("podman:"));
+    exercise(&backend, "/tmp").await;
+    // It really is the container's tmux server, not one on this machine.
+    let here = common::Server {
+        socket: socket.clone(),
+    };
+    assert_eq!(here.tmux(&["list-sessions"]), "");
+    let inside = ExecutionContext::new(vigil::exec::backend::CommandBackend::new(t));
+    let out = inside
+        .run(
+            vigil::exec::RunRequest {
+                command: format!("tmux -L {socket} list-sessions -F '#{{session_name}}'"),
+                timeout: Some(Duration::from_secs(20)),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "vigil-test\n");
 }
