@@ -102,6 +102,10 @@ pub struct TmuxManager {
     pub(super) shared_pane: Mutex<String>,
     pub(super) next_id: AtomicU64,
     pub(super) changes: watch::Sender<u64>,
+    /// The transport's epoch the control clients were made in.
+    pub(super) controls_epoch: AtomicU64,
+    /// Output files on a remote target, without a process per read.
+    pub(super) fetch: super::fetch::Fetcher,
 }
 
 impl TmuxManager {
@@ -122,6 +126,8 @@ impl TmuxManager {
         );
         let (changes, _) = watch::channel(0u64);
         let mgr = Arc::new(TmuxManager {
+            fetch: super::fetch::Fetcher::new(transport.clone()),
+            controls_epoch: AtomicU64::new(transport.epoch()),
             transport,
             opts,
             default_session: default_session.clone(),
@@ -344,7 +350,16 @@ impl TmuxManager {
         &self,
         session: &str,
     ) -> Result<(Arc<Control>, bool), TmuxError> {
+        // Make the target reachable first: a dead ssh master is
+        // re-established here (with a notice), and that connection took
+        // every control client with it, even those whose end has not been
+        // noticed yet.
+        self.transport.prepare().await?;
         let mut controls = self.controls.lock().await;
+        let epoch = self.transport.epoch();
+        if self.controls_epoch.swap(epoch, Ordering::SeqCst) != epoch {
+            controls.clear();
+        }
         if let Some(c) = controls.get(session) {
             if !c.is_closed() {
                 return Ok((c.clone(), false));
@@ -378,7 +393,6 @@ impl TmuxManager {
             " -C attach -t {}",
             sh_quote(&format!("={session}"))
         ));
-        self.transport.prepare().await?;
         let control = Control::start(
             self.transport.shell(&cmd_script, true),
             self.changes.clone(),

@@ -273,6 +273,9 @@ impl TmuxManager {
             let _ = f.read_to_end(&mut buf).await;
             return buf;
         }
+        if let Some(bytes) = self.fetch.read_from(path, offset).await {
+            return bytes;
+        }
         let script = format!("tail -c +{} {} 2>/dev/null", offset + 1, sh_quote(path));
         self.helper(&script, HELPER_TIMEOUT)
             .await
@@ -286,6 +289,9 @@ impl TmuxManager {
             for p in paths {
                 let _ = tokio::fs::remove_file(p).await;
             }
+            return;
+        }
+        if self.fetch.remove(paths).await {
             return;
         }
         let mut script = String::from("rm -f");
