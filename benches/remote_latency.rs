@@ -1,8 +1,9 @@
 //! Per-command latency of `run("true")` on each target against the
 //! transport's floor, measured in the same run, interleaved:
-//! local (`sh -c true`), ssh through the ControlMaster (bare
-//! `ssh -S socket host true`), and a podman container (bare
-//! `podman exec box true`). Real sshd and podman, as in the tests.
+//! local (`sh -c true`), ssh through the ControlMaster and ssh + the managed
+//! tmux pane on the remote (bare `ssh -S socket host true`), and a podman
+//! container without and with tmux inside (bare `podman exec box true`).
+//! Real sshd, podman and tmux, as in the tests.
 //!
 //! `cargo bench --bench remote_latency` (N per target: VIGIL_BENCH_N, default 30).
 
@@ -18,7 +19,26 @@ use tokio::process::Command;
 use vigil::exec::backend::CommandBackend;
 use vigil::exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
 use vigil::exec::ssh::{SshOptions, SshTransport};
+use vigil::exec::tmux::{TmuxBackend, TmuxOptions};
+use vigil::exec::transport::Transport;
 use vigil::exec::{ExecutionContext, RunRequest};
+
+/// The managed pane over `transport`, on a private server named `socket`
+/// (a clean `sh` in the pane, as in the tests).
+async fn tmux_ctx<T: Transport>(transport: T, socket: &str) -> ExecutionContext {
+    let opts = TmuxOptions {
+        socket: socket.to_string(),
+        agent_name: "bench".into(),
+        shell: Some(
+            "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TERM=screen PS1='$ ' sh".into(),
+        ),
+        ..Default::default()
+    };
+    let backend = TmuxBackend::start(transport, opts)
+        .await
+        .unwrap_or_else(|e| panic!("managed tmux on the target: {e}"));
+    ExecutionContext::from_arc(backend)
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -126,25 +146,51 @@ fn main() {
         .await;
         report("ssh", "ssh -S sock host true", r);
         drop(ctx);
+        // The "remote" is this machine: its tmux server is killed from here.
+        let socket = format!("vigil-bench-{}", std::process::id());
+        let ctx = tmux_ctx(t.clone(), &socket).await;
+        let r = measure(n, &ctx, || {
+            let mut c = t.client();
+            c.arg("true");
+            c
+        })
+        .await;
+        report("ssh+tmux", "ssh -S sock host true", r);
+        drop(ctx);
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &socket, "kill-server"])
+            .output();
         t.shutdown().await;
 
         let store = podman::Store::open().unwrap_or_else(|e| panic!("podman: {e}"));
-        let c = podman::Container::start(&store, "bench").unwrap_or_else(|e| panic!("{e}"));
-        let transport = ContainerTransport::connect(ContainerOptions {
-            name: c.name.clone(),
-            engine: EngineChoice::Only(Engine::Podman),
-            global_args: store.global_args(),
-        })
-        .await
-        .expect("container");
-        let ctx = ExecutionContext::new(CommandBackend::new(transport));
-        let r = measure(n, &ctx, || {
-            let mut cmd = Command::new("podman");
-            cmd.args(store.global_args())
-                .args(["exec", &c.name, "true"]);
-            cmd
-        })
-        .await;
-        report("container", "podman exec box true", r);
+        let image = store.tmux_image().unwrap_or_else(|e| panic!("{e}"));
+        for (name, image, tmux) in [
+            ("container", podman::IMAGE, false),
+            ("ctr+tmux", image, true),
+        ] {
+            let c = podman::Container::start_image(&store, "bench", image)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let transport = ContainerTransport::connect(ContainerOptions {
+                name: c.name.clone(),
+                engine: EngineChoice::Only(Engine::Podman),
+                global_args: store.global_args(),
+            })
+            .await
+            .expect("container");
+            let ctx = if tmux {
+                // The tmux server lives inside the container (gone with it).
+                tmux_ctx(transport, "vigil-bench").await
+            } else {
+                ExecutionContext::new(CommandBackend::new(transport))
+            };
+            let r = measure(n, &ctx, || {
+                let mut cmd = Command::new("podman");
+                cmd.args(store.global_args())
+                    .args(["exec", &c.name, "true"]);
+                cmd
+            })
+            .await;
+            report(name, "podman exec box true", r);
+        }
     });
 }

@@ -18,6 +18,7 @@ use crate::config::{ApiDialect, Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
 use crate::exec::backend::CommandBackend;
+use crate::exec::leave::Leave;
 use crate::exec::tmux::manager::TmuxManager;
 use crate::exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
 use crate::exec::transport::{Local, Transport};
@@ -167,6 +168,9 @@ pub struct Running {
     /// The latest capture of the managed pane (with its colours), updated
     /// on change; None when commands do not run in a managed tmux pane.
     pub mirror: Option<watch::Receiver<String>>,
+    /// What to do with the target when vigil ends (ask, keep or remove
+    /// remote managed sessions; close the connection).
+    pub leave: Leave,
 }
 
 /// What to start beyond the config.
@@ -192,6 +196,11 @@ pub struct Target {
     /// The managed tmux layer, when commands run in a tmux pane.
     pub tmux: Option<Arc<TmuxManager>>,
     pub notices: Vec<String>,
+    /// What the target lacks (no tmux there…): told to the operator as
+    /// [`AgentEvent::TargetNotice`]s, shown in the console's status bar.
+    pub target_notices: Vec<String>,
+    /// What to do with the target when vigil ends.
+    pub leave: Leave,
 }
 
 impl From<ExecutionContext> for Target {
@@ -200,6 +209,8 @@ impl From<ExecutionContext> for Target {
             exec,
             tmux: None,
             notices: Vec::new(),
+            target_notices: Vec::new(),
+            leave: Leave::new(Arc::new(Local), None),
         }
     }
 }
@@ -252,7 +263,9 @@ async fn on_transport<T: Transport>(config: &Config, transport: Arc<T>) -> Resul
     let plain = |notice: Option<String>| Target {
         exec: ExecutionContext::new(CommandBackend::new(transport.clone())),
         tmux: None,
-        notices: notice.into_iter().collect(),
+        notices: Vec::new(),
+        target_notices: notice.into_iter().collect(),
+        leave: Leave::new(transport.clone(), None),
     };
     let want = match config.tmux.mode {
         TmuxMode::Off => false,
@@ -287,8 +300,10 @@ async fn on_transport<T: Transport>(config: &Config, transport: Arc<T>) -> Resul
             let manager = backend.manager();
             Ok(Target {
                 exec: ExecutionContext::from_arc(backend),
+                leave: Leave::new(transport.clone(), Some(manager.clone())),
                 tmux: Some(manager),
                 notices: vec![notice],
+                target_notices: Vec::new(),
             })
         }
         Err(e) if config.tmux.mode == TmuxMode::Auto => Ok(plain(Some(format!(
@@ -331,6 +346,8 @@ pub async fn start_agent_with(
         exec,
         tmux,
         notices,
+        target_notices,
+        leave,
     } = match options.target {
         Some(target) => target,
         None => build_exec(config).await?,
@@ -456,6 +473,7 @@ pub async fn start_agent_with(
         session,
         restore,
         notices,
+        target_notices,
         tmux: tmux.clone(),
     };
     let mirror = tmux.as_ref().map(spawn_mirror_feed);
@@ -468,5 +486,6 @@ pub async fn start_agent_with(
         demo_server,
         broker,
         session_id,
+        leave,
     })
 }

@@ -91,6 +91,11 @@ pub enum AgentEvent {
     TurnFinished { outcome: TurnOutcome },
     /// Something the operator should know that is not an error.
     Notice { text: String },
+    /// The execution target changed under the agent or works with less
+    /// than asked for: an ssh connection re-established, tmux unavailable
+    /// so commands run as plain processes. The console shows the latest in
+    /// its status bar as well as in the conversation.
+    TargetNotice { text: String },
     /// Something went wrong (the agent keeps running).
     Error { message: String },
     /// An MCP server changed state (starting, running, failed, crashed,

@@ -193,7 +193,7 @@ impl LinePrinter {
                 let _ = writeln!(out, "{status} in {} ms{cut}", summary.duration_ms);
             }
             AgentEvent::ApprovalResolved { .. } => {}
-            AgentEvent::Notice { text } => {
+            AgentEvent::Notice { text } | AgentEvent::TargetNotice { text } => {
                 self.end_text(out);
                 let _ = writeln!(out, "· {text}");
             }

@@ -11,6 +11,7 @@ use vigil::agent::approval::Policy;
 use vigil::agent::session::SessionStore;
 use vigil::app::StartOptions;
 use vigil::config::{ApprovalMode, Config, Overrides};
+use vigil::exec::leave::OnExit;
 use vigil::headless::exit;
 use vigil::{app, console, headless, toolcmd};
 
@@ -277,6 +278,11 @@ async fn run_exec(
     )
     .await;
     let _ = running.commands.send(vigil::event::AgentCommand::Quit);
+    // Headless: remote managed sessions are kept (nothing is lost; the
+    // line says how to reach them), and the connection is closed.
+    if let Some(said) = running.leave.finish(OnExit::Keep).await {
+        eprintln!("vigil: {said}");
+    }
     code
 }
 
@@ -362,10 +368,15 @@ async fn run_console(
         _ => vigil::event::ApprovalPolicy::ApproveAll,
     });
     opts.mirror = running.mirror.clone();
+    opts.ask_on_exit = running.leave.question();
     let result = console::run(running.events, running.commands.clone(), opts).await;
     let _ = running.commands.send(vigil::event::AgentCommand::Quit);
+    let choice = result.as_ref().map_or(OnExit::Keep, |c| *c);
+    if let Some(said) = running.leave.finish(choice).await {
+        eprintln!("vigil: {said}");
+    }
     match result {
-        Ok(()) => exit::OK,
+        Ok(_) => exit::OK,
         Err(e) => {
             eprintln!("vigil: console error: {e}");
             exit::FAILED

@@ -9,33 +9,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Tmux, vigil_bin};
+use common::{Tmux, mirror_region, vigil_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The text inside the mirror pane's border on a console screen (empty when
-/// there is no mirror pane on it).
-fn mirror_region(screen: &str) -> String {
-    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
-    let Some((top, col)) = lines.iter().enumerate().find_map(|(i, l)| {
-        let s: String = l.iter().collect();
-        let at = s.find(" mirror ")?;
-        let col = s[..at].chars().count().checked_sub(1)?;
-        matches!(l.get(col), Some('┌' | '┏')).then_some((i, col))
-    }) else {
-        return String::new();
-    };
-    let mut out = String::new();
-    for l in &lines[top + 1..] {
-        if matches!(l.get(col), Some('└' | '┗')) {
-            break;
-        }
-        let inner: String = l.iter().skip(col + 1).collect();
-        out.push_str(inner.trim_end_matches(['│', '┃']).trim_end());
-        out.push('\n');
-    }
-    out
-}
 
 /// CPU time (user + system, in clock ticks) the process has used so far.
 fn cpu_ticks(pid: &str) -> u64 {

@@ -4,10 +4,10 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::podman::{Container, Store};
+use common::podman::{Container, store};
 use common::sshd::sleeping;
 use vigil::exec::backend::CommandBackend;
 use vigil::exec::container::{
@@ -15,15 +15,6 @@ use vigil::exec::container::{
 };
 use vigil::exec::transport::sh_quote;
 use vigil::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest};
-
-/// One store (and image build) per test binary.
-fn store() -> &'static Store {
-    static STORE: OnceLock<Result<Store, String>> = OnceLock::new();
-    match STORE.get_or_init(Store::open) {
-        Ok(s) => s,
-        Err(why) => panic!("cannot set up a real podman: {why}"),
-    }
-}
 
 fn container(tag: &str) -> Container {
     Container::start(store(), tag).unwrap_or_else(|why| panic!("cannot start a container: {why}"))

@@ -340,16 +340,7 @@ text = "Finished."
         marker.display()
     );
     let config = dir.path().join("config.toml");
-    let opts: Vec<String> = s.trust_options().iter().map(|o| format!("{o:?}")).collect();
-    std::fs::write(
-        &config,
-        format!(
-            "[ssh]\nidentity_file = {:?}\noptions = [{}]\n",
-            s.client_key.display().to_string(),
-            opts.join(", ")
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, s.config_toml(&s.client_key)).unwrap();
     let target = s.target();
     // The "remote" is this machine, so the remote managed tmux server can be
     // named (and cleaned up) from here.
@@ -400,6 +391,12 @@ text = "Finished."
     );
     assert!(stdout.contains("remote-ok"), "{stdout}");
     assert!(marker.exists());
+    // Headless keeps the remote managed session and says how to reach it.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("kept the managed tmux sessions vigil-agent on ssh"),
+        "{stderr}"
+    );
     // The managed session lives on the remote's private tmux server.
     let sessions = remote_tmux.tmux(&["list-sessions", "-F", "#{session_name}"]);
     assert!(sessions.lines().any(|l| l == "vigil-agent"), "{sessions}");
@@ -413,15 +410,7 @@ text = "Finished."
     assert!(stdout.contains("remote-ok") && marker.exists(), "{stdout}");
 
     // A wrong key fails at start with the typed reason.
-    std::fs::write(
-        &config,
-        format!(
-            "[ssh]\nidentity_file = {:?}\noptions = [{}]\n",
-            s.stranger_key().unwrap().display().to_string(),
-            opts.join(", ")
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, s.config_toml(&s.stranger_key().unwrap())).unwrap();
     let out = run(&["--auto-approve"]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0));

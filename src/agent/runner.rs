@@ -63,6 +63,9 @@ pub struct AgentSetup {
     pub restore: Option<Restored>,
     /// Told to the operator right after the session starts.
     pub notices: Vec<String>,
+    /// What the target lacks (e.g. no tmux there), told right after the
+    /// session starts as [`AgentEvent::TargetNotice`]s.
+    pub target_notices: Vec<String>,
     /// The managed tmux layer, for the operator's key passthrough
     /// ([`AgentCommand::PaneKeys`]); None when commands run as processes.
     pub tmux: Option<Arc<TmuxManager>>,
@@ -138,6 +141,9 @@ async fn run_agent(
     });
     for text in &setup.notices {
         let _ = events.send(AgentEvent::Notice { text: text.clone() });
+    }
+    for text in &setup.target_notices {
+        let _ = events.send(AgentEvent::TargetNotice { text: text.clone() });
     }
     if let Some(s) = &setup.session {
         let _ = events.send(AgentEvent::SessionRecording {

@@ -194,6 +194,7 @@ async fn run_call(
                 call_id: id.clone(),
                 text,
             },
+            ToolStream::TargetNotice(text) => AgentEvent::TargetNotice { text },
             ToolStream::Completed => return,
         };
         let _ = events.send(event);

@@ -19,6 +19,7 @@ use super::panes::approvals::ApprovalsPane;
 use super::panes::conversation::ConversationPane;
 use super::panes::history::HistoryPane;
 use super::panes::input::InputPane;
+use super::panes::leave::LeaveAsk;
 use super::panes::mirror::MirrorPane;
 use super::panes::modal::Modal;
 use super::panes::status::StatusBar;
@@ -26,6 +27,7 @@ use super::panes::tools::ToolsPane;
 use super::panes::viewer::Viewer;
 use super::theme::Theme;
 use crate::event::{AgentEvent, ApprovalPolicy, McpState};
+use crate::exec::leave::OnExit;
 
 pub use super::panes::footer::Focus;
 
@@ -78,6 +80,12 @@ pub struct App {
     pub(crate) bell: bool,
     /// A one-line message for the operator in the footer, until the next key.
     pub(crate) flash: Option<String>,
+    /// What quitting leaves behind on a remote target (asked about first).
+    pub(crate) ask_on_exit: Option<String>,
+    /// The open keep/remove question.
+    pub(crate) leaving: Option<LeaveAsk>,
+    /// The operator's answer (Keep unless they chose to remove).
+    pub(crate) on_exit: OnExit,
 }
 
 impl App {
@@ -104,6 +112,9 @@ impl App {
             quit: false,
             bell: false,
             flash: None,
+            ask_on_exit: None,
+            leaving: None,
+            on_exit: OnExit::Keep,
         }
     }
 
@@ -162,6 +173,18 @@ impl App {
 
     pub fn should_quit(&self) -> bool {
         self.quit
+    }
+
+    /// Ask before quitting because quitting leaves `what` behind (remote
+    /// managed tmux sessions); None: quit at once.
+    pub fn set_ask_on_exit(&mut self, what: Option<String>) {
+        self.ask_on_exit = what;
+    }
+
+    /// What the operator chose for the remote sessions (Keep by default,
+    /// and after Ctrl-C).
+    pub fn on_exit(&self) -> OnExit {
+        self.on_exit
     }
 
     pub fn is_running(&self) -> bool {
@@ -307,6 +330,10 @@ impl App {
             }
             AgentEvent::OperatorKeys { keys } => self.tools.operator_typed(&keys),
             AgentEvent::Notice { text } => self.conversation.notice(&text),
+            AgentEvent::TargetNotice { text } => {
+                self.status.target_notice(&text);
+                self.conversation.notice(&text);
+            }
             AgentEvent::Error { message } => self.conversation.error(&message),
             AgentEvent::ContextUsage { used, limit } => {
                 self.status.context = Some((used, limit));

@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 
 use super::app::{App, Focus, Overlay, PaneRects};
 use super::panes::footer::{self, FooterView, Layer};
-use super::panes::help;
+use super::panes::{help, leave};
 use super::passthrough;
 
 /// Below this size the focused pane is shown alone.
@@ -32,6 +32,7 @@ impl App {
         self.status.render(frame, status, self.now, pending, theme);
 
         let layer = match (&self.modal, &self.overlay) {
+            _ if self.leaving.is_some() => Layer::Modal(leave::HINT),
             (Some(m), _) => Layer::Modal(m.hint()),
             (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
             (None, Overlay::History { viewer: None }) => Layer::History,
@@ -54,6 +55,9 @@ impl App {
         }
         if let Some(m) = &self.modal {
             m.render(frame, body, theme);
+        }
+        if let Some(ask) = &self.leaving {
+            ask.render(frame, body, theme);
         }
         match &self.flash {
             Some(msg) => {

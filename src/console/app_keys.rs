@@ -3,7 +3,8 @@
 //!
 //! Order of precedence: while the operator types into the mirrored pane
 //! every key goes there (`app_passthrough`, Ctrl-C included); otherwise
-//! Ctrl-C always quits; an open modal takes every key;
+//! Ctrl-C always quits (keeping remote sessions); the quit question and
+//! then an open modal take every key;
 //! then the help overlay, the history view and its viewer; then the input
 //! box (so approval keys never act while the operator types); then global
 //! keys, then the focused pane's keys.
@@ -16,6 +17,7 @@ use ratatui::layout::{Position, Rect};
 use super::app::{App, Focus, Overlay};
 use super::io::IoRequest;
 use super::keys::{Action, Scope};
+use super::panes::leave::{Answer, LeaveAsk};
 use super::panes::modal::{Modal, Outcome};
 use super::panes::tools::CallStatus;
 use super::panes::viewer::{ModelView, Section, Viewer, build};
@@ -52,6 +54,18 @@ impl App {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             self.quit = true;
             return vec![AgentCommand::Quit];
+        }
+        if let Some(ask) = &self.leaving {
+            match ask.on_key(key) {
+                Answer::Quit(choice) => {
+                    self.on_exit = choice;
+                    self.quit = true;
+                    return vec![AgentCommand::Quit];
+                }
+                Answer::Back => self.leaving = None,
+                Answer::Stay => {}
+            }
+            return Vec::new();
         }
         if self.modal.is_some() {
             return self.on_modal_key(key);
@@ -117,6 +131,10 @@ impl App {
         };
         match self.keys.action(&key, scope) {
             Some(Action::Quit) => {
+                if let Some(what) = &self.ask_on_exit {
+                    self.leaving = Some(LeaveAsk::new(what));
+                    return Vec::new();
+                }
                 self.quit = true;
                 return vec![AgentCommand::Quit];
             }

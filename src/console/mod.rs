@@ -48,6 +48,7 @@ use tokio::sync::watch;
 
 use crate::config::ConsoleConfig;
 use crate::event::{AgentCommand, AgentEvent, ApprovalPolicy};
+use crate::exec::leave::OnExit;
 use keys::Keymap;
 use theme::Theme;
 
@@ -71,6 +72,9 @@ pub struct ConsoleOptions {
     /// The latest capture of the managed pane, kept fresh by the agent side
     /// (`app::Running::mirror`); the console only reads it.
     pub mirror: Option<watch::Receiver<String>>,
+    /// Quitting leaves this behind (remote managed tmux sessions): ask the
+    /// operator to keep or remove it first. None: quit at once.
+    pub ask_on_exit: Option<String>,
 }
 
 impl Default for ConsoleOptions {
@@ -84,6 +88,7 @@ impl Default for ConsoleOptions {
             initial_policy: None,
             save_dir: None,
             mirror: None,
+            ask_on_exit: None,
         }
     }
 }
@@ -122,12 +127,14 @@ impl ConsoleOptions {
 ///
 /// Takes over the terminal (alternate screen, raw mode, bracketed paste),
 /// restores it on every exit path including panics, and sends
-/// `AgentCommand::Quit` when it ends.
+/// `AgentCommand::Quit` when it ends. Returns what the operator chose for
+/// remote managed sessions ([`OnExit::Keep`] unless asked and answered
+/// "remove"); the caller carries it out.
 pub async fn run(
     mut events: UnboundedReceiver<AgentEvent>,
     commands: UnboundedSender<AgentCommand>,
     opts: ConsoleOptions,
-) -> std::io::Result<()> {
+) -> std::io::Result<OnExit> {
     let guard = terminal::TerminalGuard::enter()?;
     let result = async {
         let mut term = terminal::new_terminal()?;
@@ -138,12 +145,14 @@ pub async fn run(
             app.set_policy_shown(p);
         }
         app.set_save_dir(opts.save_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
+        app.set_ask_on_exit(opts.ask_on_exit.clone());
         if let Some(text) = opts.initial_message.clone() {
             app.note_sent(&text);
             // The agent may already be gone; the console still shows why.
             let _ = commands.send(AgentCommand::UserMessage { text });
         }
-        event_loop::run(&mut term, &mut app, &mut events, &commands, &opts).await
+        event_loop::run(&mut term, &mut app, &mut events, &commands, &opts).await?;
+        Ok(app.on_exit())
     }
     .await;
     let _ = commands.send(AgentCommand::Quit);

@@ -9,6 +9,7 @@
 
 pub mod backend;
 pub mod container;
+pub mod leave;
 pub mod process;
 pub mod ssh;
 mod ssh_errors;

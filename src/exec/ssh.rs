@@ -159,6 +159,8 @@ pub struct SshTransport {
     restart: tokio::sync::Mutex<()>,
     notices: Mutex<Vec<String>>,
     closed: AtomicBool,
+    /// Masters started so far (see [`Transport::epoch`]).
+    epoch: AtomicU64,
 }
 
 /// A fresh private (0700) directory for the control socket and the log.
@@ -233,6 +235,7 @@ impl SshTransport {
             restart: tokio::sync::Mutex::new(()),
             notices: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
         };
         transport.start_master().await?;
         Ok(transport)
@@ -409,12 +412,21 @@ impl Transport for SshTransport {
                 return Ok(());
             }
             self.start_master().await?;
+            self.epoch.fetch_add(1, Ordering::SeqCst);
             self.notice(format!(
                 "the ssh connection to {} had gone away; it was re-established",
                 self.target
             ));
             Ok(())
         })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shutdown())
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
     }
 
     fn take_notices(&self) -> Vec<String> {

@@ -31,6 +31,19 @@ pub trait Transport: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// Changes whenever the connection was re-established: processes that
+    /// lived over the old one (tmux control clients, helpers) are gone even
+    /// if that has not shown yet, and must be replaced. Default: 0.
+    fn epoch(&self) -> u64 {
+        0
+    }
+
+    /// Release the connection for good (SSH: tell the master to exit).
+    /// Later commands fail. Default: nothing to release.
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
     /// Notices for the operator since the last call (e.g. "the ssh
     /// connection was re-established"), oldest first. Default: none.
     fn take_notices(&self) -> Vec<String> {
@@ -60,6 +73,12 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn prepare(&self) -> BoxFuture<'_, Result<(), ExecError>> {
         (**self).prepare()
+    }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        (**self).close()
+    }
+    fn epoch(&self) -> u64 {
+        (**self).epoch()
     }
     fn take_notices(&self) -> Vec<String> {
         (**self).take_notices()

@@ -115,7 +115,9 @@ impl Tool for ReadFile {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
         let real = self.paths.check(path, self.ctx.is_local())?;
-        let bytes = self.ctx.read_file(&real).await.map_err(ToolError::from)?;
+        let bytes = self.ctx.read_file(&real).await;
+        ctx.forward_target_notices(&self.ctx);
+        let bytes = bytes.map_err(ToolError::from)?;
         let Ok(text) = std::str::from_utf8(&bytes) else {
             return Ok(ToolOutput::text(format!(
                 "{path} is not a UTF-8 text file ({} bytes); it looks binary. Use run_shell with \
@@ -215,16 +217,14 @@ impl Tool for WriteFile {
         Some(format!("write {} ({n} bytes)", args["path"].as_str()?))
     }
 
-    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
         let content = required_str(&v, "content")?;
         let real = self.paths.check(path, self.ctx.is_local())?;
-        let n = self
-            .ctx
-            .write_file(&real, content.as_bytes())
-            .await
-            .map_err(ToolError::from)?;
+        let n = self.ctx.write_file(&real, content.as_bytes()).await;
+        ctx.forward_target_notices(&self.ctx);
+        let n = n.map_err(ToolError::from)?;
         Ok(ToolOutput::text(format!("Wrote {n} bytes to {path}"))
             .with_timeline(format!("wrote {path} ({n} bytes)")))
     }

@@ -70,10 +70,15 @@ impl ToolDefinition {
 /// Incremental events a running tool reports (consumed by the console).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolStream {
-    Started { summary: String },
+    Started {
+        summary: String,
+    },
     Stdout(String),
     Stderr(String),
     Info(String),
+    /// A notice from the execution target (see
+    /// [`crate::event::AgentEvent::TargetNotice`]).
+    TargetNotice(String),
     Completed,
 }
 
@@ -128,6 +133,17 @@ impl ToolContext {
 
     pub fn sink(&self) -> Option<&StreamSink> {
         self.sink.as_ref()
+    }
+
+    /// Take the target's notices since the last call (a re-established ssh
+    /// connection…), tell the operator each one as a
+    /// [`ToolStream::TargetNotice`], and return them for the tool's result.
+    pub fn forward_target_notices(&self, exec: &crate::exec::ExecutionContext) -> Vec<String> {
+        let notices = exec.take_notices();
+        for n in &notices {
+            self.emit(ToolStream::TargetNotice(n.clone()));
+        }
+        notices
     }
 }
 

@@ -361,7 +361,7 @@ impl Tool for RunShell {
         let result = self.ctx.run(req, on_output).await;
         // Transport notices (e.g. a re-established SSH connection) travel
         // with the result so the model and the operator see them.
-        let notices = self.ctx.take_notices();
+        let notices = ctx.forward_target_notices(&self.ctx);
         match result {
             Ok(outcome) => {
                 if let Some(dispatched) = outcome.dispatched {

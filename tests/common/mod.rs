@@ -168,6 +168,30 @@ impl Drop for Tmux {
     }
 }
 
+/// The text inside the mirror pane's border on a console screen (empty when
+/// there is no mirror pane on it).
+pub fn mirror_region(screen: &str) -> String {
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let Some((top, col)) = lines.iter().enumerate().find_map(|(i, l)| {
+        let s: String = l.iter().collect();
+        let at = s.find(" mirror ")?;
+        let col = s[..at].chars().count().checked_sub(1)?;
+        matches!(l.get(col), Some('┌' | '┏')).then_some((i, col))
+    }) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for l in &lines[top + 1..] {
+        if matches!(l.get(col), Some('└' | '┗')) {
+            break;
+        }
+        let inner: String = l.iter().skip(col + 1).collect();
+        out.push_str(inner.trim_end_matches(['│', '┃']).trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Poll `f` until it returns Some or the timeout passes.
 pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();

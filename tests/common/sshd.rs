@@ -172,6 +172,21 @@ impl Sshd {
         ]
     }
 
+    /// An `[ssh]` config section that logs in with `key` and trusts exactly
+    /// this server.
+    pub fn config_toml(&self, key: &Path) -> String {
+        let opts: Vec<String> = self
+            .trust_options()
+            .iter()
+            .map(|o| format!("{o:?}"))
+            .collect();
+        format!(
+            "[ssh]\nidentity_file = {:?}\noptions = [{}]\n",
+            key.display().to_string(),
+            opts.join(", ")
+        )
+    }
+
     /// A second key the server does not accept.
     pub fn stranger_key(&self) -> Result<PathBuf, String> {
         let p = self.dir.path().join("stranger_key");

@@ -12,6 +12,7 @@ pub mod heights;
 pub mod help;
 pub mod history;
 pub mod input;
+pub mod leave;
 pub mod mirror;
 pub mod modal;
 pub mod status;

@@ -32,6 +32,9 @@ pub struct StatusBar {
     pub session_id: Option<String>,
     /// Estimated context use, in tokens: (used, limit).
     pub context: Option<(u64, u64)>,
+    /// The latest notice about the target (connection re-established, no
+    /// tmux there), until the next one.
+    pub target_note: Option<String>,
 }
 
 /// A short label for a policy.
@@ -50,6 +53,11 @@ impl StatusBar {
         self.model = Some(one_line(&sanitize(model), 40));
         self.target = Some(one_line(&sanitize(target), 40));
         self.demo = demo;
+    }
+
+    /// Remember the latest notice about the target.
+    pub fn target_notice(&mut self, text: &str) {
+        self.target_note = Some(one_line(&sanitize(text), 60));
     }
 
     /// Context use as a whole percentage of the limit.
@@ -128,6 +136,9 @@ impl StatusBar {
                 theme.status_alert,
             ));
         }
+        if let Some(note) = &self.target_note {
+            spans.push(Span::styled(format!("│ ⚠ {note} "), theme.status_alert));
+        }
         if let Some(id) = &self.session_id {
             spans.push(Span::styled(
                 format!("│ session {} ", one_line(id, 24)),
@@ -157,6 +168,50 @@ mod tests {
         );
         let later = now + Duration::from_secs(600);
         assert_eq!(bar.policy_text(later).as_deref(), Some("ask"));
+    }
+
+    #[test]
+    fn a_target_notice_shows_in_the_bar_until_the_next() {
+        use crate::event::AgentEvent;
+        use ratatui::backend::TestBackend;
+        let mut app = crate::console::app::App::new(Instant::now());
+        app.on_agent_event(AgentEvent::SessionStarted {
+            model: "m".into(),
+            target: "tmux vigil-agent (ssh u@h:22)".into(),
+            demo: false,
+            mirror: None,
+            tools: vec![],
+        });
+        let bar = |app: &crate::console::app::App| {
+            let mut t = ratatui::Terminal::new(TestBackend::new(160, 1)).unwrap();
+            t.draw(|f| {
+                app.status
+                    .render(f, f.area(), Instant::now(), 0, &Theme::default())
+            })
+            .unwrap();
+            let b = t.backend().buffer();
+            (0..b.area.width)
+                .map(|x| b[(x, 0)].symbol().to_string())
+                .collect::<String>()
+        };
+        assert!(!bar(&app).contains('⚠'), "{}", bar(&app));
+        app.on_agent_event(AgentEvent::TargetNotice {
+            text: "the ssh connection to u@h:22 had gone away; it was re-established".into(),
+        });
+        let shown = bar(&app);
+        assert!(
+            shown.contains(
+                "on tmux vigil-agent (ssh u@h:22) │ idle │ ⚠ the ssh connection to u@h:22"
+            ),
+            "{shown}"
+        );
+        app.on_agent_event(AgentEvent::TargetNotice {
+            text: "tmux\x1b[31m is not\navailable".into(),
+        });
+        let shown = bar(&app);
+        assert!(!shown.contains("re-established"), "{shown}");
+        assert!(shown.contains("⚠ tmux"), "{shown}");
+        assert!(!shown.contains('\x1b'), "{shown}");
     }
 
     #[test]

@@ -9,7 +9,6 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::process::Command;
 
 use super::manager::TmuxManager;
 use super::{TmuxError, TmuxOptions};
@@ -17,26 +16,10 @@ use crate::exec::backend::CommandBackend;
 use crate::exec::transport::Transport;
 use crate::exec::{Backend, ExecError, MirrorTarget, OutputFn, RunOutcome, RunRequest};
 
-/// A shared transport behind a trait object.
-#[derive(Clone)]
-pub struct SharedTransport(pub Arc<dyn Transport>);
-
-impl Transport for SharedTransport {
-    fn label(&self) -> String {
-        self.0.label()
-    }
-    fn shell(&self, script: &str, stdin: bool) -> Command {
-        self.0.shell(script, stdin)
-    }
-    fn is_local(&self) -> bool {
-        self.0.is_local()
-    }
-}
-
 /// Runs commands in a managed tmux pane on any transport.
 pub struct TmuxBackend<T: Transport> {
     manager: Arc<TmuxManager>,
-    files: CommandBackend<SharedTransport>,
+    files: CommandBackend<Arc<dyn Transport>>,
     _transport: PhantomData<fn() -> T>,
 }
 
@@ -47,7 +30,7 @@ impl<T: Transport> TmuxBackend<T> {
         let manager = TmuxManager::start(shared.clone(), opts).await?;
         Ok(Arc::new(TmuxBackend {
             manager,
-            files: CommandBackend::new(SharedTransport(shared)),
+            files: CommandBackend::new(shared),
             _transport: PhantomData,
         }))
     }
@@ -88,6 +71,10 @@ impl<T: Transport> Backend for TmuxBackend<T> {
         on_output: Option<OutputFn>,
     ) -> Result<RunOutcome, ExecError> {
         super::run::run_in_pane(&self.manager, req, on_output).await
+    }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.manager.transport().take_notices()
     }
 
     async fn read_file(&self, path: &str) -> Result<Vec<u8>, ExecError> {

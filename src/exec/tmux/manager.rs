@@ -19,11 +19,17 @@ use super::control::Control;
 use super::script::{sanitize, tq};
 use super::{TmuxError, TmuxOptions};
 use crate::exec::transport::{Transport, sh_quote};
-use crate::exec::{MirrorTarget, process};
+use crate::exec::{ExecError, MirrorTarget, RunOutcome, process};
 
 pub use super::names::{
     SHARED, canonical_pane, canonical_session, owner_prefix, random_hex, server_args,
 };
+
+/// How every tmux process on the target starts: outside any tmux the
+/// caller may be in, and with `-u`. Without `-u`, a client whose locale is
+/// not UTF-8 (the usual case for `ssh host cmd` and `podman exec`) gets
+/// tabs and every non-ASCII character replaced by `_` in what tmux prints.
+const TMUX_EXEC: &str = "unset TMUX TMUX_PANE; exec tmux -u";
 
 /// Longest a one-off tmux process may take.
 const TMUX_TIMEOUT: Duration = Duration::from_secs(10);
@@ -96,6 +102,10 @@ pub struct TmuxManager {
     pub(super) shared_pane: Mutex<String>,
     pub(super) next_id: AtomicU64,
     pub(super) changes: watch::Sender<u64>,
+    /// The transport's epoch the control clients were made in.
+    pub(super) controls_epoch: AtomicU64,
+    /// Output files on a remote target, without a process per read.
+    pub(super) fetch: super::fetch::Fetcher,
 }
 
 impl TmuxManager {
@@ -116,6 +126,8 @@ impl TmuxManager {
         );
         let (changes, _) = watch::channel(0u64);
         let mgr = Arc::new(TmuxManager {
+            fetch: super::fetch::Fetcher::new(transport.clone()),
+            controls_epoch: AtomicU64::new(transport.epoch()),
             transport,
             opts,
             default_session: default_session.clone(),
@@ -141,13 +153,7 @@ impl TmuxManager {
 
     async fn make_dir(&self) -> Result<(), TmuxError> {
         let script = format!("mkdir -p -m 700 {}", sh_quote(&self.dir));
-        let out = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(TMUX_TIMEOUT),
-            None,
-        )
-        .await?;
+        let out = self.helper(&script, TMUX_TIMEOUT).await?;
         if out.exit_code != Some(0) {
             return Err(TmuxError::Failed(format!(
                 "cannot create {}: {}",
@@ -273,10 +279,33 @@ impl TmuxManager {
             .clone()
     }
 
+    /// Run a short script on the target through the transport: the
+    /// transport is made ready first (a dead ssh master is re-established
+    /// there, with a notice), exactly as for plain commands, and a failure
+    /// of the transport itself is reported as such.
+    pub(super) async fn helper(
+        &self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<RunOutcome, ExecError> {
+        self.transport.prepare().await?;
+        let out = process::run(
+            self.transport.shell(script, false),
+            None,
+            Some(timeout),
+            None,
+        )
+        .await?;
+        match self.transport.failure(out.exit_code, &out.stderr) {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
     /// One tmux process through the transport (for work that cannot go
     /// through a control client: starting servers and sessions).
     pub async fn tmux(&self, args: &[&str]) -> Result<String, TmuxError> {
-        let mut script = String::from("unset TMUX TMUX_PANE; exec tmux");
+        let mut script = String::from(TMUX_EXEC);
         for a in self
             .server_args()
             .iter()
@@ -286,13 +315,7 @@ impl TmuxManager {
             script.push(' ');
             script.push_str(&sh_quote(a));
         }
-        let out = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(TMUX_TIMEOUT),
-            None,
-        )
-        .await?;
+        let out = self.helper(&script, TMUX_TIMEOUT).await?;
         if out.exit_code != Some(0) {
             return Err(TmuxError::Failed(format!(
                 "tmux {}: {}",
@@ -327,7 +350,16 @@ impl TmuxManager {
         &self,
         session: &str,
     ) -> Result<(Arc<Control>, bool), TmuxError> {
+        // Make the target reachable first: a dead ssh master is
+        // re-established here (with a notice), and that connection took
+        // every control client with it, even those whose end has not been
+        // noticed yet.
+        self.transport.prepare().await?;
         let mut controls = self.controls.lock().await;
+        let epoch = self.transport.epoch();
+        if self.controls_epoch.swap(epoch, Ordering::SeqCst) != epoch {
+            controls.clear();
+        }
         if let Some(c) = controls.get(session) {
             if !c.is_closed() {
                 return Ok((c.clone(), false));
@@ -352,7 +384,7 @@ impl TmuxManager {
                 true
             }
         };
-        let mut cmd_script = String::from("unset TMUX TMUX_PANE; exec tmux");
+        let mut cmd_script = String::from(TMUX_EXEC);
         for a in self.server_args() {
             cmd_script.push(' ');
             cmd_script.push_str(&sh_quote(&a));

@@ -18,6 +18,7 @@
 pub mod backend;
 pub mod control;
 pub mod feed;
+pub mod fetch;
 pub mod guard;
 pub mod manager;
 pub mod names;

@@ -15,7 +15,6 @@ use super::control::Control;
 use super::manager::{SHARED, TmuxManager, canonical_pane, lock};
 use super::script::tq;
 use crate::event::PaneKey;
-use crate::exec::process;
 use crate::exec::transport::sh_quote;
 
 /// Longest a helper process on the target may take.
@@ -34,6 +33,28 @@ impl TmuxManager {
             .filter(|(_, o)| *o == self.opts.agent_name)
             .map(|(s, _)| s.to_string())
             .collect())
+    }
+
+    /// On exit, when the operator chose so: kill every session this agent
+    /// owns on its server (the default one included) and remove the
+    /// command directory. Sessions of other owners are never touched.
+    /// Returns the sessions killed.
+    pub async fn remove_all(&self) -> Result<Vec<String>, TmuxError> {
+        let sessions = self.managed_sessions().await?;
+        self.controls.lock().await.clear();
+        lock(&self.known_sessions).clear();
+        for s in &sessions {
+            self.tmux(&["kill-session", "-t", &format!("={s}")]).await?;
+        }
+        self.forget_dir().await;
+        Ok(sessions)
+    }
+
+    /// Remove the command directory on the target (best effort).
+    pub async fn forget_dir(&self) {
+        let _ = self
+            .helper(&format!("rm -rf {}", sh_quote(&self.dir)), HELPER_TIMEOUT)
+            .await;
     }
 
     /// Create or reuse a managed session (with its shared pane).
@@ -252,16 +273,14 @@ impl TmuxManager {
             let _ = f.read_to_end(&mut buf).await;
             return buf;
         }
+        if let Some(bytes) = self.fetch.read_from(path, offset).await {
+            return bytes;
+        }
         let script = format!("tail -c +{} {} 2>/dev/null", offset + 1, sh_quote(path));
-        process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(HELPER_TIMEOUT),
-            None,
-        )
-        .await
-        .map(|o| o.stdout)
-        .unwrap_or_default()
+        self.helper(&script, HELPER_TIMEOUT)
+            .await
+            .map(|o| o.stdout)
+            .unwrap_or_default()
     }
 
     /// Remove files on the target (best effort).
@@ -272,18 +291,15 @@ impl TmuxManager {
             }
             return;
         }
+        if self.fetch.remove(paths).await {
+            return;
+        }
         let mut script = String::from("rm -f");
         for p in paths {
             script.push(' ');
             script.push_str(&sh_quote(p));
         }
-        let _ = process::run(
-            self.transport.shell(&script, false),
-            None,
-            Some(HELPER_TIMEOUT),
-            None,
-        )
-        .await;
+        let _ = self.helper(&script, HELPER_TIMEOUT).await;
     }
 
     /// Make FIFOs ahead of the command when the target is this machine

@@ -1,0 +1,88 @@
+//! Leaving a target: what happens to vigil's managed tmux sessions on a
+//! remote target (ssh, container) and to the connection when vigil ends.
+//!
+//! The console asks the operator (keep or remove); `vigil exec` keeps them
+//! and says how to reach them. Either way the connection is closed (the ssh
+//! master exits). This module never decides for the operator, never
+//! removes a session vigil does not own, and never touches local tmux
+//! sessions (those outlive vigil as before).
+
+use std::sync::Arc;
+
+use super::tmux::TmuxManager;
+use super::transport::Transport;
+
+/// What to do with the remote managed sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnExit {
+    /// Leave them running (nothing is lost; the default).
+    #[default]
+    Keep,
+    /// Kill every session this agent owns there.
+    Remove,
+}
+
+/// The target as vigil leaves it.
+#[derive(Clone)]
+pub struct Leave {
+    transport: Arc<dyn Transport>,
+    tmux: Option<Arc<TmuxManager>>,
+}
+
+impl Leave {
+    pub fn new(transport: Arc<dyn Transport>, tmux: Option<Arc<TmuxManager>>) -> Leave {
+        Leave { transport, tmux }
+    }
+
+    /// The remote managed tmux layer, when there is one to ask about.
+    fn remote_tmux(&self) -> Option<&Arc<TmuxManager>> {
+        self.tmux.as_ref().filter(|_| !self.transport.is_local())
+    }
+
+    /// What the operator is asked about on exit (None: nothing to ask).
+    pub fn question(&self) -> Option<String> {
+        let mgr = self.remote_tmux()?;
+        Some(format!(
+            "vigil's tmux sessions on {} (e.g. {}) are still there",
+            self.transport.label(),
+            mgr.default_session()
+        ))
+    }
+
+    /// Carry out the choice, then close the connection. Returns what the
+    /// operator should read afterwards (None: nothing to say).
+    pub async fn finish(&self, choice: OnExit) -> Option<String> {
+        let said = match (self.remote_tmux(), choice) {
+            (None, _) => None,
+            (Some(mgr), OnExit::Remove) => Some(match mgr.remove_all().await {
+                Ok(gone) if gone.is_empty() => format!(
+                    "no managed tmux sessions were left on {}",
+                    self.transport.label()
+                ),
+                Ok(gone) => format!(
+                    "removed the managed tmux sessions {} on {}",
+                    gone.join(", "),
+                    self.transport.label()
+                ),
+                Err(e) => format!(
+                    "could not remove the managed tmux sessions on {}: {e}",
+                    self.transport.label()
+                ),
+            }),
+            (Some(mgr), OnExit::Keep) => {
+                let sessions = mgr.managed_sessions().await.unwrap_or_default();
+                mgr.forget_dir().await;
+                (!sessions.is_empty()).then(|| {
+                    format!(
+                        "kept the managed tmux sessions {} on {}; attach there with: {}",
+                        sessions.join(", "),
+                        self.transport.label(),
+                        mgr.attach_command()
+                    )
+                })
+            }
+        };
+        self.transport.close().await;
+        said
+    }
+}
