@@ -90,7 +90,9 @@ pub async fn drive(
                         request.tool, request.target, request.gate.action
                     );
                 }
-                if !auto_approve {
+                // A session rule (restored on resume) or the policy already
+                // decided it; only a call left waiting needs refusing.
+                if !auto_approve && !request.automatic {
                     // Fail closed: nobody can answer, so nothing runs.
                     approval_refused = true;
                     eprintln!(

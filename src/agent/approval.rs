@@ -189,6 +189,7 @@ impl Approver for ApprovalBroker {
             target: self.target.clone(),
             gate: gate.clone(),
             estimate: estimate(tool, gate),
+            automatic: false,
         };
         let automatic = if self.covered(&request) {
             Some(ApprovalDecision::ApproveOnce)
@@ -204,6 +205,10 @@ impl Approver for ApprovalBroker {
                 }
                 Policy::ApproveAllUntil(_) => None,
             }
+        };
+        let request = ApprovalRequest {
+            automatic: automatic.is_some(),
+            ..request
         };
         let _ = self.events.send(AgentEvent::ApprovalRequested {
             request: request.clone(),
@@ -300,6 +305,7 @@ mod tests {
             panic!("expected a request")
         };
         assert_eq!(request.target, "local");
+        assert!(!request.automatic, "it waits for an answer");
         assert_eq!(request.gate.action, "ls");
         assert!(!task.is_finished());
         assert!(broker.resolve(request.id, ApprovalDecision::Deny));
@@ -342,9 +348,10 @@ mod tests {
         let broker = ApprovalBroker::new(tx, "local".into(), Policy::DenyAll("no operator".into()));
         let d = broker.decide("c1", "run_shell", &gate("ls")).await;
         assert_eq!(d, ApprovalDecision::DenyWithReason("no operator".into()));
+        // Marked as decided, so a headless driver does not answer it.
         assert!(matches!(
             rx.recv().await,
-            Some(AgentEvent::ApprovalRequested { .. })
+            Some(AgentEvent::ApprovalRequested { request }) if request.automatic
         ));
         assert!(matches!(
             rx.recv().await,

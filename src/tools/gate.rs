@@ -62,6 +62,11 @@ pub struct ApprovalRequest {
     /// vigil's own risk estimate, computed from the action (never the
     /// model's label).
     pub estimate: Risk,
+    /// Decided without the operator (a session rule or the policy): the
+    /// `ApprovalResolved` with the decision follows at once, and an answer
+    /// to it would find nothing pending.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
 }
 
 /// The operator's answer.

@@ -293,6 +293,7 @@ mod tests {
                 editable_field: Some("command".into()),
             },
             estimate: Risk::High,
+            automatic: false,
         }
     }
 
