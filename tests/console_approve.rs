@@ -88,19 +88,42 @@ why = "e2e prefix"
     )
 }
 
-#[test]
-fn approve_a_prefix_for_the_session() {
+/// A scenario of gated shell calls, `(trigger, command)`, whose results the
+/// model repeats.
+fn gated_scenario(calls: &[(&str, &str)]) -> String {
     let mut scenario = String::from("model = \"e2e\"\nchunk_delay_ms = 0\n");
-    scenario += &gated("first-stamp", "touch stamp-one");
-    scenario += &gated("second-stamp", "touch stamp-two");
-    scenario += &gated("other-cmd", "mkdir other-dir");
-    scenario += &gated("chained-stamp", "touch stamp-three; touch chained-ran");
+    for (trigger, command) in calls {
+        scenario += &gated(trigger, command);
+    }
     scenario += r#"
 [[rule]]
 when = { role = "tool" }
 times = 0
 text = "TOOL SAID: {last_tool}"
 "#;
+    scenario
+}
+
+/// Send `trigger` (a `touch ...` call) and approve the prefix `touch` for
+/// the session: `a`, Tab to shorten to the first word, Enter.
+fn approve_touch_prefix(c: &Console, trigger: &str) {
+    c.send(trigger);
+    c.wait("approvals (1)");
+    c.keys(&["a"]);
+    c.wait("this exact command");
+    c.keys(&["Tab"]);
+    c.wait("commands starting with `touch`");
+    c.keys(&["Enter"]);
+}
+
+#[test]
+fn approve_a_prefix_for_the_session() {
+    let scenario = gated_scenario(&[
+        ("first-stamp", "touch stamp-one"),
+        ("second-stamp", "touch stamp-two"),
+        ("other-cmd", "mkdir other-dir"),
+        ("chained-stamp", "touch stamp-three; touch chained-ran"),
+    ]);
     let c = Console::start_scenario("prefix", &scenario, BASE_CONFIG, "", "");
     let exists = |name: &str| {
         let path = c.work().join(name);
@@ -108,14 +131,7 @@ text = "TOOL SAID: {last_tool}"
     };
     let idle = || c.wait_for("the turn to end", |s| s.contains("│ idle"));
 
-    c.send("first-stamp");
-    c.wait("approvals (1)");
-    c.keys(&["a"]);
-    c.wait("this exact command");
-    // Shorten to the first word, then confirm.
-    c.keys(&["Tab"]);
-    c.wait("commands starting with `touch`");
-    c.keys(&["Enter"]);
+    approve_touch_prefix(&c, "first-stamp");
     assert!(exists("stamp-one"), "the approved call ran");
     idle();
 
@@ -139,4 +155,123 @@ text = "TOOL SAID: {last_tool}"
     idle();
     assert!(!c.work().join("stamp-three").exists());
     assert!(!c.work().join("chained-ran").exists());
+}
+
+/// Wait until vigil, killed with SIGKILL, is gone (the pane's shell, if it
+/// did not exec vigil, reports 128 + 9).
+fn killed(c: &Console) {
+    let status = c.tmux.wait_exit(&c.session, support::WAIT);
+    assert!(
+        status == "/9" || status == "137/",
+        "vigil exited with {status}"
+    );
+}
+
+/// Config for the resume test: every gated call asks, so only a restored
+/// rule can let one run without the operator.
+const ASK_CONFIG: &str = "[agent]\napproval = \"ask\"\n[console]\nbell = false\n";
+
+#[test]
+fn session_rules_survive_kill_9_and_resume() {
+    let scenario = gated_scenario(&[
+        ("first-stamp", "touch stamp-one"),
+        ("second-stamp", "touch stamp-two"),
+        ("third-stamp", "touch stamp-three"),
+        ("exact-log", "echo logged >> exact.log"),
+        ("other-cmd", "mkdir other-dir"),
+    ]);
+    let c = Console::start_scenario("resume", &scenario, ASK_CONFIG, "", "");
+    let path = |name: &str| c.work().join(name);
+    let logged = || {
+        std::fs::read_to_string(path("exact.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let idle = || c.wait_for("the turn to end", |s| s.contains("│ idle"));
+    // Whether the call ran (`done` turned true) before any approval was
+    // asked for; an unanswered request never lets it run.
+    let ran_unasked = |done: &dyn Fn() -> bool| {
+        common::eventually(support::WAIT, || {
+            if done() {
+                Some(true)
+            } else if c.screen().contains("approvals (1)") {
+                Some(false)
+            } else {
+                None
+            }
+        }) == Some(true)
+    };
+
+    // Approve the prefix `touch` and the exact (chained) logging command.
+    approve_touch_prefix(&c, "first-stamp");
+    idle();
+    assert!(path("stamp-one").exists(), "the approved call ran");
+    c.send("exact-log");
+    c.wait("approvals (1)");
+    c.keys(&["a"]);
+    c.wait("this exact command");
+    c.keys(&["Enter"]);
+    idle();
+    assert_eq!(logged(), 1, "the exactly approved call ran");
+
+    // Crash while a third call waits for the operator.
+    c.send("other-cmd");
+    c.wait("approvals (1)");
+    // SAFETY: kill(2) on the vigil process this test started.
+    unsafe { libc::kill(c.vigil_pid(), libc::SIGKILL) };
+    killed(&c);
+
+    // Resume in the console: both rules are back, and nothing more.
+    c.restart("resume --last");
+    c.wait("interrupted");
+    c.send("second-stamp");
+    assert!(
+        ran_unasked(&|| path("stamp-two").exists()),
+        "the restored prefix rule approved `touch stamp-two`"
+    );
+    idle();
+    c.send("exact-log");
+    assert!(
+        ran_unasked(&|| logged() == 2),
+        "the restored exact approval ran the logging command again"
+    );
+    idle();
+    c.send("other-cmd");
+    c.wait("approvals (1)");
+    c.keys(&["n"]);
+    idle();
+    assert!(!path("other-dir").exists(), "the denied command ran");
+
+    // Crash the resumed session too; headless resume reads the rules back
+    // through the first resume's record and has no operator to ask.
+    unsafe { libc::kill(c.vigil_pid(), libc::SIGKILL) };
+    killed(&c);
+    let exec = |prompt: &str| {
+        let out = std::process::Command::new(common::vigil_bin())
+            .current_dir(c.work())
+            .env("VIGIL_DATA_DIR", c.dir.path().join("data"))
+            .env("VIGIL_TMUX_SOCKET", &c.agent_tmux.socket)
+            .env("XDG_CONFIG_HOME", c.dir.path().join("xdg"))
+            .env_remove("VIGIL_LOG")
+            .arg("--config")
+            .arg(c.dir.path().join("config.toml"))
+            .args(["--base-url", &c.server.base_url(), "--model", "e2e"])
+            .args(["resume", "--last", "--exec", prompt, "--json"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("vigil ran");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), stdout)
+    };
+    let (code, out) = exec("third-stamp");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(path("stamp-three").exists(), "prefix rule, headless: {out}");
+    let (code, out) = exec("exact-log");
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(logged(), 3, "exact approval, headless: {out}");
+    // A command no rule covers fails closed (exit 3), and nothing ran.
+    let (code, out) = exec("other-cmd");
+    assert_eq!(code, Some(3), "{out}");
+    assert!(!path("other-dir").exists());
 }

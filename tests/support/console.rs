@@ -83,6 +83,8 @@ pub struct Console {
     pub session: String,
     pub dir: tempfile::TempDir,
     pub server: ScriptedServer,
+    /// The shell command that starts vigil, without the extra args.
+    launch: String,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -114,10 +116,10 @@ impl Console {
         let agent_tmux = common::Server {
             socket: common::socket(),
         };
-        let cmd = format!(
+        let launch = format!(
             "cd {work} && env -u NO_COLOR TERM=xterm-256color VIGIL_DATA_DIR={data} \
              VIGIL_TMUX_SOCKET={sock} XDG_CONFIG_HOME={xdg} {env} {bin} --config {cfg} \
-             --base-url {url} --model e2e {args}",
+             --base-url {url} --model e2e",
             sock = agent_tmux.socket,
             work = work.display(),
             data = dir.path().join("data").display(),
@@ -128,7 +130,7 @@ impl Console {
         );
         let tmux = Tmux::new(tag);
         let session = "console".to_string();
-        tmux.start(&session, 100, 30, &cmd);
+        tmux.start(&session, 100, 30, &format!("{launch} {args}"));
         tmux.wait_text(&session, "e2e", WAIT);
         Console {
             tmux,
@@ -136,8 +138,41 @@ impl Console {
             session,
             dir,
             server,
+            launch,
             _rt: rt,
         }
+    }
+
+    /// The pid of the running vigil: the pane's process or the first of
+    /// its descendants running the vigil binary.
+    pub fn vigil_pid(&self) -> i32 {
+        let bin = vigil_bin().canonicalize().expect("vigil binary");
+        let pane: i32 = self
+            .tmux
+            .display(&self.session, "#{pane_pid}")
+            .parse()
+            .expect("pane pid");
+        let mut todo = vec![pane];
+        while let Some(pid) = todo.pop() {
+            if std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == bin) {
+                return pid;
+            }
+            todo.extend(children(pid));
+        }
+        panic!("no vigil process under pane process {pane}");
+    }
+
+    /// Start vigil again in the same pane, data, config and working
+    /// directories, with other extra args (e.g. `resume --last`). The pane's
+    /// previous process is killed if it still runs.
+    pub fn restart(&self, args: &str) {
+        let cmd = format!("{} {args}", self.launch);
+        self.tmux
+            .cmd()
+            .args(["respawn-pane", "-k", "-t", &self.session, &cmd])
+            .status()
+            .expect("respawn-pane");
+        self.tmux.wait_text(&self.session, "e2e", WAIT);
     }
 
     pub fn work(&self) -> PathBuf {
@@ -180,6 +215,24 @@ impl Console {
             .expect("capture");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+}
+
+/// The child processes of `pid`, from /proc.
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            // Field 4 (the parent), after the parenthesised command name.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
+                == Some(pid)
+        })
+        .collect()
 }
 
 /// Config for the tests: no bell, low-risk commands run without asking.
