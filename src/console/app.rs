@@ -290,6 +290,10 @@ impl App {
                 self.tools.completed(&call_id, &name, &summary);
                 self.track(&call_id);
             }
+            AgentEvent::ApprovalRequested { request } if request.automatic => {
+                self.track(&request.call_id);
+                self.approvals.note_automatic(request);
+            }
             AgentEvent::ApprovalRequested { request } => {
                 self.tools
                     .waiting_approval(&request.call_id, &request.tool, &request.gate.action);

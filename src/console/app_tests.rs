@@ -178,6 +178,38 @@ fn resolution_updates_tools_and_returns_focus_to_input() {
 }
 
 #[test]
+fn a_request_the_agent_decides_itself_never_queues_rings_or_takes_focus() {
+    let mut app = app();
+    app.on_agent_event(AgentEvent::ToolCallRequested {
+        call_id: "c1".into(),
+        name: "run_shell".into(),
+        arguments: "{}".into(),
+    });
+    let mut auto = request(4, "c1", "touch a");
+    auto.automatic = true;
+    app.on_agent_event(AgentEvent::ApprovalRequested { request: auto });
+    assert!(
+        app.approvals.is_empty(),
+        "a rule decided it: nothing to answer"
+    );
+    assert!(!app.take_bell());
+    assert_eq!(app.focus(), Focus::Input);
+    assert_eq!(
+        app.tools.call("c1").map(|c| &c.status),
+        Some(&CallStatus::Requested)
+    );
+    // A policy denial still marks the call.
+    app.on_agent_event(AgentEvent::ApprovalResolved {
+        id: 4,
+        decision: ApprovalDecision::Deny,
+    });
+    assert_eq!(
+        app.tools.call("c1").map(|c| &c.status),
+        Some(&CallStatus::Denied)
+    );
+}
+
+#[test]
 fn esc_cancels_a_running_turn_and_otherwise_leaves_the_box() {
     let mut app = app();
     app.on_agent_event(AgentEvent::TurnStarted { user: "go".into() });

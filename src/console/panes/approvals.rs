@@ -31,6 +31,9 @@ pub struct Pending {
 pub struct ApprovalsPane {
     queue: Vec<Pending>,
     selected: usize,
+    /// Requests a session rule or the policy decided by itself: never shown,
+    /// kept only until their resolution names the call (a denial marks it).
+    automatic: Vec<ApprovalRequest>,
 }
 
 impl ApprovalsPane {
@@ -59,8 +62,18 @@ impl ApprovalsPane {
         }
     }
 
-    /// The agent resolved a request; returns it when it was queued here.
+    /// A request the agent decides itself: it never enters the queue, so it
+    /// neither rings, nor takes focus, nor flickers in the pane.
+    pub fn note_automatic(&mut self, request: ApprovalRequest) {
+        self.automatic.push(request);
+    }
+
+    /// The agent resolved a request; returns it when it was queued (or noted)
+    /// here.
     pub fn resolve(&mut self, id: u64) -> Option<ApprovalRequest> {
+        if let Some(i) = self.automatic.iter().position(|r| r.id == id) {
+            return Some(self.automatic.swap_remove(i));
+        }
         let idx = self.queue.iter().position(|p| p.request.id == id)?;
         let pending = self.queue.remove(idx);
         if idx < self.selected {
