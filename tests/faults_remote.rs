@@ -253,17 +253,28 @@ async fn the_container_stopped_mid_command_fails_the_call_clearly() {
     let done = run.completed();
     assert_eq!(done.len(), 3, "{text}");
     assert_eq!(done[0]["summary"]["ok"], true, "{text}");
-    // The faulted command was killed with the container: podman reports
-    // exit 137 (SIGKILL), or an engine error when it noticed the stop.
+    // The faulted command died with the container: the call says so rather
+    // than passing podman's exit 137 off as the command's own.
     let faulted = &done[1]["summary"];
+    let why = faulted["error"].as_str().unwrap_or_default();
     assert!(
-        faulted["exit_code"] == 137 || faulted["ok"] == false,
-        "the faulted call ends killed: {text}"
+        faulted["ok"] == false
+            && why.contains(&format!(
+                "container `{}` stopped while the command ran",
+                c.name
+            ))
+            && why.contains("whether the command finished is unknown"),
+        "the faulted call names the stopped container: {text}"
     );
     let next = done[2]["summary"]["error"].as_str().unwrap_or_default();
     assert!(
         next.contains("is not running") && next.contains(&c.name),
         "the next call names the stopped container: {next}"
     );
-    run.session_keeps(&["before-fault", "sleep 294", "is not running"]);
+    run.session_keeps(&[
+        "before-fault",
+        "sleep 294",
+        "stopped while the command ran",
+        "is not running",
+    ]);
 }

@@ -1,6 +1,7 @@
 //! Container targets against a real podman (private store, runc, a
 //! busybox-static image built locally once): commands, quoting, streaming,
-//! timeouts, files, and stopped or missing containers as typed errors.
+//! timeouts, files, and stopped or missing containers as typed errors (also
+//! when the container stops under a running command).
 
 mod common;
 
@@ -179,6 +180,45 @@ async fn a_stopped_container_is_a_clear_error() {
         .unwrap();
     assert!(matches!(e, ContainerError::NotRunning { .. }), "{e:?}");
     assert!(e.to_string().contains(&c.name), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_container_stopped_under_a_command_is_named_but_a_self_killed_command_is_not() {
+    let c = container("midstop");
+    let ctx = connect(&c).await;
+    // Dying of a signal by itself in a running container is the command's
+    // own outcome: the exit code stands.
+    for (cmd, code) in [("kill -9 $$", 137), ("kill -TERM $$", 143)] {
+        let out = ctx
+            .run(req(&format!("sh -c {}", sh_quote(cmd))), None)
+            .await
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        assert_eq!(out.exit_code, Some(code), "{cmd}");
+    }
+    // The container stopping under a command is named as such.
+    let marker = "41.2718";
+    let running = ctx.clone();
+    let call = tokio::spawn(async move {
+        let req = RunRequest {
+            command: format!("sleep {marker}"),
+            timeout: Some(Duration::from_secs(600)),
+            ..Default::default()
+        };
+        running.run(req, None).await
+    });
+    common::eventually(Duration::from_secs(60), || {
+        (!sleeping(marker).is_empty()).then_some(())
+    })
+    .expect("the sleep starts in the container");
+    c.stop().unwrap();
+    let e = call.await.unwrap().unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "container `{}` stopped while the command ran",
+            c.name
+        )) && e.contains("whether the command finished is unknown"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

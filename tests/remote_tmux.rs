@@ -3,11 +3,11 @@
 //! tmux (binary, libraries, loader, terminfo). The same checks run on both:
 //! run_shell through the pane, capture-pane, send-keys, files and the
 //! console's mirror feed; then what is particular to each (a killed ssh
-//! master under the pane).
+//! master under the pane, its notice forwarded by every tool's own call).
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::podman::{Container, store, tmux_container};
@@ -18,10 +18,13 @@ use vigil::exec::container::{ContainerOptions, ContainerTransport, Engine, Engin
 use vigil::exec::ssh::{SshOptions, SshTransport};
 use vigil::exec::tmux::{TmuxBackend, spawn_mirror_feed};
 use vigil::exec::transport::Transport;
+use vigil::tools::gate::FixedApprover;
+use vigil::tools::registry::ToolRun;
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::tmux_capture::CapturePane;
 use vigil::tools::tmux_keys::SendKeys;
-use vigil::tools::{Tool, ToolContext};
+use vigil::tools::tmux_manage::TmuxManage;
+use vigil::tools::{ApprovalDecision, StreamSink, Tool, ToolContext, ToolRegistry, ToolStream};
 
 fn meta(mut v: Value) -> Value {
     v["risk"] = json!("low");
@@ -167,6 +170,24 @@ async fn ssh_tmux_pane_runs_captures_types_and_mirrors() {
     assert!(sessions.lines().any(|l| l == "vigil-test"), "{sessions}");
 }
 
+/// Run `name` through the registry; the run and the target notices its
+/// stream carried.
+async fn via_registry(reg: &ToolRegistry, name: &str, args: Value) -> (ToolRun, Vec<String>) {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let sink: StreamSink = Arc::new(move |event| {
+        if let ToolStream::TargetNotice(text) = event {
+            log.lock().unwrap().push(text);
+        }
+    });
+    let ctx = ToolContext::new(name).with_sink(sink);
+    let run = reg
+        .execute_with_context(name, &args.to_string(), &ctx)
+        .await;
+    let notices = seen.lock().unwrap().clone();
+    (run, notices)
+}
+
 async fn kill_master(t: &SshTransport) {
     let pid = t.master_pid().await.expect("master pid");
     // SAFETY: kill(2) on the master the transport started.
@@ -201,16 +222,38 @@ async fn a_dead_master_under_the_pane_is_re_established_with_a_notice() {
     assert!(out.get("notes").is_none(), "session kept: {out}");
     assert_ne!(t.master_pid().await, old);
 
-    // The tmux tools and files also come back on their own.
-    kill_master(&t).await;
-    let cap = CapturePane::new(backend.manager());
-    let screen = call(&cap, json!({})).await;
-    assert!(
-        screen.as_str().unwrap_or_default().contains("two yes"),
-        "{screen}"
-    );
-    let notices = ctx.take_notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
+    // The tmux tools also come back on their own, and each one tells the
+    // operator with its own call, not with the next run_shell.
+    let mut reg = ToolRegistry::new();
+    reg.set_approver(Arc::new(FixedApprover(ApprovalDecision::ApproveOnce)));
+    reg.register(CapturePane::new(backend.manager()));
+    reg.register(SendKeys::new(backend.manager()));
+    for tool in TmuxManage::all(&backend.manager()) {
+        reg.register(tool);
+    }
+    // send-keys types into a session of its own, leaving the shared pane
+    // to the commands below.
+    let calls = [
+        ("capture-pane", json!({})),
+        ("tmux-create-session", meta(json!({"session": "notices"}))),
+        (
+            "send-keys",
+            meta(json!({"session": "notices", "literal_text": "echo three", "enter": true})),
+        ),
+    ];
+    for (name, args) in calls {
+        kill_master(&t).await;
+        let (run, notices) = via_registry(&reg, name, args).await;
+        assert!(run.ok(), "{name}: {}", run.model_text);
+        assert_eq!(notices.len(), 1, "{name}: {notices:?}");
+        assert!(notices[0].contains("re-established"), "{name}: {notices:?}");
+        assert!(ctx.take_notices().is_empty(), "{name} left its notice");
+        if name == "capture-pane" {
+            assert!(run.model_text.contains("two yes"), "{}", run.model_text);
+        }
+    }
+
+    // Files too.
     kill_master(&t).await;
     let p = format!("/tmp/vigil-master-{}", std::process::id());
     ctx.write_file(&p, b"after").await.unwrap();

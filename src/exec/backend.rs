@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::transport::{Transport, sh_quote};
-use super::{Backend, ExecError, OutputFn, RunOutcome, RunRequest, process};
+use super::transport::{self, Transport, sh_quote};
+use super::{Backend, ExecError, OutputFn, RunOutcome, RunRequest};
 
 /// Message for `wait=false` on a target without tmux.
 const NO_DETACH: &str =
@@ -44,21 +44,17 @@ impl<T: Transport> CommandBackend<T> {
         verb: &str,
         path: &str,
     ) -> Result<RunOutcome, ExecError> {
-        self.transport.prepare().await?;
-        let cmd = self.transport.shell(script, input.is_some());
-        let out = match process::run(cmd, input, Some(FILE_TIMEOUT), None).await {
-            Ok(out) => match self.transport.failure(out.exit_code, &out.stderr) {
-                Some(e) => return Err(e),
-                None => out,
-            },
-            Err(ExecError::Timeout { limit, .. }) => {
-                return Err(ExecError::Io(format!(
-                    "cannot {verb} {path}: gave up after {}",
-                    super::humanize(limit)
-                )));
-            }
-            Err(e) => return Err(e),
-        };
+        let out =
+            match transport::run(&self.transport, script, input, Some(FILE_TIMEOUT), None).await {
+                Ok(out) => out,
+                Err(ExecError::Timeout { limit, .. }) => {
+                    return Err(ExecError::Io(format!(
+                        "cannot {verb} {path}: gave up after {}",
+                        super::humanize(limit)
+                    )));
+                }
+                Err(e) => return Err(e),
+            };
         let missing = if verb == "write" {
             "no such file or directory (does the parent directory exist?)"
         } else {
@@ -180,13 +176,7 @@ impl<T: Transport> Backend for CommandBackend<T> {
         if req.detach {
             return Err(ExecError::NotSupported(NO_DETACH.into()));
         }
-        self.transport.prepare().await?;
-        let cmd = self.transport.shell(&req.command, false);
-        let out = process::run(cmd, None, req.timeout, on_output).await?;
-        match self.transport.failure(out.exit_code, &out.stderr) {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        transport::run(&self.transport, &req.command, None, req.timeout, on_output).await
     }
 
     fn take_notices(&self) -> Vec<String> {

@@ -4,7 +4,10 @@
 //! The engine is chosen or detected (`podman --version`, `docker --version`,
 //! then which one knows the container); the container must be running when
 //! the transport is made, and an exec that fails because the container went
-//! away is reported as a [`ContainerError`], not as the command's exit code.
+//! away is reported as a [`ContainerError`], not as the command's exit code;
+//! so is a command that ended abnormally (killed, or an engine error code)
+//! because the container stopped under it, which only an `inspect` after the
+//! fact can tell.
 //! Commands without input run under the [`tether`](super::tether) wrapper
 //! with `-i`, because a killed `exec` client leaves its command running in
 //! the container otherwise. This module must never start, stop or create
@@ -14,11 +17,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::process::Command;
 
-use super::ExecError;
 use super::tether::{self, Tether};
 use super::transport::Transport;
+use super::{ExecError, RunOutcome};
 
 /// A container engine CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +58,11 @@ pub enum ContainerError {
     Missing { name: String, detail: String },
     #[error("container `{name}` is not running (state: {state}); start it and try again")]
     NotRunning { name: String, state: String },
+    #[error(
+        "container `{name}` stopped while the command ran (state: {state}); whether the \
+         command finished is unknown"
+    )]
+    StoppedMidCommand { name: String, state: String },
     #[error("{engine} failed: {detail}")]
     Engine {
         engine: &'static str,
@@ -118,6 +127,17 @@ fn says_stopped(stderr: &str) -> bool {
     l.contains("is not running")
         || l.contains("container state improper")
         || l.contains("can only create exec sessions on running containers")
+}
+
+/// True when an exec ended the way it does when the container stops under
+/// it: killed (no code, or 128 + SIGKILL/SIGTERM) or one of the engine's own
+/// codes (125 engine error, 126/127 cannot run, 255 podman's exec failure).
+/// Only these outcomes are worth an `inspect`.
+fn abnormal(exit_code: Option<i32>) -> bool {
+    matches!(
+        exit_code,
+        None | Some(125) | Some(126) | Some(127) | Some(137) | Some(143) | Some(255)
+    )
 }
 
 impl ContainerTransport {
@@ -278,6 +298,29 @@ impl Transport for ContainerTransport {
         }
         None
     }
+
+    fn diagnose<'a>(&'a self, outcome: &'a RunOutcome) -> BoxFuture<'a, Option<ExecError>> {
+        Box::pin(async move {
+            if !abnormal(outcome.exit_code) {
+                return None;
+            }
+            // An engine that cannot answer says nothing either way: the
+            // command's own outcome stands.
+            let state = match self.check_running().await {
+                Ok(()) | Err(ContainerError::Engine { .. }) => return None,
+                Err(ContainerError::NotRunning { state, .. }) => state,
+                Err(ContainerError::Missing { .. }) => "removed".to_string(),
+                Err(_) => "unknown".to_string(),
+            };
+            Some(
+                ContainerError::StoppedMidCommand {
+                    name: self.name.clone(),
+                    state,
+                }
+                .into(),
+            )
+        })
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +353,16 @@ mod tests {
         assert_eq!(t.failure(Some(1), b"grep: no such container\n"), None);
         assert_eq!(t.failure(Some(0), b"Error: is not running"), None);
         assert_eq!(t.label(), "podman:box");
+    }
+
+    #[test]
+    fn only_abnormal_ends_are_worth_an_inspect() {
+        for code in [None, Some(125), Some(126), Some(127), Some(137), Some(143)] {
+            assert!(abnormal(code), "{code:?}");
+        }
+        for code in [Some(0), Some(1), Some(2), Some(130)] {
+            assert!(!abnormal(code), "{code:?}");
+        }
     }
 
     #[tokio::test]

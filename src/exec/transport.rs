@@ -2,12 +2,16 @@
 //!
 //! A transport turns "run this shell text there" into a
 //! [`tokio::process::Command`]. Everything else (streaming, timeouts, files,
-//! tmux) is built on top of it and never special-cases a target.
+//! tmux) is built on top of it and never special-cases a target; commands
+//! that finish go through [`run`], the one place that asks the transport
+//! whether it, not the command, failed.
+
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::process::Command;
 
-use super::ExecError;
+use super::{ExecError, OutputFn, RunOutcome, process};
 
 /// How to start a shell command on a target.
 pub trait Transport: Send + Sync + 'static {
@@ -57,6 +61,37 @@ pub trait Transport: Send + Sync + 'static {
     fn failure(&self, _exit_code: Option<i32>, _stderr: &[u8]) -> Option<ExecError> {
         None
     }
+
+    /// Like [`Transport::failure`], for what only the target can tell (a
+    /// container that stopped under the command): asked by [`run`] after
+    /// `failure` found nothing. Keep it cheap: look at the target only when
+    /// the outcome is abnormal. Default: never.
+    fn diagnose<'a>(&'a self, _outcome: &'a RunOutcome) -> BoxFuture<'a, Option<ExecError>> {
+        Box::pin(std::future::ready(None))
+    }
+}
+
+/// Run `script` on the target to completion: make the transport ready, run
+/// the command (with `input` on its stdin when given), and report a failure
+/// of the transport itself ([`Transport::failure`], then
+/// [`Transport::diagnose`]) instead of the command's exit code.
+pub async fn run<T: Transport + ?Sized>(
+    transport: &T,
+    script: &str,
+    input: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+) -> Result<RunOutcome, ExecError> {
+    transport.prepare().await?;
+    let cmd = transport.shell(script, input.is_some());
+    let out = process::run(cmd, input, timeout, on_output).await?;
+    if let Some(e) = transport.failure(out.exit_code, &out.stderr) {
+        return Err(e);
+    }
+    match transport.diagnose(&out).await {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
 /// Pass-through so a shared transport (`Arc<SshTransport>`) can be used by
@@ -85,6 +120,9 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn failure(&self, exit_code: Option<i32>, stderr: &[u8]) -> Option<ExecError> {
         (**self).failure(exit_code, stderr)
+    }
+    fn diagnose<'a>(&'a self, outcome: &'a RunOutcome) -> BoxFuture<'a, Option<ExecError>> {
+        (**self).diagnose(outcome)
     }
 }
 

@@ -449,16 +449,19 @@ impl Tool for Edit {
             return Err(bad("`path` is required"));
         }
         let real = self.config.paths.check(shown, self.ctx.is_local())?;
-        match command {
-            "view" => self.view(&v, &real, shown, ctx).await,
-            "create" => self.create(&v, &real, shown).await,
-            "str_replace" => self.str_replace(&v, &real, shown).await,
-            "insert" => self.insert(&v, &real, shown).await,
-            "undo_edit" => self.undo(&real, shown).await,
-            other => Err(bad(format!(
-                "unknown command {other:?}; use one of {}",
-                COMMANDS.join(", ")
-            ))),
-        }
+        let work = async {
+            match command {
+                "view" => self.view(&v, &real, shown, ctx).await,
+                "create" => self.create(&v, &real, shown).await,
+                "str_replace" => self.str_replace(&v, &real, shown).await,
+                "insert" => self.insert(&v, &real, shown).await,
+                "undo_edit" => self.undo(&real, shown).await,
+                other => Err(bad(format!(
+                    "unknown command {other:?}; use one of {}",
+                    COMMANDS.join(", ")
+                ))),
+            }
+        };
+        ctx.with_target_notices(&self.ctx, work).await
     }
 }

@@ -138,12 +138,45 @@ impl ToolContext {
     /// Take the target's notices since the last call (a re-established ssh
     /// connection…), tell the operator each one as a
     /// [`ToolStream::TargetNotice`], and return them for the tool's result.
-    pub fn forward_target_notices(&self, exec: &crate::exec::ExecutionContext) -> Vec<String> {
-        let notices = exec.take_notices();
+    /// The one path every tool that touches the target forwards them by.
+    pub fn forward_target_notices(&self, from: &dyn NoticeSource) -> Vec<String> {
+        let notices = from.take_target_notices();
         for n in &notices {
             self.emit(ToolStream::TargetNotice(n.clone()));
         }
         notices
+    }
+
+    /// Run a tool's `work` on the target, then forward the target's notices
+    /// ([`ToolContext::forward_target_notices`]) whether it succeeded or not,
+    /// so they arrive with this call rather than with a later one.
+    pub async fn with_target_notices<T>(
+        &self,
+        from: &dyn NoticeSource,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let out = work.await;
+        self.forward_target_notices(from);
+        out
+    }
+}
+
+/// Where a tool's target keeps its notices for the operator (the execution
+/// context for commands and files, the tmux manager for the tmux tools).
+pub trait NoticeSource: Send + Sync {
+    /// The notices since the last call, oldest first.
+    fn take_target_notices(&self) -> Vec<String>;
+}
+
+impl NoticeSource for crate::exec::ExecutionContext {
+    fn take_target_notices(&self) -> Vec<String> {
+        self.backend().take_notices()
+    }
+}
+
+impl NoticeSource for crate::exec::tmux::TmuxManager {
+    fn take_target_notices(&self) -> Vec<String> {
+        self.transport().take_notices()
     }
 }
 

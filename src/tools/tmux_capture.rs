@@ -88,94 +88,97 @@ impl Tool for CapturePane {
     }
 
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v = object(arguments)?;
-        let join = opt_bool(&v, "join_wrapped_lines", true)?;
-        let trailing = opt_bool(&v, "preserve_trailing_spaces", false)?;
-        let escapes = opt_bool(&v, "include_escape_sequences", false)?;
-        let octal = opt_bool(&v, "escape_non_printable", false)?;
-        let alternate = opt_bool(&v, "include_alternate_screen", false)?;
-        let start = line_arg(&v, "start")?;
-        let end = line_arg(&v, "end")?;
-        let delay = parse_delay(&v["delay"])?;
-        let raw_target = opt_str(&v, "target")?;
-        let session = opt_str(&v, "session")?;
-        let pane = opt_str(&v, "pane")?;
+        let work = async {
+            let v = object(arguments)?;
+            let join = opt_bool(&v, "join_wrapped_lines", true)?;
+            let trailing = opt_bool(&v, "preserve_trailing_spaces", false)?;
+            let escapes = opt_bool(&v, "include_escape_sequences", false)?;
+            let octal = opt_bool(&v, "escape_non_printable", false)?;
+            let alternate = opt_bool(&v, "include_alternate_screen", false)?;
+            let start = line_arg(&v, "start")?;
+            let end = line_arg(&v, "end")?;
+            let delay = parse_delay(&v["delay"])?;
+            let raw_target = opt_str(&v, "target")?;
+            let session = opt_str(&v, "session")?;
+            let pane = opt_str(&v, "pane")?;
 
-        let mut before = Vec::new();
-        let mut after = Vec::new();
-        let target = match raw_target {
-            Some(t) => t,
-            None => match self.tmux.resolve(session.as_deref(), pane.as_deref()).await {
-                Ok(p) => p.id,
-                Err(TmuxError::Missing(why)) => {
-                    let p = self.tmux.resolve(None, None).await.map_err(failed)?;
-                    before.push(format!(
-                        "[notice: {why}; captured the default shared pane ({}) instead]",
+            let mut before = Vec::new();
+            let mut after = Vec::new();
+            let target = match raw_target {
+                Some(t) => t,
+                None => match self.tmux.resolve(session.as_deref(), pane.as_deref()).await {
+                    Ok(p) => p.id,
+                    Err(TmuxError::Missing(why)) => {
+                        let p = self.tmux.resolve(None, None).await.map_err(failed)?;
+                        before.push(format!(
+                            "[notice: {why}; captured the default shared pane ({}) instead]",
+                            p.id
+                        ));
                         p.id
-                    ));
-                    p.id
-                }
-                Err(e) => return Err(failed(e)),
-            },
-        };
-        if let Some(d) = delay {
-            tokio::time::sleep(d).await;
-        }
-        let mut flags = Vec::new();
-        if join {
-            flags.push("-J".to_string());
-        }
-        if trailing {
-            flags.push("-N".into());
-        }
-        if escapes {
-            flags.push("-e".into());
-        }
-        if octal {
-            flags.push("-C".into());
-        }
-        if alternate {
-            if self.tmux.alternate_on(&target).await.map_err(failed)? {
-                flags.push("-a".into());
-            } else {
-                after.push(
-                    "[notice: no alternate screen is active; captured the main screen instead]"
-                        .to_string(),
-                );
+                    }
+                    Err(e) => return Err(failed(e)),
+                },
+            };
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
             }
-        }
-        if let Some(s) = start {
-            flags.push("-S".into());
-            flags.push(s);
-        }
-        if let Some(e) = end {
-            flags.push("-E".into());
-            flags.push(e);
-        }
-        let text = self.tmux.capture(&target, &flags).await.map_err(failed)?;
-        let (c, spilled) = cut_with_spill(
-            &text,
-            CAPTURE_LIMIT,
-            Keep::Tail,
-            ctx.spill_dir.as_deref(),
-            "capture-pane",
-        );
-        let mut out = String::new();
-        for n in &before {
-            out.push_str(n);
-            out.push('\n');
-        }
-        out.push_str(&c.text);
-        for n in &after {
-            out.push('\n');
-            out.push_str(n);
-        }
-        Ok(ToolOutput {
-            result: Value::String(out),
-            exit_code: None,
-            truncated: c.truncated(),
-            spill: spilled.into_iter().collect(),
-            timeline: None,
-        })
+            let mut flags = Vec::new();
+            if join {
+                flags.push("-J".to_string());
+            }
+            if trailing {
+                flags.push("-N".into());
+            }
+            if escapes {
+                flags.push("-e".into());
+            }
+            if octal {
+                flags.push("-C".into());
+            }
+            if alternate {
+                if self.tmux.alternate_on(&target).await.map_err(failed)? {
+                    flags.push("-a".into());
+                } else {
+                    after.push(
+                        "[notice: no alternate screen is active; captured the main screen instead]"
+                            .to_string(),
+                    );
+                }
+            }
+            if let Some(s) = start {
+                flags.push("-S".into());
+                flags.push(s);
+            }
+            if let Some(e) = end {
+                flags.push("-E".into());
+                flags.push(e);
+            }
+            let text = self.tmux.capture(&target, &flags).await.map_err(failed)?;
+            let (c, spilled) = cut_with_spill(
+                &text,
+                CAPTURE_LIMIT,
+                Keep::Tail,
+                ctx.spill_dir.as_deref(),
+                "capture-pane",
+            );
+            let mut out = String::new();
+            for n in &before {
+                out.push_str(n);
+                out.push('\n');
+            }
+            out.push_str(&c.text);
+            for n in &after {
+                out.push('\n');
+                out.push_str(n);
+            }
+            Ok(ToolOutput {
+                result: Value::String(out),
+                exit_code: None,
+                truncated: c.truncated(),
+                spill: spilled.into_iter().collect(),
+                timeline: None,
+            })
+        };
+        ctx.with_target_notices(&*self.tmux, work).await
     }
 }

@@ -248,39 +248,42 @@ impl Tool for SendKeys {
         ))
     }
 
-    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v = object(arguments)?;
-        check_metadata(&v)?;
-        let literal = opt_str(&v, "literal_text")?;
-        let keys = keys_of(&v)?;
-        let enter = opt_bool(&v, "enter", false)?;
-        let delay = parse_delay(&v["delay"])?;
-        if literal.is_none() && keys.is_empty() && !enter {
-            return Err(ToolError::InvalidArguments(
-                "nothing to send: give literal_text, keys, or enter: true".into(),
-            ));
-        }
-        let target = pane_target(&self.tmux, &v).await?.map_err(failed)?;
-        if let Some(d) = delay {
-            tokio::time::sleep(d).await;
-        }
-        self.tmux
-            .send_keys(&target, literal.as_deref(), &keys, enter)
-            .await
-            .map_err(failed)?;
-        let mut sent = Vec::new();
-        if let Some(l) = &literal {
-            sent.push(format!("text {l:?}"));
-        }
-        if !keys.is_empty() {
-            sent.push(format!("keys {}", keys.join(" ")));
-        }
-        if enter {
-            sent.push("Enter".into());
-        }
-        Ok(ToolOutput::text(format!(
-            "sent {} to tmux pane {target}; use capture-pane to see the effect",
-            sent.join(", ")
-        )))
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let work = async {
+            let v = object(arguments)?;
+            check_metadata(&v)?;
+            let literal = opt_str(&v, "literal_text")?;
+            let keys = keys_of(&v)?;
+            let enter = opt_bool(&v, "enter", false)?;
+            let delay = parse_delay(&v["delay"])?;
+            if literal.is_none() && keys.is_empty() && !enter {
+                return Err(ToolError::InvalidArguments(
+                    "nothing to send: give literal_text, keys, or enter: true".into(),
+                ));
+            }
+            let target = pane_target(&self.tmux, &v).await?.map_err(failed)?;
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
+            }
+            self.tmux
+                .send_keys(&target, literal.as_deref(), &keys, enter)
+                .await
+                .map_err(failed)?;
+            let mut sent = Vec::new();
+            if let Some(l) = &literal {
+                sent.push(format!("text {l:?}"));
+            }
+            if !keys.is_empty() {
+                sent.push(format!("keys {}", keys.join(" ")));
+            }
+            if enter {
+                sent.push("Enter".into());
+            }
+            Ok(ToolOutput::text(format!(
+                "sent {} to tmux pane {target}; use capture-pane to see the effect",
+                sent.join(", ")
+            )))
+        };
+        ctx.with_target_notices(&*self.tmux, work).await
     }
 }

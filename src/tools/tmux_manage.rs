@@ -181,23 +181,26 @@ impl Tool for TmuxManage {
         Some(gate_info(what, args))
     }
 
-    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v = object(arguments)?;
-        let (session, pane) = if self.is_pane_tool() {
-            (opt_str(&v, "session")?, Some(required(&v, "pane")?))
-        } else {
-            (Some(required(&v, "session")?), None)
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let work = async {
+            let v = object(arguments)?;
+            let (session, pane) = if self.is_pane_tool() {
+                (opt_str(&v, "session")?, Some(required(&v, "pane")?))
+            } else {
+                (Some(required(&v, "session")?), None)
+            };
+            check_metadata(&v)?;
+            let pane = pane.unwrap_or_default();
+            let session_name = session.clone().unwrap_or_default();
+            let msg = match self.action {
+                ManageAction::CreateSession => self.tmux.create_session(&session_name).await,
+                ManageAction::KillSession => self.tmux.kill_session(&session_name).await,
+                ManageAction::CreatePane => self.tmux.create_pane(session.as_deref(), &pane).await,
+                ManageAction::KillPane => self.tmux.kill_pane(session.as_deref(), &pane).await,
+            }
+            .map_err(failed)?;
+            Ok(ToolOutput::text(msg))
         };
-        check_metadata(&v)?;
-        let pane = pane.unwrap_or_default();
-        let session_name = session.clone().unwrap_or_default();
-        let msg = match self.action {
-            ManageAction::CreateSession => self.tmux.create_session(&session_name).await,
-            ManageAction::KillSession => self.tmux.kill_session(&session_name).await,
-            ManageAction::CreatePane => self.tmux.create_pane(session.as_deref(), &pane).await,
-            ManageAction::KillPane => self.tmux.kill_pane(session.as_deref(), &pane).await,
-        }
-        .map_err(failed)?;
-        Ok(ToolOutput::text(msg))
+        ctx.with_target_notices(&*self.tmux, work).await
     }
 }

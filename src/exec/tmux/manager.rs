@@ -18,8 +18,8 @@ use tokio::sync::watch;
 use super::control::Control;
 use super::script::{sanitize, tq};
 use super::{TmuxError, TmuxOptions};
-use crate::exec::transport::{Transport, sh_quote};
-use crate::exec::{ExecError, MirrorTarget, RunOutcome, process};
+use crate::exec::transport::{self, Transport, sh_quote};
+use crate::exec::{ExecError, MirrorTarget, RunOutcome};
 
 pub use super::names::{
     SHARED, canonical_pane, canonical_session, owner_prefix, random_hex, server_args,
@@ -288,18 +288,7 @@ impl TmuxManager {
         script: &str,
         timeout: Duration,
     ) -> Result<RunOutcome, ExecError> {
-        self.transport.prepare().await?;
-        let out = process::run(
-            self.transport.shell(script, false),
-            None,
-            Some(timeout),
-            None,
-        )
-        .await?;
-        match self.transport.failure(out.exit_code, &out.stderr) {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        transport::run(&self.transport, script, None, Some(timeout), None).await
     }
 
     /// One tmux process through the transport (for work that cannot go
