@@ -409,3 +409,30 @@ async fn operator_keys_reach_the_pane_and_leave_attribution_intact() {
         "an idle pane publishes nothing"
     );
 }
+
+/// Keys typed into the shared pane, then `remove_file` (an `rm` run in that
+/// pane) completes.
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_into_the_shared_pane_then_remove_file_completes() {
+    let (b, _s) = common::start("sh").await;
+    sh(&*b, "echo one").await;
+    let keys = SendKeys::new(manager(&b));
+    call(
+        &keys,
+        meta(json!({"literal_text": "echo three", "enter": true})),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    let p = p.to_str().unwrap();
+    let files = async {
+        b.write_file(p, b"after").await.unwrap();
+        assert_eq!(b.read_file(p).await.unwrap(), b"after");
+        b.remove_file(p).await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(45), files)
+        .await
+        .expect("remove_file hung after keys into the shared pane");
+    assert!(!std::path::Path::new(p).exists());
+}
