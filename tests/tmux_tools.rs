@@ -436,3 +436,65 @@ async fn keys_into_the_shared_pane_then_remove_file_completes() {
         .expect("remove_file hung after keys into the shared pane");
     assert!(!std::path::Path::new(p).exists());
 }
+
+/// The agent's own keys can leave the shell at a continuation prompt
+/// (`echo "open` + Enter): the next command must not be swallowed into that
+/// line (it would wait out its whole timeout) but run exactly; and a program
+/// the agent started with keys is never interrupted by the next command,
+/// which is refused at once as busy.
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_the_agent_typed_never_swallow_or_kill_the_next_command() {
+    let (b, _s) = common::start("bash").await;
+    sh(&*b, "echo ready").await;
+    let keys = SendKeys::new(manager(&b));
+    call(
+        &keys,
+        meta(json!({"literal_text": "echo \"open", "enter": true})),
+    )
+    .await
+    .unwrap();
+    let r = RunRequest {
+        command: "printf 'after\\tcontinuation\\n'".into(),
+        timeout: Some(Duration::from_secs(20)),
+        ..Default::default()
+    };
+    let out = b
+        .run(r, None)
+        .await
+        .expect("runs after a continuation prompt");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "after\tcontinuation\n"
+    );
+    assert_eq!(out.exit_code, Some(0));
+
+    call(
+        &keys,
+        meta(json!({"literal_text": "sleep 30", "enter": true})),
+    )
+    .await
+    .unwrap();
+    let m = manager(&b);
+    let foreground = || async {
+        let pane = m.resolve(None, None).await.unwrap();
+        m.pane_state(&pane).await.unwrap().current_command
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while foreground().await != "sleep" {
+        assert!(Instant::now() < deadline, "sleep never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = RunRequest {
+        command: "echo no".into(),
+        timeout: Some(Duration::from_secs(20)),
+        ..Default::default()
+    };
+    let busy = b
+        .run(r, None)
+        .await
+        .expect_err("a busy pane refuses")
+        .to_string();
+    assert!(busy.contains("busy running `sleep`"), "{busy}");
+    // The refusal did not interrupt the program the agent started.
+    assert_eq!(foreground().await, "sleep");
+}

@@ -46,6 +46,10 @@ pub struct PaneSlot {
     /// The shell may not be at its prompt (after a cancel, a timeout or a
     /// fresh start): confirm with a probe before typing.
     pub dirty: AtomicBool,
+    /// The agent typed keys somewhere (send-keys): the shell may sit at a
+    /// continuation prompt. Probed like `dirty`, but only while a shell is in
+    /// the foreground, so a program started with keys is never interrupted.
+    pub typed: AtomicBool,
     /// A detached command still believed to run: (token, command, when).
     pub busy: Mutex<Option<(String, String, std::time::Instant)>>,
     /// Notes for the next command's result.

@@ -215,6 +215,13 @@ impl TmuxManager {
         if enter {
             lines.push(format!("send-keys -t {} Enter", tq(target)));
         }
+        // Keys may leave a shell at a continuation prompt (`echo "open`),
+        // where the next command would be swallowed: every managed pane's
+        // next run confirms its prompt first (one probe; the target string
+        // can name a pane many ways, so all are marked).
+        for slot in lock(&self.slots).values() {
+            slot.typed.store(true, Ordering::SeqCst);
+        }
         for r in control.batch(&lines).await {
             r?;
         }

@@ -119,6 +119,7 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
         mgr.remove(&[path]).await;
         if seen {
             pane.slot.dirty.store(false, Ordering::SeqCst);
+            pane.slot.typed.store(false, Ordering::SeqCst);
             return Ok(());
         }
         pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
@@ -256,7 +257,13 @@ pub async fn run_in_pane(
             .cmd(&format!("copy-mode -q -t {}", pane.id))
             .await?;
     }
-    if pane.slot.dirty.load(Ordering::SeqCst) {
+    // After the agent's own keys, only a shell in the foreground is probed
+    // (its Ctrl-C clears a continued line); a program started with keys is
+    // never interrupted: it gets the busy / alternate-screen answer below.
+    let typed = pane.slot.typed.load(Ordering::SeqCst)
+        && is_shell(&state.current_command)
+        && !state.alternate_on;
+    if pane.slot.dirty.load(Ordering::SeqCst) || typed {
         confirm_prompt(mgr, &pane).await?;
         state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
     }
