@@ -354,3 +354,40 @@ async fn silent_server_times_out() {
     assert!(started.elapsed() < Duration::from_secs(3));
     holder.abort();
 }
+
+/// The Anthropic dialect takes the same fallback as the OpenAI one: an empty
+/// streamed body is retried once without streaming, and says so.
+#[tokio::test]
+async fn anthropic_empty_streamed_body_falls_back_to_non_streaming() {
+    use vigil::agent::anthropic::AnthropicClient;
+    use vigil::agent::client::ChatModel;
+    use vigil::agent::types::Messages;
+    let server = serve(
+        r#"
+        [[rule]]
+        empty_body = true
+        [[rule]]
+        text = "from the plain answer"
+        "#,
+    )
+    .await;
+    let mut cfg = ModelClientConfig::new(&server.base_url(), "test-model");
+    cfg.request_timeout = Duration::from_secs(5);
+    let c = AnthropicClient::new(cfg, 256).expect("client");
+    let mut seen = String::new();
+    let done = c
+        .complete_round(
+            Messages::Typed(&[ChatMessage::user("x")]),
+            &[],
+            &mut |t: &str| seen.push_str(t),
+        )
+        .await
+        .expect("fallback reply");
+    assert!(done.fell_back);
+    assert_eq!(done.reply.content, "from the plain answer");
+    assert_eq!(seen, "from the plain answer");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0]["stream"], true);
+    assert_eq!(reqs[1]["stream"], false);
+}

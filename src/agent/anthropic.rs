@@ -146,24 +146,12 @@ impl ChatModel for AnthropicClient {
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError> {
         let messages = messages.typed();
-        match self.streamed(messages, tools, on_text).await {
-            Err(ModelError::EmptyBody) => {
-                tracing::warn!("empty streamed answer; retrying without streaming");
-                let resp = self.send(messages, tools, false).await?;
-                let reply = self.read_whole(resp).await?;
-                if !reply.content.is_empty() {
-                    on_text(&reply.content);
-                }
-                Ok(Completion {
-                    reply,
-                    fell_back: true,
-                })
-            }
-            other => other.map(|reply| Completion {
-                reply,
-                fell_back: false,
-            }),
-        }
+        let streamed = self.streamed(messages, tools, on_text).await;
+        let whole = async {
+            let resp = self.send(messages, tools, false).await?;
+            self.read_whole(resp).await
+        };
+        Completion::or_unstreamed(streamed, whole, on_text).await
     }
 
     fn model_name(&self) -> &str {

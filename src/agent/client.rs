@@ -177,6 +177,38 @@ pub struct Completion {
     pub fell_back: bool,
 }
 
+impl Completion {
+    /// A streamed round, or, when the server answered the stream with an
+    /// empty body, the non-streaming retry (`whole`), its text passed to
+    /// `on_text` in one piece. Both dialects end a round through this.
+    pub(crate) async fn or_unstreamed<W>(
+        streamed: Result<AssistantReply, ModelError>,
+        whole: W,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, ModelError>
+    where
+        W: std::future::Future<Output = Result<AssistantReply, ModelError>>,
+    {
+        match streamed {
+            Err(ModelError::EmptyBody) => {
+                tracing::warn!("empty streamed answer; retrying without streaming");
+                let reply = whole.await?;
+                if !reply.content.is_empty() {
+                    on_text(&reply.content);
+                }
+                Ok(Completion {
+                    reply,
+                    fell_back: true,
+                })
+            }
+            other => other.map(|reply| Completion {
+                reply,
+                fell_back: false,
+            }),
+        }
+    }
+}
+
 /// The model client. Cheap to clone; one per configured model.
 #[derive(Clone)]
 pub struct ModelClient {
@@ -267,23 +299,8 @@ impl ModelClient {
         tools: &[ToolDefinition],
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, ModelError> {
-        match self.streamed(messages, tools, on_text).await {
-            Err(ModelError::EmptyBody) => {
-                tracing::warn!("empty streamed answer; retrying without streaming");
-                let reply = self.unstreamed(messages, tools).await?;
-                if !reply.content.is_empty() {
-                    on_text(&reply.content);
-                }
-                Ok(Completion {
-                    reply,
-                    fell_back: true,
-                })
-            }
-            other => other.map(|reply| Completion {
-                reply,
-                fell_back: false,
-            }),
-        }
+        let streamed = self.streamed(messages, tools, on_text).await;
+        Completion::or_unstreamed(streamed, self.unstreamed(messages, tools), on_text).await
     }
 
     async fn send(
