@@ -371,7 +371,7 @@ async fn anthropic_empty_streamed_body_falls_back_to_non_streaming() {
         "#,
     )
     .await;
-    let mut cfg = ModelClientConfig::new(&server.base_url(), "test-model");
+    let mut cfg = ModelClientConfig::new(server.base_url(), "test-model");
     cfg.request_timeout = Duration::from_secs(5);
     let c = AnthropicClient::new(cfg, 256).expect("client");
     let mut seen = String::new();
