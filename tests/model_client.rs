@@ -135,15 +135,7 @@ async fn tools_are_omitted_when_empty() {
 
 #[tokio::test]
 async fn empty_streamed_body_falls_back_to_non_streaming() {
-    let server = serve(
-        r#"
-        [[rule]]
-        empty_body = true
-        [[rule]]
-        text = "from the plain answer"
-        "#,
-    )
-    .await;
+    let server = serve(EMPTY_THEN_PLAIN).await;
     let c = client(&server.base_url());
     let mut seen = String::new();
     let done = c
@@ -152,13 +144,7 @@ async fn empty_streamed_body_falls_back_to_non_streaming() {
         })
         .await
         .expect("fallback reply");
-    assert!(done.fell_back);
-    assert_eq!(done.reply.content, "from the plain answer");
-    assert_eq!(seen, "from the plain answer");
-    let reqs = server.requests();
-    assert_eq!(reqs.len(), 2);
-    assert_eq!(reqs[0]["stream"], true);
-    assert_eq!(reqs[1]["stream"], false);
+    assert_fell_back(&done, &seen, &server);
 }
 
 #[tokio::test]
@@ -362,15 +348,7 @@ async fn anthropic_empty_streamed_body_falls_back_to_non_streaming() {
     use vigil::agent::anthropic::AnthropicClient;
     use vigil::agent::client::ChatModel;
     use vigil::agent::types::Messages;
-    let server = serve(
-        r#"
-        [[rule]]
-        empty_body = true
-        [[rule]]
-        text = "from the plain answer"
-        "#,
-    )
-    .await;
+    let server = serve(EMPTY_THEN_PLAIN).await;
     let mut cfg = ModelClientConfig::new(server.base_url(), "test-model");
     cfg.request_timeout = Duration::from_secs(5);
     let c = AnthropicClient::new(cfg, 256).expect("client");
@@ -383,6 +361,20 @@ async fn anthropic_empty_streamed_body_falls_back_to_non_streaming() {
         )
         .await
         .expect("fallback reply");
+    assert_fell_back(&done, &seen, &server);
+}
+
+/// An empty streamed body, then a plain answer for the retry.
+const EMPTY_THEN_PLAIN: &str = r#"
+[[rule]]
+empty_body = true
+[[rule]]
+text = "from the plain answer"
+"#;
+
+/// The reply came from one non-streaming retry after one streaming request,
+/// and its text reached `on_text` whole.
+fn assert_fell_back(done: &vigil::agent::client::Completion, seen: &str, server: &ScriptedServer) {
     assert!(done.fell_back);
     assert_eq!(done.reply.content, "from the plain answer");
     assert_eq!(seen, "from the plain answer");

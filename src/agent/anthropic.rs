@@ -96,11 +96,7 @@ impl AnthropicClient {
     ) -> Result<AssistantReply, ModelError> {
         let resp = self.send(messages, tools, true).await?;
         if is_json(&resp) {
-            let reply = self.read_whole(resp).await?;
-            if !reply.content.is_empty() {
-                on_text(&reply.content);
-            }
-            return Ok(reply);
+            return Ok(client::told(self.read_whole(resp).await?, on_text));
         }
         let mut events = resp.bytes_stream().eventsource();
         let mut asm = MessagesAssembler::new();

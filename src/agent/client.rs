@@ -192,12 +192,8 @@ impl Completion {
         match streamed {
             Err(ModelError::EmptyBody) => {
                 tracing::warn!("empty streamed answer; retrying without streaming");
-                let reply = whole.await?;
-                if !reply.content.is_empty() {
-                    on_text(&reply.content);
-                }
                 Ok(Completion {
-                    reply,
+                    reply: told(whole.await?, on_text),
                     fell_back: true,
                 })
             }
@@ -207,6 +203,18 @@ impl Completion {
             }),
         }
     }
+}
+
+/// A reply that arrived whole (not streamed): its text goes to `on_text` in
+/// one piece, so the operator sees it like a streamed one.
+pub(crate) fn told(
+    reply: AssistantReply,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> AssistantReply {
+    if !reply.content.is_empty() {
+        on_text(&reply.content);
+    }
+    reply
 }
 
 /// The model client. Cheap to clone; one per configured model.
@@ -344,11 +352,7 @@ impl ModelClient {
         let resp = self.send(messages, tools, true).await?;
         if is_json(&resp) {
             // The server ignored `stream: true`; take the whole answer.
-            let reply = self.read_whole(resp).await?;
-            if !reply.content.is_empty() {
-                on_text(&reply.content);
-            }
-            return Ok(reply);
+            return Ok(told(self.read_whole(resp).await?, on_text));
         }
         let count = Arc::new(ByteCount::default());
         let counter = Arc::clone(&count);

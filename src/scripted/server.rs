@@ -195,16 +195,8 @@ async fn chat<W: AsyncWrite + Unpin>(
         return send_error(w, 400, msg, "invalid_request_error").await;
     }
     let plan = plan_for(shared, &body);
-    if let Some(status) = plan.status {
-        return send_status(w, &plan, status).await;
-    }
-    if plan.empty_body {
-        let kind = if stream {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        return http::write_response(w, 200, kind, &[], b"").await;
+    if plan.status.is_some() || plan.empty_body {
+        return send_misbehaviour(w, &plan, stream).await;
     }
 
     let call_ids = call_ids(shared, &plan);
@@ -279,6 +271,24 @@ async fn send_cut<W: AsyncWrite + Unpin>(w: &mut W, text: &str) -> std::io::Resu
     w.flush().await
 }
 
+/// A rule that misbehaves instead of replying (an HTTP error status or an
+/// empty 200 body), the same for both dialects.
+async fn send_misbehaviour<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    plan: &Planned,
+    stream: bool,
+) -> std::io::Result<()> {
+    if let Some(status) = plan.status {
+        return send_status(w, plan, status).await;
+    }
+    let kind = if stream {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    http::write_response(w, 200, kind, &[], b"").await
+}
+
 async fn send_status<W: AsyncWrite + Unpin>(
     w: &mut W,
     plan: &Planned,
@@ -329,16 +339,8 @@ async fn messages<W: AsyncWrite + Unpin>(
     }
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let plan = plan_for(shared, &anthropic::as_chat_request(&body));
-    if let Some(status) = plan.status {
-        return send_status(w, &plan, status).await;
-    }
-    if plan.empty_body {
-        let kind = if stream {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        return http::write_response(w, 200, kind, &[], b"").await;
+    if plan.status.is_some() || plan.empty_body {
+        return send_misbehaviour(w, &plan, stream).await;
     }
     let ids: Vec<String> = call_ids(shared, &plan)
         .into_iter()
