@@ -9,6 +9,8 @@
 //!   executes anything itself.
 //!
 //! [`event`] is the one typed contract between the agent task and the console.
+//! [`shell`] is the one reader of shell text (a bottom layer: it imports
+//! nothing else from the crate); every safety decision reads its AST.
 //! [`scripted`] is the scripted OpenAI-compatible model server shared by `--demo`
 //! and the tests.
 
@@ -22,5 +24,6 @@ pub mod headless;
 pub mod http_date;
 pub mod redact;
 pub mod scripted;
+pub mod shell;
 pub mod toolcmd;
 pub mod tools;
