@@ -5,6 +5,8 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
+pub mod allow_list;
+pub mod denylist;
 pub mod edit;
 pub mod envelope;
 pub mod failure;

@@ -1,73 +1,19 @@
-//! vigil's own risk estimate for a shell command, computed from the command
-//! text alone. The model's label is never an input: a risky command labelled
-//! "low" is still estimated high.
+//! vigil's own risk estimate for a shell command, read from the parsed
+//! command (see [`crate::shell`]); the model's label is never an input.
 //!
-//! This is a conservative heuristic, not a sandbox: it may call a harmless
-//! command medium, and it must never call a destructive one low. It decides
-//! nothing itself; the approval broker and the console use the estimate.
+//! "Low" is an allow-list, not a guess: a command is low only when the text
+//! parses, is nothing but simple commands joined by pipes or lists, every
+//! word is literal, nothing is assigned, nothing is redirected except to
+//! `/dev/null` or onto another descriptor (`2>&1`), and every command is an
+//! allowed program with allowed flags ([`super::allow_list`]). Everything
+//! else is medium, and high when it is recognisably destructive (privilege
+//! escalation, disk tools, `rm -rf`, a download piped into a shell, writes
+//! to system paths, a fork bomb). It decides nothing itself: the approval
+//! broker and the console use the estimate.
 
+use super::allow_list;
 use super::gate::Risk;
-
-/// Programs that only read (with the exceptions checked below).
-const READ_ONLY: &[&str] = &[
-    "ls",
-    "cat",
-    "head",
-    "tail",
-    "grep",
-    "egrep",
-    "fgrep",
-    "rg",
-    "wc",
-    "echo",
-    "printf",
-    "pwd",
-    "whoami",
-    "id",
-    "uname",
-    "hostname",
-    "date",
-    "df",
-    "du",
-    "free",
-    "uptime",
-    "ps",
-    "which",
-    "type",
-    "stat",
-    "file",
-    "sort",
-    "uniq",
-    "cut",
-    "tr",
-    "tree",
-    "true",
-    "false",
-    "sleep",
-    "test",
-    "[",
-    "basename",
-    "dirname",
-    "realpath",
-    "readlink",
-    "nproc",
-    "lscpu",
-    "lsblk",
-    "env",
-    "printenv",
-    "md5sum",
-    "sha256sum",
-    "diff",
-    "cmp",
-    "column",
-    "nl",
-    "seq",
-    "jq",
-    "find",
-    "sed",
-    "git",
-    "awk",
-];
+use crate::shell::{self, Redirect, Script, SimpleCommand};
 
 /// Programs that change the system in ways that are hard to undo.
 const DESTRUCTIVE: &[&str] = &[
@@ -77,6 +23,11 @@ const DESTRUCTIVE: &[&str] = &[
 
 /// Programs that escalate privileges.
 const PRIVESC: &[&str] = &["sudo", "su", "doas", "pkexec", "runuser"];
+
+/// Programs that run whatever they read on stdin.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node",
+];
 
 /// Paths whose modification is always high risk.
 const SYSTEM_PATHS: &[&str] = &[
@@ -95,244 +46,164 @@ const SYSTEM_PATHS: &[&str] = &[
     "/proc",
 ];
 
+/// The estimate and the reason for it, in words for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    pub risk: Risk,
+    pub reason: String,
+}
+
 /// Estimate the risk of a shell command.
 pub fn assess_command(command: &str) -> Risk {
-    let text = command.trim();
-    if text.is_empty() {
-        return Risk::Low;
+    assess(&shell::parse(command)).risk
+}
+
+/// Estimate the risk of a parsed command, with the reason.
+pub fn assess(script: &Script) -> Assessment {
+    if let Some(why) = high(script) {
+        return Assessment {
+            risk: Risk::High,
+            reason: why,
+        };
     }
-    let lowered = text.to_ascii_lowercase();
-    let squashed: String = lowered
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
-    // Pipes into a shell interpreter run whatever was downloaded.
-    if pipes_into_shell(&squashed) || squashed.contains(":(){") {
-        return Risk::High;
+    match low(script) {
+        Ok(()) => Assessment {
+            risk: Risk::Low,
+            reason: "only read-only programs with allowed flags".into(),
+        },
+        Err(why) => Assessment {
+            risk: Risk::Medium,
+            reason: why,
+        },
     }
-    if writes_system_path(&squashed) {
-        return Risk::High;
+}
+
+/// Why `script` is not low, or `Ok` when it is.
+pub fn low(script: &Script) -> Result<(), String> {
+    if let Some(why) = script.not_plain_reason() {
+        return Err(why);
     }
-    let mut risk = Risk::Low;
-    for segment in segments(&squashed) {
-        let words: Vec<&str> = segment.split_whitespace().collect();
-        let Some(program) = program_of(&words) else {
+    if script.commands.is_empty() {
+        return Err("there is no command".into());
+    }
+    script.commands.iter().try_for_each(low_command)
+}
+
+/// Why one simple command is not low (words must already be literal).
+pub fn low_command(cmd: &SimpleCommand) -> Result<(), String> {
+    if let Some(a) = cmd.assignments.first() {
+        return Err(format!("it sets the environment (`{a}`)"));
+    }
+    if let Some(Redirect::Other(r)) = cmd
+        .redirects
+        .iter()
+        .find(|r| matches!(r, Redirect::Other(_)))
+    {
+        return Err(format!("it redirects (`{r}`)"));
+    }
+    let words = cmd
+        .literal_words()
+        .ok_or_else(|| "a word expands".to_string())?;
+    allow_list::check(&words)
+}
+
+fn high(script: &Script) -> Option<String> {
+    let f = &script.features;
+    if f.function && f.background {
+        return Some("it defines a function and starts background jobs (a fork bomb?)".into());
+    }
+    for cmd in &script.commands {
+        let words = cmd.loose_words();
+        let Some(program) = words.first() else {
             continue;
         };
-        let r = assess_simple(program, &words);
-        risk = risk.max(r);
-        if risk == Risk::High {
-            return risk;
+        let base = program.rsplit('/').next().unwrap_or(program);
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        if let Some(why) = high_simple(base, &args) {
+            return Some(why);
         }
-    }
-    // Output redirection and substitutions make anything at least medium.
-    if risk == Risk::Low
-        && (has_write_redirect(&squashed) || squashed.contains("$(") || squashed.contains('`'))
-    {
-        risk = Risk::Medium;
-    }
-    risk
-}
-
-fn assess_simple(program: &str, words: &[&str]) -> Risk {
-    let base = program.rsplit('/').next().unwrap_or(program);
-    let args = &words[1..];
-    let flag = |f: &str| {
-        args.iter()
-            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(f))
-    };
-    if PRIVESC.contains(&base) {
-        return Risk::High;
-    }
-    if DESTRUCTIVE.contains(&base) || base.starts_with("mkfs.") {
-        return Risk::High;
-    }
-    match base {
-        "rm" => {
-            let recursive = flag("r") || args.contains(&"--recursive");
-            let force = flag("f") || args.contains(&"--force");
-            let touches_root = args.iter().any(|a| {
-                matches!(*a, "/" | "/*" | "~" | "~/" | "." | ".." | "*")
-                    || SYSTEM_PATHS.iter().any(|p| a.starts_with(p))
-            });
-            if touches_root || (recursive && force) {
-                Risk::High
-            } else {
-                Risk::Medium
-            }
+        if f.pipeline && INTERPRETERS.contains(&base) && args.iter().all(|a| a.starts_with('-')) {
+            return Some(format!("it pipes into `{base}`, which runs what it reads"));
         }
-        "chmod" | "chown" | "chgrp" => {
-            if flag("r") || args.contains(&"--recursive") {
-                Risk::High
-            } else {
-                Risk::Medium
-            }
-        }
-        "kill" | "pkill" | "killall" => {
-            if args.iter().any(|a| *a == "1" || *a == "-1") {
-                Risk::High
-            } else {
-                Risk::Medium
-            }
-        }
-        "systemctl" | "service" => match args.first() {
-            Some(&"status") | Some(&"list-units") | Some(&"is-active") => Risk::Low,
-            _ => Risk::High,
-        },
-        "git" => match args.first() {
-            Some(&"status") | Some(&"log") | Some(&"diff") | Some(&"show") | Some(&"branch") => {
-                Risk::Low
-            }
-            Some(&"push") if args.iter().any(|a| a.starts_with("--force") || *a == "-f") => {
-                Risk::High
-            }
-            _ => Risk::Medium,
-        },
-        "find" => {
-            if args
-                .iter()
-                .any(|a| matches!(*a, "-delete" | "-exec" | "-execdir" | "-ok" | "-fprint"))
+        for r in &cmd.redirects {
+            if let Redirect::Other(text) = r
+                && let Some(target) = text.rsplit(['>', ' ']).next()
+                && touches_system(target)
+                && text.contains('>')
             {
-                Risk::Medium
-            } else {
-                Risk::Low
+                return Some(format!("it writes to a system path (`{text}`)"));
             }
         }
-        "sed" => {
-            if flag("i") || args.iter().any(|a| a.starts_with("--in-place")) {
-                Risk::Medium
-            } else {
-                Risk::Low
-            }
-        }
-        // awk can run commands (system()); only a plain print-style program is low.
-        "awk" => {
-            if words.join(" ").contains("system") {
-                Risk::Medium
-            } else {
-                Risk::Low
-            }
-        }
-        _ if READ_ONLY.contains(&base) => Risk::Low,
-        _ => Risk::Medium,
-    }
-}
-
-/// The command's program: skips `VAR=value` assignments and `env`/`nice`/`time`
-/// style wrappers that run another program.
-fn program_of<'a>(words: &[&'a str]) -> Option<&'a str> {
-    let mut i = 0;
-    while i < words.len() {
-        let w = words[i];
-        if w.contains('=') && !w.starts_with('=') && !w.starts_with('-') {
-            i += 1;
-            continue;
-        }
-        if matches!(
-            w,
-            "nice" | "nohup" | "time" | "timeout" | "command" | "exec" | "xargs" | "stdbuf"
-        ) && i + 1 < words.len()
-        {
-            i += 1;
-            // Skip the wrapper's own options and numeric argument.
-            while i < words.len() && (words[i].starts_with('-') || words[i].parse::<f64>().is_ok())
-            {
-                i += 1;
-            }
-            continue;
-        }
-        if w == "(" || w == "{" || w == "!" {
-            i += 1;
-            continue;
-        }
-        return Some(w.trim_start_matches(['(', '{']));
     }
     None
 }
 
-fn segments(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let redirect_amp =
-            c == '&' && ((i > 0 && chars[i - 1] == '>') || chars.get(i + 1) == Some(&'>'));
-        if matches!(c, ';' | '|' | '&' | '\n' | '(' | ')') && !redirect_amp {
-            if !cur.trim().is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            cur.clear();
-        } else {
-            cur.push(c);
-        }
-        i += 1;
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur);
-    }
-    out
+fn touches_system(word: &str) -> bool {
+    SYSTEM_PATHS.iter().any(|p| word.starts_with(p))
 }
 
-fn pipes_into_shell(text: &str) -> bool {
-    text.split('|').skip(1).any(|seg| {
-        let words: Vec<&str> = seg.split_whitespace().collect();
-        matches!(
-            program_of(&words).map(|p| p.rsplit('/').next().unwrap_or(p)),
-            Some(
-                "sh" | "bash"
-                    | "zsh"
-                    | "dash"
-                    | "ksh"
-                    | "python"
-                    | "python3"
-                    | "perl"
-                    | "ruby"
-                    | "sudo"
-            )
-        )
-    })
-}
-
-fn has_write_redirect(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'>' {
-            let rest = text[i + 1..].trim_start_matches(['>', '|', ' ']);
-            let target = rest.split_whitespace().next().unwrap_or("");
-            let previous = if i > 0 { bytes[i - 1] } else { b' ' };
-            // `2>&1` and `>/dev/null` write nothing anywhere.
-            if !(target.starts_with('&')
-                || target == "/dev/null"
-                || previous == b'&' && target.is_empty())
+fn high_simple(base: &str, args: &[&str]) -> Option<String> {
+    let flag = |f: char| {
+        args.iter()
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(f))
+    };
+    let long = |name: &str| args.contains(&name);
+    if PRIVESC.contains(&base) {
+        return Some(format!("`{base}` escalates privileges"));
+    }
+    if DESTRUCTIVE.contains(&base) || base.starts_with("mkfs.") {
+        return Some(format!(
+            "`{base}` changes the system in ways that are hard to undo"
+        ));
+    }
+    // Wrappers: judge what they may run too (any later word could be the
+    // program, after the wrapper's own options and values).
+    if matches!(
+        base,
+        "env" | "nice" | "nohup" | "timeout" | "xargs" | "command" | "exec" | "time"
+    ) {
+        for (pos, a) in args.iter().enumerate() {
+            let inner = a.rsplit('/').next().unwrap_or(a);
+            if !a.starts_with('-')
+                && !a.contains('=')
+                && let Some(why) = high_simple(inner, &args[pos + 1..])
             {
-                return true;
+                return Some(why);
             }
         }
-        i += 1;
     }
-    text.split_whitespace()
-        .any(|w| w == "tee" || w.ends_with("/tee"))
-}
-
-fn writes_system_path(text: &str) -> bool {
-    let mut rest = text;
-    while let Some(pos) = rest.find('>') {
-        let target = rest[pos + 1..].trim_start_matches(['>', '|', ' ']);
-        if SYSTEM_PATHS.iter().any(|p| target.starts_with(p)) {
-            return true;
+    let why = match base {
+        "rm" => {
+            let recursive = flag('r') || flag('R') || long("--recursive");
+            let force = flag('f') || long("--force");
+            let root = args.iter().any(|a| {
+                matches!(*a, "/" | "/*" | "~" | "~/" | "." | ".." | "*") || touches_system(a)
+            });
+            (root || (recursive && force)).then_some("it removes recursively or from a system path")
         }
-        rest = &rest[pos + 1..];
-    }
-    text.split('|').skip(1).any(|seg| {
-        let words: Vec<&str> = seg.split_whitespace().collect();
-        program_of(&words) == Some("tee")
-            && words
+        "chmod" | "chown" | "chgrp" => (flag('R') || long("--recursive"))
+            .then_some("it changes ownership or modes recursively"),
+        "kill" | "pkill" | "killall" => args
+            .iter()
+            .any(|a| *a == "1" || *a == "-1")
+            .then_some("it signals init or every process"),
+        "systemctl" | "service" => (!matches!(
+            args.first(),
+            Some(&"status") | Some(&"list-units") | Some(&"is-active")
+        ))
+        .then_some("it changes a system service"),
+        "git" => (args.first() == Some(&"push")
+            && args
                 .iter()
-                .any(|w| SYSTEM_PATHS.iter().any(|p| w.starts_with(p)))
-    })
+                .any(|a| a.starts_with("--force") || *a == "-f" || a.starts_with('+')))
+        .then_some("it force-pushes"),
+        "tee" => args
+            .iter()
+            .any(|a| touches_system(a))
+            .then_some("it writes to a system path"),
+        _ => None,
+    };
+    why.map(str::to_string)
 }
 
 #[cfg(test)]
@@ -346,7 +217,7 @@ mod tests {
             ("uname -a; df -h / | tail -1", Risk::Low),
             ("cat /var/log/syslog | grep error | wc -l", Risk::Low),
             ("git status && git log -3", Risk::Low),
-            ("find . -name '*.rs'", Risk::Low),
+            ("find . -name '*.rs'", Risk::Medium),
             ("ls > /dev/null 2>&1", Risk::Low),
             ("echo hi > out.txt", Risk::Medium),
             (
@@ -358,6 +229,7 @@ mod tests {
             ("sed -i s/a/b/ file", Risk::Medium),
             ("rm file.txt", Risk::Medium),
             ("echo $(whoami)", Risk::Medium),
+            ("echo 'unclosed", Risk::Medium),
             ("sudo apt-get install x", Risk::High),
             ("rm -rf build", Risk::High),
             ("rm -r -f /", Risk::High),
@@ -375,7 +247,7 @@ mod tests {
             ("FOO=1 sudo ls", Risk::High),
             ("nice -n 10 rm -rf /var", Risk::High),
             ("systemctl stop sshd", Risk::High),
-            ("systemctl status sshd", Risk::Low),
+            ("systemctl status sshd", Risk::Medium),
             ("git push --force origin main", Risk::High),
             ("kill -9 1", Risk::High),
             (":(){ :|:& };:", Risk::High),
@@ -383,9 +255,20 @@ mod tests {
             ("s\"u\"do ls", Risk::High),
             ("/usr/bin/sudo ls", Risk::High),
             ("shutdown -h now", Risk::High),
+            ("echo $(sudo id)", Risk::High),
         ];
         for (cmd, want) in cases {
             assert_eq!(assess_command(cmd), *want, "{cmd}");
         }
+    }
+
+    #[test]
+    fn the_reason_names_what_is_not_allowed() {
+        let a = assess(&shell::parse("echo 'unclosed"));
+        assert!(a.reason.contains("parser"), "{a:?}");
+        let a = assess(&shell::parse("sort -o x y"));
+        assert!(a.reason.contains("-o"), "{a:?}");
+        let a = assess(&shell::parse("PATH=/tmp ls"));
+        assert!(a.reason.contains("environment"), "{a:?}");
     }
 }

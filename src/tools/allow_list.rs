@@ -1,0 +1,529 @@
+//! The allow-list behind "low": the exact programs vigil lets run without a
+//! fresh operator decision, each with the exact flags it may take. A flag or
+//! program not listed here is not low; there is no list of dangerous flags
+//! to forget. GNU long options may be abbreviated (`--num` for
+//! `--numeric-sort`): an abbreviation is expanded before matching, and one
+//! that fits no allowed option, or more than one, is not low.
+//!
+//! Chosen not to allow, and why:
+//! - `sed` (`e`, `s///e`, `w` commands, `-i`/`--in-pl…`), `awk` (`system()`,
+//!   `print | "sh"`), `perl`/`python`/shells: their programs run code.
+//! - `find` (`-exec`, `-delete`, `-fprintf`, `-fls`), `xargs`, `env`,
+//!   `timeout`, `nice`, `nohup`, `command`, `exec`, `sudo`: they run other
+//!   programs or write; a wrapper hides what runs.
+//! - `printenv`, `jq` (`env`, `$ENV`): they hand the environment to the model.
+//! - `uniq` (a second operand is written), `tee`, `tree` (`-o`), `tar`,
+//!   `curl`/`wget` (network, `-o`), `rg` (`--pre` runs a program), pagers
+//!   (`less`, `more`, `man`: `!cmd`), `systemctl`, `make`.
+//! - `sort` is allowed without `-o`, `-T`, `--compress-program` and
+//!   `--files0-from`; `date` only with `+FORMAT` operands (an operand sets the
+//!   clock); `hostname` only without operands (one sets the name).
+//! - `git` only `status`, `log`, `show`, `diff` with reading flags (no
+//!   `--output`, `--ext-diff`, no global `-c`/`-C` before the subcommand) and
+//!   `branch` listing without operands. A hostile repository's own config
+//!   (`core.fsmonitor`, textconv drivers, `core.pager`) can still run code in
+//!   these: that is why what runs unasked runs in the Landlock sandbox.
+//!
+//! It never runs anything; [`check`] reads parsed words only.
+
+/// What a program accepts besides flags.
+#[derive(Debug, Clone, Copy)]
+enum Operands {
+    Any,
+    None,
+    Max(usize),
+    /// Only `+FORMAT` operands (`date`).
+    Format,
+    /// A subcommand from this table comes first (`git`).
+    Sub(&'static [Spec]),
+}
+
+/// One allowed program (or subcommand) and its allowed flags.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    name: &'static str,
+    /// Short flags without a value.
+    short: &'static str,
+    /// Short flags that take a value (the rest of the cluster or the next word).
+    short_val: &'static str,
+    long: &'static [&'static str],
+    long_val: &'static [&'static str],
+    /// `-5` as a count (`head -5`, `git log -3`).
+    numeric: bool,
+    operands: Operands,
+}
+
+const fn spec(name: &'static str, short: &'static str, operands: Operands) -> Spec {
+    Spec {
+        name,
+        short,
+        short_val: "",
+        long: &[],
+        long_val: &[],
+        numeric: false,
+        operands,
+    }
+}
+
+const HEAD_LONG: &[&str] = &["quiet", "silent", "verbose"];
+const HEAD_VAL: &[&str] = &["lines", "bytes"];
+const GREP_LONG: &[&str] = &[
+    "ignore-case",
+    "line-number",
+    "invert-match",
+    "count",
+    "files-with-matches",
+    "files-without-match",
+    "extended-regexp",
+    "fixed-strings",
+    "word-regexp",
+    "line-regexp",
+    "no-filename",
+    "with-filename",
+    "only-matching",
+    "quiet",
+    "silent",
+    "no-messages",
+    "recursive",
+    "dereference-recursive",
+];
+const GREP_VAL: &[&str] = &[
+    "regexp",
+    "after-context",
+    "before-context",
+    "context",
+    "max-count",
+    "include",
+    "exclude",
+    "exclude-dir",
+];
+const LOG_LONG: &[&str] = &[
+    "oneline",
+    "graph",
+    "stat",
+    "shortstat",
+    "decorate",
+    "all",
+    "reverse",
+    "name-only",
+    "name-status",
+    "no-merges",
+    "first-parent",
+    "patch",
+    "no-color",
+];
+const LOG_VAL: &[&str] = &[
+    "max-count",
+    "since",
+    "until",
+    "author",
+    "grep",
+    "format",
+    "pretty",
+    "date",
+];
+const DIFF_LONG: &[&str] = &[
+    "stat",
+    "shortstat",
+    "numstat",
+    "cached",
+    "staged",
+    "name-only",
+    "name-status",
+    "no-color",
+    "patch",
+];
+
+const GIT: &[Spec] = &[
+    Spec {
+        long: &["short", "branch", "porcelain", "long"],
+        ..spec("status", "sb", Operands::Any)
+    },
+    Spec {
+        short_val: "n",
+        long: LOG_LONG,
+        long_val: LOG_VAL,
+        numeric: true,
+        ..spec("log", "p", Operands::Any)
+    },
+    Spec {
+        long: LOG_LONG,
+        long_val: LOG_VAL,
+        ..spec("show", "p", Operands::Any)
+    },
+    Spec {
+        long: DIFF_LONG,
+        ..spec("diff", "pw", Operands::Any)
+    },
+    Spec {
+        long: &["list", "all", "remotes", "verbose"],
+        ..spec("branch", "arv", Operands::None)
+    },
+];
+
+const HEAD: Spec = Spec {
+    short_val: "nc",
+    long: HEAD_LONG,
+    long_val: HEAD_VAL,
+    numeric: true,
+    ..spec("head", "qv", Operands::Any)
+};
+const GREP: Spec = Spec {
+    short_val: "eABCm",
+    long: GREP_LONG,
+    long_val: GREP_VAL,
+    ..spec("grep", "invclLEFwxhHoqsrR", Operands::Any)
+};
+
+/// The allowed programs.
+const PROGRAMS: &[Spec] = &[
+    Spec {
+        long: &[
+            "all",
+            "almost-all",
+            "human-readable",
+            "directory",
+            "classify",
+            "reverse",
+            "recursive",
+            "inode",
+        ],
+        ..spec("ls", "aAlhdFrtS1inR", Operands::Any)
+    },
+    Spec {
+        long: &["number", "show-all", "number-nonblank", "squeeze-blank"],
+        ..spec("cat", "nAEbsTv", Operands::Any)
+    },
+    HEAD,
+    Spec {
+        name: "tail",
+        ..HEAD
+    },
+    Spec {
+        long: &["lines", "words", "bytes", "chars", "max-line-length"],
+        ..spec("wc", "lwcmL", Operands::Any)
+    },
+    GREP,
+    Spec {
+        name: "egrep",
+        ..GREP
+    },
+    Spec {
+        name: "fgrep",
+        ..GREP
+    },
+    spec("echo", "neE", Operands::Any),
+    spec("printf", "", Operands::Any),
+    spec("pwd", "LP", Operands::None),
+    spec("whoami", "", Operands::None),
+    spec("id", "unGgr", Operands::Max(1)),
+    spec("uname", "asnrvmpio", Operands::None),
+    spec("hostname", "fIisd", Operands::None),
+    Spec {
+        short_val: "d",
+        long: &["utc", "rfc-2822"],
+        long_val: &["date"],
+        ..spec("date", "uR", Operands::Format)
+    },
+    Spec {
+        long: &["human-readable", "inodes", "local", "all", "print-type"],
+        ..spec("df", "hHTila", Operands::Any)
+    },
+    Spec {
+        short_val: "d",
+        long: &[
+            "summarize",
+            "human-readable",
+            "total",
+            "all",
+            "one-file-system",
+        ],
+        long_val: &["max-depth"],
+        ..spec("du", "shcaxbkm", Operands::Any)
+    },
+    Spec {
+        long: &["human"],
+        ..spec("free", "hmgkbwt", Operands::None)
+    },
+    spec("uptime", "ps", Operands::None),
+    Spec {
+        long: &["all"],
+        ..spec("nproc", "", Operands::None)
+    },
+    spec("true", "", Operands::Any),
+    spec("false", "", Operands::Any),
+    Spec {
+        short_val: "c",
+        long: &["dereference", "terse"],
+        long_val: &["format", "printf"],
+        ..spec("stat", "Lft", Operands::Any)
+    },
+    Spec {
+        long: &["brief", "mime", "mime-type", "mime-encoding", "dereference"],
+        ..spec("file", "bLiz", Operands::Any)
+    },
+    Spec {
+        short_val: "s",
+        ..spec("basename", "az", Operands::Any)
+    },
+    spec("dirname", "z", Operands::Any),
+    spec("realpath", "emsqz", Operands::Any),
+    spec("readlink", "femnqsvz", Operands::Any),
+    spec("which", "a", Operands::Any),
+    Spec {
+        short_val: "bcdf",
+        long: &["only-delimited"],
+        long_val: &["delimiter", "fields", "characters", "bytes"],
+        ..spec("cut", "sz", Operands::Any)
+    },
+    spec("tr", "cdsC", Operands::Max(2)),
+    Spec {
+        short_val: "kt",
+        long: &[
+            "numeric-sort",
+            "reverse",
+            "unique",
+            "ignore-case",
+            "human-numeric-sort",
+            "version-sort",
+            "stable",
+        ],
+        long_val: &["key", "field-separator"],
+        ..spec("sort", "nrufbhMVs", Operands::Any)
+    },
+    Spec {
+        short_val: "sf",
+        ..spec("seq", "w", Operands::Max(3))
+    },
+    spec("md5sum", "bctw", Operands::Any),
+    spec("sha256sum", "bctw", Operands::Any),
+    Spec {
+        short_val: "pCuo",
+        ..spec("ps", "eAfFlHw", Operands::None)
+    },
+    spec("git", "", Operands::Sub(GIT)),
+];
+
+/// Whether `words` (program first, all literal) may run without a fresh
+/// operator decision; the error says which word is not allowed.
+pub fn check(words: &[&str]) -> Result<(), String> {
+    let Some((program, args)) = words.split_first() else {
+        return Err("there is no command".into());
+    };
+    let spec = PROGRAMS
+        .iter()
+        .find(|s| s.name == *program)
+        .ok_or_else(|| format!("`{program}` is not on vigil's list of read-only programs"))?;
+    check_args(spec, program, args)
+}
+
+/// Whether `program` is on the allow-list at all.
+pub fn is_listed(program: &str) -> bool {
+    PROGRAMS.iter().any(|s| s.name == program)
+}
+
+fn check_args(spec: &Spec, program: &str, args: &[&str]) -> Result<(), String> {
+    if let Operands::Sub(subs) = spec.operands {
+        let Some((sub, rest)) = args.split_first() else {
+            return Err(format!("`{program}` without a subcommand is not allowed"));
+        };
+        let found = subs.iter().find(|s| s.name == *sub).ok_or_else(|| {
+            format!("`{program} {sub}` is not on vigil's list of read-only commands")
+        })?;
+        return check_args(found, &format!("{program} {sub}"), rest);
+    }
+    let operands = options(spec, program, args)?;
+    let bad = |why: &str| Err(format!("`{program}` {why}"));
+    match spec.operands {
+        Operands::Any | Operands::Sub(_) => Ok(()),
+        Operands::None if operands.is_empty() => Ok(()),
+        Operands::None => bad("takes no operands here"),
+        Operands::Max(n) if operands.len() <= n => Ok(()),
+        Operands::Max(n) => bad(&format!("takes at most {n} operands here")),
+        Operands::Format if operands.iter().all(|o| o.starts_with('+')) => Ok(()),
+        Operands::Format => bad("only takes +FORMAT operands here (an operand sets the clock)"),
+    }
+}
+
+/// Check every option; return the operands.
+fn options<'a>(spec: &Spec, program: &str, args: &[&'a str]) -> Result<Vec<&'a str>, String> {
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i];
+        i += 1;
+        if arg == "--" {
+            operands.extend_from_slice(&args[i..]);
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, has_value) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            match expand(spec, name) {
+                Some((_, true)) if !has_value && i >= args.len() => {
+                    return Err(format!("`{program} --{name}` needs a value"));
+                }
+                Some((_, true)) if !has_value => i += 1,
+                Some((_, false)) if has_value => {
+                    return Err(format!("`{program} --{name}` takes no value"));
+                }
+                Some(_) => {}
+                None => return Err(format!("`{program}` flag `--{name}` is not allowed")),
+            }
+            continue;
+        }
+        match arg.strip_prefix('-') {
+            Some(cluster) if !cluster.is_empty() => {
+                if spec.numeric && cluster.chars().all(|c| c.is_ascii_digit()) {
+                    continue;
+                }
+                i += short_cluster(spec, program, cluster)?;
+                if i > args.len() {
+                    return Err(format!("`{program} {arg}` needs a value"));
+                }
+            }
+            _ => operands.push(arg),
+        }
+    }
+    Ok(operands)
+}
+
+/// Check `-abc`; returns how many following words it consumed as a value.
+fn short_cluster(spec: &Spec, program: &str, cluster: &str) -> Result<usize, String> {
+    for (at, c) in cluster.char_indices() {
+        if spec.short_val.contains(c) {
+            let rest = &cluster[at + c.len_utf8()..];
+            return Ok(usize::from(rest.is_empty()));
+        }
+        if !c.is_ascii_alphanumeric() || !spec.short.contains(c) {
+            return Err(format!("`{program}` flag `-{c}` is not allowed"));
+        }
+    }
+    Ok(0)
+}
+
+/// The allowed long option `name` abbreviates (exactly one), and whether it
+/// takes a value.
+fn expand(spec: &Spec, name: &str) -> Option<(&'static str, bool)> {
+    if name.is_empty() {
+        return None;
+    }
+    let all = spec
+        .long
+        .iter()
+        .map(|o| (*o, false))
+        .chain(spec.long_val.iter().map(|o| (*o, true)));
+    let mut found = None;
+    for (option, takes) in all {
+        if option == name {
+            return Some((option, takes));
+        }
+        if option.starts_with(name) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((option, takes));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(cmd: &str) -> bool {
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        check(&words).is_ok()
+    }
+
+    #[test]
+    fn allowed_programs_and_flags() {
+        for cmd in [
+            "ls -la /tmp",
+            "ls --all --human",
+            "head -5 f",
+            "head -n 5 f",
+            "head -n5 f",
+            "tail --lines=3 f",
+            "tail --li 3 f",
+            "grep -rn -e foo .",
+            "grep -A 3 x f",
+            "sort -k 2 -t , -n f",
+            "sort --num f",
+            "git status -s",
+            "git log --oneline -3",
+            "git log -n 3",
+            "git diff --stat",
+            "git branch -a",
+            "date +%s",
+            "date -u",
+            "uname -a",
+            "echo -n hi there",
+            "wc -l -- -o",
+        ] {
+            assert!(
+                ok(cmd),
+                "{cmd}: {:?}",
+                check(&cmd.split_whitespace().collect::<Vec<_>>())
+            );
+        }
+    }
+
+    #[test]
+    fn everything_else_is_refused() {
+        for cmd in [
+            "sed -n p f",
+            "awk 1 f",
+            "find .",
+            "env",
+            "xargs ls",
+            "printenv",
+            "uniq a b",
+            "sort -o out f",
+            "sort --output=out f",
+            "sort --o out f",
+            "sort --compress-program=sh f",
+            "sort --comp sh f",
+            "sort -T /tmp f",
+            "file -C -m x",
+            "git diff --output=x",
+            "git log --output=x",
+            "git branch new",
+            "git branch -D main",
+            "git branch -f main HEAD~1",
+            "git -c alias.x=!sh x",
+            "git -C /tmp status",
+            "git push",
+            "git",
+            "date 010100002030",
+            "date -s now",
+            "hostname evil",
+            "tail -f log",
+            "ls --color=always",
+            "ls --a",
+            "grep -f pats x",
+            "/bin/ls",
+            "./ls",
+            "ｌｓ",
+            "ls -ｌ",
+            "printf -v x y",
+            "head --lines",
+        ] {
+            assert!(!ok(cmd), "{cmd} must not be low");
+        }
+    }
+
+    #[test]
+    fn abbreviations_expand_to_exactly_one_allowed_option() {
+        let sort = PROGRAMS.iter().find(|s| s.name == "sort").unwrap();
+        assert_eq!(expand(sort, "rev"), Some(("reverse", false)));
+        assert_eq!(expand(sort, "k"), Some(("key", true)));
+        assert_eq!(expand(sort, "o"), None);
+        let ls = PROGRAMS.iter().find(|s| s.name == "ls").unwrap();
+        assert_eq!(expand(ls, "al"), None, "all / almost-all");
+        assert_eq!(expand(ls, "all"), Some(("all", false)), "exact wins");
+    }
+}
