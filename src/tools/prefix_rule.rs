@@ -1,147 +1,226 @@
-//! Session prefix rules: which shell commands a prefix the operator approved
-//! ("approve `git status` and whatever follows it for the session") covers.
+//! Session prefix rules ("approve `git status` and what follows it for the
+//! session"), on parsed argument lists (see [`crate::shell`]).
 //!
-//! A prefix covers a command only when the command starts with it at a word
-//! boundary and the command chains, substitutes or redirects nothing (no
-//! `;`, `&`, `|`, backtick, `$(`, `<`, `>` or line break anywhere in it, quoted
-//! or not: this module does not parse shell quoting, so it refuses instead).
-//! A command the operator approved exactly is matched elsewhere, by equality.
+//! A rule is the literal words of one plain simple command. It covers a
+//! command only when the command is one plain simple command (no pipe,
+//! list, substitution, expansion, assignment, or redirection other than to
+//! `/dev/null` / `2>&1`) whose literal words start with the rule's words,
+//! and the words after the prefix are themselves allowed for unasked
+//! running: for a program on the allow-list or one that can run code, the
+//! whole command must pass [`allow_list::check`]; for any other program
+//! they must be plain operands (no word starting with `-` or `+`).
+//! A rule on a bare program that can run code (`git`, `find`, `sed`, `awk`,
+//! `xargs`, `env`, shells, interpreters, `make`…) is refused with a sentence
+//! that says why. An exactly approved command is matched elsewhere, by
+//! equality.
 //!
-//! It only compares text; it never decides on its own (the approval broker
-//! also asks for anything vigil rates high) and never runs anything.
+//! It only compares words; it never decides on its own (the approval
+//! broker also asks for anything vigil rates high) and never runs anything.
 
-/// Characters that let a command do more than its first program: chaining
-/// (`;`, `&`, `|`, line breaks), command substitution (backtick; `$(` is
-/// caught by `(`) and redirection (`<`, `>`).
-const CHAINING: &[char] = &[';', '&', '|', '`', '<', '>', '\n', '\r', '('];
+use super::allow_list;
+use crate::shell::{self, Redirect, SimpleCommand};
 
-/// Whether `command` contains anything that could run or redirect beyond the
-/// first program.
-pub fn chains(command: &str) -> bool {
-    command.contains(CHAINING)
+/// Programs whose arguments can make them run other code (or that run
+/// another program given as an argument).
+const CODE_RUNNERS: &[&str] = &[
+    "git",
+    "find",
+    "sed",
+    "awk",
+    "gawk",
+    "mawk",
+    "xargs",
+    "env",
+    "timeout",
+    "nice",
+    "nohup",
+    "command",
+    "exec",
+    "builtin",
+    "eval",
+    "source",
+    ".",
+    "sudo",
+    "su",
+    "doas",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "python",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "php",
+    "lua",
+    "make",
+    "cargo",
+    "npm",
+    "npx",
+    "yarn",
+    "pip",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "ssh",
+    "tmux",
+    "screen",
+    "watch",
+    "strace",
+    "gdb",
+    "busybox",
+    "vi",
+    "vim",
+    "nvim",
+    "emacs",
+    "less",
+    "more",
+    "man",
+    "tar",
+    "rsync",
+    "zip",
+    "unzip",
+    "parallel",
+    "stdbuf",
+    "setsid",
+    "flock",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "script",
+    "expect",
+    "jq",
+    "rg",
+    "osascript",
+    "systemd-run",
+];
+
+/// Whether `program` can run other code through its arguments.
+pub fn runs_code(program: &str) -> bool {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    CODE_RUNNERS.contains(&base)
+}
+
+/// The one plain simple command `text` is, with nothing assigned and
+/// nothing redirected except to /dev/null or onto a descriptor.
+fn plain_command(text: &str) -> Option<(SimpleCommand, Vec<String>)> {
+    let script = shell::parse(text);
+    let cmd = script.single()?.clone();
+    let clean = cmd.assignments.is_empty()
+        && cmd
+            .redirects
+            .iter()
+            .all(|r| matches!(r, Redirect::DevNull | Redirect::DupFd));
+    let words: Vec<String> = cmd.literal_words()?.iter().map(|w| w.to_string()).collect();
+    (clean && !words.is_empty()).then_some((cmd, words))
 }
 
 /// Whether the prefix rule `prefix` covers `command`.
 pub fn covers(prefix: &str, command: &str) -> bool {
-    if prefix_error(prefix).is_some() || chains(command) {
+    let Ok(rule) = rule_words(prefix) else {
         return false;
+    };
+    let Some((_, words)) = plain_command(command) else {
+        return false;
+    };
+    words.starts_with(&rule) && rest_allowed(&words, rule.len()).is_ok()
+}
+
+/// Why the words after the prefix are not allowed for unasked running.
+fn rest_allowed(words: &[String], prefix_len: usize) -> Result<(), String> {
+    let rest = &words[prefix_len..];
+    if rest.is_empty() {
+        return Ok(());
     }
-    match command.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || rest.starts_with([' ', '\t']),
-        None => false,
+    let program = words[0].as_str();
+    if runs_code(program) || allow_list::is_listed(program) {
+        let all: Vec<&str> = words.iter().map(String::as_str).collect();
+        return allow_list::check(&all);
     }
+    match rest.iter().find(|w| w.starts_with(['-', '+'])) {
+        Some(flag) => Err(format!("`{flag}` after the prefix is a flag")),
+        None => Ok(()),
+    }
+}
+
+/// The literal words of a rule, or why `prefix` cannot be one.
+fn rule_words(prefix: &str) -> Result<Vec<String>, String> {
+    if prefix.trim().is_empty() {
+        return Err("the prefix is empty".into());
+    }
+    if prefix != prefix.trim() {
+        return Err("the prefix must not start or end with a space".into());
+    }
+    let Some((_, words)) = plain_command(prefix) else {
+        let script = shell::parse(prefix);
+        return Err(match script.not_plain_reason() {
+            Some(why) => format!("a prefix must be plain words: {why}"),
+            None => "a prefix must be one command's plain words (no ; & | < > or =)".into(),
+        });
+    };
+    if words.len() == 1 && runs_code(&words[0]) {
+        return Err(format!(
+            "a rule on bare `{}` is refused: its arguments can make it run any code \
+             (aliases, -c/-e options, scripts, wrapped programs), so no prefix of it is safe; \
+             approve a longer prefix (e.g. `{} status`) or the exact command",
+            words[0], words[0]
+        ));
+    }
+    Ok(words)
 }
 
 /// Why `prefix` cannot be a session rule for `command`, or `None` when it
-/// can (it must be a word-boundary prefix of the command that chains
-/// nothing itself).
+/// can (it must be a word prefix of the command, the command must be one
+/// plain command, and the rule must not be a bare program that runs code).
 pub fn rule_error(prefix: &str, command: &str) -> Option<String> {
-    if let Some(e) = prefix_error(prefix) {
-        return Some(e);
-    }
-    match command.strip_prefix(prefix) {
-        Some(rest) if rest.is_empty() || rest.starts_with([' ', '\t']) => None,
-        Some(_) => Some("the prefix must end at a word boundary of the command".into()),
-        None => Some("the text is not the start of the command".into()),
-    }
-}
-
-fn prefix_error(prefix: &str) -> Option<String> {
-    if prefix.trim().is_empty() {
-        return Some("the prefix is empty".into());
-    }
-    if prefix != prefix.trim() {
-        return Some("the prefix must not start or end with a space".into());
-    }
-    if chains(prefix) {
-        return Some("a prefix cannot contain ; & | ` $( < > or a line break".into());
+    let rule = match rule_words(prefix) {
+        Ok(r) => r,
+        Err(e) => return Some(e),
+    };
+    let Some((_, words)) = plain_command(command) else {
+        let why = shell::parse(command)
+            .not_plain_reason()
+            .unwrap_or_else(|| "it assigns or redirects".into());
+        return Some(format!("no rule can cover this command: {why}"));
+    };
+    if !words.starts_with(&rule) {
+        return Some("the prefix is not the start of the command's words".into());
     }
     None
 }
 
-/// The word-boundary prefixes of `command` a rule may use, shortest first
-/// (empty when the command chains before its second word).
+/// The word prefixes of `command` a rule may use, shortest first (the last
+/// is the command itself; empty when no rule can cover it).
 pub fn candidates(command: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_word = false;
-    for (i, c) in command.char_indices() {
-        let space = c == ' ' || c == '\t';
-        if space && in_word {
-            out.push(command[..i].to_string());
-        }
-        in_word = !space;
-    }
-    if in_word {
-        out.push(command.to_string());
-    }
+    let Some((cmd, _)) = plain_command(command) else {
+        return Vec::new();
+    };
+    let raw: Vec<&str> = cmd.words.iter().map(|w| w.raw.as_str()).collect();
+    let mut out: Vec<String> = (1..raw.len()).map(|n| raw[..n].join(" ")).collect();
+    out.push(command.trim().to_string());
     out.retain(|p| rule_error(p, command).is_none());
+    out.dedup();
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefix_table() {
-        // (prefix, command, covered)
-        let table: &[(&str, &str, bool)] = &[
-            ("git status", "git status", true),
-            ("git status", "git status -s", true),
-            ("git status", "git status\t--short", true),
-            ("git", "git log --oneline", true),
-            // Word boundary.
-            ("git status", "git statusx", false),
-            ("git stat", "git status", false),
-            ("git status", "git", false),
-            ("git status", " git status", false),
-            // Chaining, substitution and redirection never match a prefix.
-            ("git status", "git status; rm -rf /", false),
-            ("git status", "git status ; rm -rf /", false),
-            ("git status", "git status && rm -rf /", false),
-            ("git status", "git status || rm -rf /", false),
-            ("git status", "git status & rm -rf /", false),
-            ("git status", "git status | sh", false),
-            ("git status", "git status `rm -rf /`", false),
-            ("git status", "git status $(rm -rf /)", false),
-            ("git status", "git status\nrm -rf /", false),
-            ("git status", "git status\r\nrm -rf /", false),
-            ("git status", "git status > /etc/passwd", false),
-            ("git status", "git status >> ~/.bashrc", false),
-            ("git status", "git status < /dev/zero", false),
-            ("git status", "git status <(rm -rf /)", false),
-            ("git status", "git status 'a;b'", false),
-            // A bad prefix covers nothing.
-            ("", "git status", false),
-            ("git ", "git status", false),
-            ("git;", "git; rm -rf /", false),
-        ];
-        for (prefix, command, want) in table {
-            assert_eq!(
-                covers(prefix, command),
-                *want,
-                "covers({prefix:?}, {command:?})"
-            );
-        }
+/// Why a rule `prefix` does not cover `command` (for `vigil policy check`).
+pub fn why_not_covered(prefix: &str, command: &str) -> Option<String> {
+    let rule = match rule_words(prefix) {
+        Ok(r) => r,
+        Err(e) => return Some(e),
+    };
+    let Some((_, words)) = plain_command(command) else {
+        return Some("the command is not one plain command".into());
+    };
+    if !words.starts_with(&rule) {
+        return Some("the command does not start with the rule's words".into());
     }
-
-    #[test]
-    fn rules_must_be_word_prefixes_that_chain_nothing() {
-        assert_eq!(rule_error("git status", "git status -s"), None);
-        assert_eq!(rule_error("git status -s", "git status -s"), None);
-        assert!(rule_error("git stat", "git status").is_some());
-        assert!(rule_error("make", "git status").is_some());
-        assert!(rule_error("", "git status").is_some());
-        assert!(rule_error("git status;", "git status; ls").is_some());
-    }
-
-    #[test]
-    fn candidates_are_word_prefixes_shortest_first() {
-        assert_eq!(
-            candidates("git  status -s"),
-            vec!["git", "git  status", "git  status -s"]
-        );
-        assert_eq!(candidates("ls; rm x"), Vec::<String>::new());
-        assert_eq!(candidates("touch a && ls"), vec!["touch", "touch a"]);
-    }
+    rest_allowed(&words, rule.len()).err()
 }
+
+#[cfg(test)]
+mod tests;

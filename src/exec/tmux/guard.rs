@@ -3,8 +3,8 @@
 //! manage tmux behind vigil's back are refused with advice.
 //!
 //! [`guard_shared_shell`] is a pure function over the command text. It
-//! reads the text with a small shell-aware lexer (quotes, comments,
-//! heredocs, subshell depth) and never runs anything. Anything inside a
+//! reads the text with vigil's shell parser ([`crate::shell`]) and never
+//! runs anything. Anything inside a
 //! subshell (`( … )`, `$( … )`, `bash -c '…'`) is allowed: that is the
 //! advised form.
 
@@ -77,11 +77,6 @@ fn is_assignment(w: &str) -> bool {
     }
 }
 
-fn is_redirection(w: &str) -> bool {
-    let rest = w.trim_start_matches(|c: char| c.is_ascii_digit());
-    rest.starts_with('>') || rest.starts_with('<')
-}
-
 fn check(words: &[String]) -> Result<(), String> {
     let mut i = 0;
     while i < words.len() && is_prefix_word(&words[i]) {
@@ -97,7 +92,7 @@ fn check(words: &[String]) -> Result<(), String> {
              To report a status use a subshell, e.g. ( exit 3 ), or `return` inside a function"
         )),
         "exec" => {
-            if args.iter().all(|a| is_redirection(a)) {
+            if args.is_empty() {
                 return Ok(());
             }
             Err(
@@ -158,206 +153,27 @@ fn check(words: &[String]) -> Result<(), String> {
     }
 }
 
-/// Split `cmd` into the simple commands the shared shell itself would run
-/// (depth 0), each as its list of words with quotes removed.
+/// The simple commands the shared shell itself would run (not those in a
+/// subshell or substitution), each as its words with quotes removed, read
+/// by the shell parser. A text the parser rejects is read up to the last
+/// line that still parses: the shell runs what comes before a syntax error.
 fn top_level_commands(cmd: &str) -> Vec<Vec<String>> {
-    let chars: Vec<char> = cmd.chars().collect();
-    let mut out: Vec<Vec<String>> = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut depth: usize = 0;
-    let mut heredocs: Vec<(String, bool)> = Vec::new();
-    let mut pending_heredoc: Option<bool> = None;
-    let mut i = 0;
-
-    let end_word = |words: &mut Vec<String>,
-                    word: &mut String,
-                    in_word: &mut bool,
-                    pend: &mut Option<bool>,
-                    heredocs: &mut Vec<(String, bool)>| {
-        if *in_word {
-            if let Some(strip) = pend.take() {
-                heredocs.push((word.clone(), strip));
-            }
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '\\' => {
-                if let Some(&n) = chars.get(i + 1) {
-                    if n != '\n' {
-                        word.push(n);
-                        in_word = true;
-                    }
-                }
-                i += 2;
-                continue;
-            }
-            '\'' => {
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    word.push(chars[i]);
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
-            '"' => {
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    if chars[i] == '\\' && i + 1 < chars.len() {
-                        i += 1;
-                    }
-                    word.push(chars[i]);
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
-            '#' if !in_word => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                // Command substitution: a subshell.
-                in_word = true;
-                word.push_str("$(");
-                depth += 1;
-                i += 2;
-                continue;
-            }
-            '(' => {
-                end_word(
-                    &mut words,
-                    &mut word,
-                    &mut in_word,
-                    &mut pending_heredoc,
-                    &mut heredocs,
-                );
-                if depth == 0 && !words.is_empty() {
-                    // `name() {` function definitions: keep scanning the body
-                    // at this depth after the parentheses.
-                    if chars.get(i + 1) == Some(&')') {
-                        words.clear();
-                        i += 2;
-                        continue;
-                    }
-                }
-                if depth == 0 {
-                    out.push(std::mem::take(&mut words));
-                }
-                depth += 1;
-                i += 1;
-                continue;
-            }
-            ')' => {
-                end_word(
-                    &mut words,
-                    &mut word,
-                    &mut in_word,
-                    &mut pending_heredoc,
-                    &mut heredocs,
-                );
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    words.clear();
-                }
-                i += 1;
-                continue;
-            }
-            '<' if chars.get(i + 1) == Some(&'<') && chars.get(i + 2) != Some(&'<') => {
-                end_word(
-                    &mut words,
-                    &mut word,
-                    &mut in_word,
-                    &mut pending_heredoc,
-                    &mut heredocs,
-                );
-                i += 2;
-                let strip = chars.get(i) == Some(&'-');
-                if strip {
-                    i += 1;
-                }
-                while chars.get(i) == Some(&' ') || chars.get(i) == Some(&'\t') {
-                    i += 1;
-                }
-                pending_heredoc = Some(strip);
-                continue;
-            }
-            '\n' | ';' | '&' | '|' => {
-                end_word(
-                    &mut words,
-                    &mut word,
-                    &mut in_word,
-                    &mut pending_heredoc,
-                    &mut heredocs,
-                );
-                if depth == 0 {
-                    out.push(std::mem::take(&mut words));
-                }
-                i += 1;
-                if c == '\n' && !heredocs.is_empty() {
-                    // Skip heredoc bodies.
-                    for (delim, strip) in std::mem::take(&mut heredocs) {
-                        loop {
-                            let start = i;
-                            while i < chars.len() && chars[i] != '\n' {
-                                i += 1;
-                            }
-                            let line: String = chars[start..i].iter().collect();
-                            i += 1;
-                            let line = if strip {
-                                line.trim_start_matches('\t').to_string()
-                            } else {
-                                line
-                            };
-                            if line == delim || i >= chars.len() {
-                                break;
-                            }
-                        }
-                    }
-                }
-                continue;
-            }
-            c if c.is_whitespace() => {
-                end_word(
-                    &mut words,
-                    &mut word,
-                    &mut in_word,
-                    &mut pending_heredoc,
-                    &mut heredocs,
-                );
-                i += 1;
-                continue;
-            }
-            _ => {
-                word.push(c);
-                in_word = true;
-                i += 1;
-            }
-        }
+    let mut script = crate::shell::parse(cmd);
+    if script.error.is_some() {
+        let lines: Vec<&str> = cmd.split('\n').collect();
+        script = (0..lines.len())
+            .rev()
+            .map(|n| crate::shell::parse(&lines[..n].join("\n")))
+            .find(|s| s.error.is_none())
+            .unwrap_or(script);
     }
-    end_word(
-        &mut words,
-        &mut word,
-        &mut in_word,
-        &mut pending_heredoc,
-        &mut heredocs,
-    );
-    if depth == 0 {
-        out.push(words);
-    }
-    out.retain(|w| !w.is_empty());
-    out
+    script
+        .commands
+        .iter()
+        .filter(|c| c.place == crate::shell::Place::CurrentShell)
+        .map(|c| c.loose_words())
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 #[cfg(test)]
@@ -386,6 +202,11 @@ mod tests {
             ("tmux -L foo kill-server", "tmux-create-session"),
             ("tmux split-window", "tmux-create-pane"),
             ("tmux kill-session -t x", "tmux-kill-session"),
+            ("e\\xit", "( exit 3 )"),
+            ("'exit'", "( exit 3 )"),
+            ("exit\nif then", "( exit 3 )"),
+            ("while true; do exit; done", "( exit 3 )"),
+            ("case x in x) exit;; esac", "( exit 3 )"),
         ] {
             let e = guard_shared_shell(cmd).expect_err(cmd);
             assert!(e.starts_with("refused"), "{cmd}: {e}");
@@ -417,6 +238,7 @@ mod tests {
             "# exit\necho hi",
             "f() { return 1; }",
             "( exec sleep 1 )",
+            "if then fi fi",
         ] {
             assert_eq!(guard_shared_shell(cmd), Ok(()), "{cmd}");
         }
