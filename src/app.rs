@@ -182,6 +182,10 @@ pub struct StartOptions {
     /// Run commands here instead of the target the config describes (tests
     /// use a recording backend).
     pub target: Option<Target>,
+    /// Let the session rules read from the resumed session's log approve
+    /// at once (`--trust-session-rules`). Without it they approve nothing
+    /// until the operator confirms them (`AgentCommand::RestoredRules`).
+    pub trust_session_rules: bool,
 }
 
 /// Start the agent for `config`. With `demo`, a scripted model server is
@@ -381,6 +385,10 @@ pub async fn start_agent_with(
         target.clone(),
         policy,
     ));
+    broker.set_can_sandbox(exec.can_sandbox());
+    broker.set_rules(crate::agent::policy::PolicyRules::from_config(
+        &config.approval,
+    ));
     let registry = Arc::new(
         build_registry_async(
             config,
@@ -417,11 +425,14 @@ pub async fn start_agent_with(
     let (session, restore) = match &options.resume {
         Some(id) => {
             let restored = Restored::load(&store, id).map_err(|e| e.to_string())?;
-            for (tool, action) in &restored.standing {
-                broker.add_standing(tool, action);
-            }
-            for (tool, prefix) in &restored.prefixes {
-                broker.add_prefix(tool, prefix);
+            // The log is a file anyone with access can append to: what it
+            // says approves nothing until the operator confirms it.
+            broker.hold_restored(crate::agent::approval::Restored {
+                standing: restored.standing.clone(),
+                prefixes: restored.prefixes.clone(),
+            });
+            if options.trust_session_rules {
+                broker.confirm_restored();
             }
             let writer = store.reopen(id, redactor).map_err(|e| e.to_string())?;
             (Some(Arc::new(writer)), Some(restored))

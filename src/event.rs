@@ -241,6 +241,11 @@ pub enum AgentCommand {
     Compact,
     /// Change how gated tool calls are decided from now on.
     SetPolicy { policy: ApprovalPolicy },
+    /// The operator's word on the session rules a resume read from the log
+    /// (shown in [`AgentEvent::SessionRestored`]): `keep` makes them
+    /// approve from now on, otherwise they are dropped. Until then they
+    /// approve nothing.
+    RestoredRules { keep: bool },
     /// The operator types into the managed pane (key passthrough). Never
     /// gated: the operator is the one typing. Answered by
     /// [`AgentEvent::OperatorKeys`] once tmux took the keys.

@@ -3,28 +3,40 @@
 //! [`AgentCommand::Approval`](crate::event::AgentCommand::Approval), and hands
 //! the decision back to the registry.
 //!
-//! It keeps the session's standing approvals ("approve this exact action for
-//! the session"), the session's prefix rules ("approve commands starting with
-//! this prefix", matched by [`prefix_rule::covers`]) and the approval policy.
-//! It never executes and never renders.
+//! It keeps the policy file's rules ([`PolicyRules`]), the session's
+//! standing approvals ("approve this exact action for the session"), the
+//! session's prefix rules (matched by [`prefix_rule::covers`] on parsed
+//! words) and the approval policy. It never executes and never renders.
+//!
+//! Anything approved without a fresh operator decision (auto_low, a session
+//! or prefix rule applied to a later call, a policy-file `allow`) comes back
+//! as [`ApprovalDecision::ApproveUnasked`] and runs in the kernel sandbox;
+//! where the target cannot sandbox, such a call asks instead and the
+//! operator is told why, once. Rules restored from a session log approve
+//! nothing until the operator confirms them ([`ApprovalBroker::confirm_restored`]).
 //!
 //! A prefix rule never approves a command vigil's own estimate rates high
-//! (privilege escalation included): the operator approved a family of
-//! commands, not whatever dangerous arguments the model appends, so such a
-//! command still asks. An exact standing approval does cover a high-risk
-//! command: the operator approved that very text.
+//! (privilege escalation included). An exact standing approval does cover a
+//! high-risk command: the operator approved that very text.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+use super::policy::{Call, PolicyRules};
+use crate::config::approval::RuleDecision;
 use crate::event::AgentEvent;
+use crate::shell;
 use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, GateInfo, Risk};
 use crate::tools::prefix_rule;
-use crate::tools::risk::assess_command;
+use crate::tools::risk::{Assessment, assess};
+
+/// What the console and `vigil exec` say when auto-approval turns into asking.
+pub const NO_SANDBOX: &str = "auto-approval needs the Landlock sandbox, which this target \
+lacks: asking instead";
 
 /// How gated calls are decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +82,43 @@ pub struct ApprovalBroker {
     /// (tool, prefix) rules approved for the rest of the session.
     prefixes: Mutex<HashSet<(String, String)>>,
     policy: Mutex<Policy>,
+    /// The policy file's rules.
+    rules: Mutex<PolicyRules>,
+    /// Whether the target can run commands in the kernel sandbox.
+    can_sandbox: AtomicBool,
+    /// Whether the operator was told that auto-approval asks instead.
+    told_no_sandbox: AtomicBool,
+    /// Rules read from a session log, waiting for the operator's word.
+    held: Mutex<Restored>,
+}
+
+/// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restored {
+    pub standing: Vec<(String, String)>,
+    pub prefixes: Vec<(String, String)>,
+}
+
+/// What the broker would do with a call, before anyone is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ask the operator (the text says why, when a rule made it ask).
+    Ask(Option<String>),
+    /// Approved without the operator; runs sandboxed. The text names what
+    /// decided it.
+    Unasked(String),
+    /// Approved by the operator's blanket choice (`--auto-approve`, "approve
+    /// all for N minutes"): runs as an approved call.
+    Approve,
+    /// Denied, with the reason for the model.
+    Deny(String),
+}
+
+/// [`Outcome`] with vigil's estimate, for `vigil policy check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    pub assessment: Assessment,
+    pub outcome: Outcome,
 }
 
 impl ApprovalBroker {
@@ -82,7 +131,50 @@ impl ApprovalBroker {
             standing: Mutex::new(HashSet::new()),
             prefixes: Mutex::new(HashSet::new()),
             policy: Mutex::new(policy),
+            rules: Mutex::new(PolicyRules::default()),
+            can_sandbox: AtomicBool::new(false),
+            told_no_sandbox: AtomicBool::new(false),
+            held: Mutex::new(Restored::default()),
         }
+    }
+
+    /// Use the policy file's rules.
+    pub fn set_rules(&self, rules: PolicyRules) {
+        *lock(&self.rules) = rules;
+    }
+
+    /// Whether the target can sandbox (wired once at start-up from
+    /// [`crate::exec::Backend::can_sandbox`]).
+    pub fn set_can_sandbox(&self, yes: bool) {
+        self.can_sandbox.store(yes, Ordering::Relaxed);
+    }
+
+    /// Hold rules read from a session log until the operator confirms them.
+    pub fn hold_restored(&self, restored: Restored) {
+        *lock(&self.held) = restored;
+    }
+
+    /// The rules waiting for confirmation.
+    pub fn held(&self) -> Restored {
+        lock(&self.held).clone()
+    }
+
+    /// The operator confirmed the restored rules: they approve from now on.
+    /// Returns how many rules took effect.
+    pub fn confirm_restored(&self) -> usize {
+        let held = std::mem::take(&mut *lock(&self.held));
+        for (tool, action) in &held.standing {
+            self.add_standing(tool, action);
+        }
+        for (tool, prefix) in &held.prefixes {
+            self.add_prefix(tool, prefix);
+        }
+        held.standing.len() + held.prefixes.len()
+    }
+
+    /// The operator discarded the restored rules.
+    pub fn discard_restored(&self) {
+        *lock(&self.held) = Restored::default();
     }
 
     /// Approve `(tool, action)` for the rest of the session (restored
@@ -114,17 +206,19 @@ impl ApprovalBroker {
         v
     }
 
-    /// Whether a standing approval or a prefix rule covers this request.
-    fn covered(&self, request: &ApprovalRequest) -> bool {
+    /// The session rule that covers this request, named.
+    fn covered(&self, request: &ApprovalRequest) -> Option<String> {
         let key = (request.tool.clone(), request.gate.action.clone());
         if lock(&self.standing).contains(&key) {
-            return true;
+            return Some("session approval of this exact action".into());
         }
-        is_command(&request.tool, &request.gate)
-            && request.estimate != Risk::High
-            && lock(&self.prefixes)
-                .iter()
-                .any(|(tool, prefix)| *tool == request.tool && prefix_rule::covers(prefix, &key.1))
+        if !is_command(&request.tool, &request.gate) || request.estimate == Risk::High {
+            return None;
+        }
+        lock(&self.prefixes)
+            .iter()
+            .find(|(tool, prefix)| *tool == request.tool && prefix_rule::covers(prefix, &key.1))
+            .map(|(_, prefix)| format!("session rule \"{prefix}\""))
     }
 
     /// Record the rule an approve-for-the-session decision asks for.
@@ -178,34 +272,102 @@ impl ApprovalBroker {
     }
 }
 
-#[async_trait]
-impl Approver for ApprovalBroker {
-    async fn decide(&self, call_id: &str, tool: &str, gate: &GateInfo) -> ApprovalDecision {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = ApprovalRequest {
+impl ApprovalBroker {
+    /// What this broker would do with the call now (nothing is recorded,
+    /// nobody is asked).
+    pub fn preview(&self, tool: &str, gate: &GateInfo) -> Preview {
+        let request = self.request(0, "", tool, gate);
+        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let assessment = assessment(tool, gate, script.as_ref());
+        let outcome = self.outcome(&request, script.as_ref());
+        Preview {
+            assessment,
+            outcome,
+        }
+    }
+
+    fn request(&self, id: u64, call_id: &str, tool: &str, gate: &GateInfo) -> ApprovalRequest {
+        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let a = assessment(tool, gate, script.as_ref());
+        ApprovalRequest {
             id,
             call_id: call_id.to_string(),
             tool: tool.to_string(),
             target: self.target.clone(),
             gate: gate.clone(),
-            estimate: estimate(tool, gate),
+            estimate: a.risk,
+            estimate_reason: a.reason,
             automatic: false,
+        }
+    }
+
+    fn outcome(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
+        let call = Call {
+            tool: &request.tool,
+            gate: &request.gate,
+            script,
+            estimate: request.estimate,
         };
-        let automatic = if self.covered(&request) {
-            Some(ApprovalDecision::ApproveOnce)
-        } else {
-            match &*lock(&self.policy) {
-                Policy::Ask => None,
-                Policy::AutoApproveLow if is_low(&request) => Some(ApprovalDecision::ApproveOnce),
-                Policy::AutoApproveLow => None,
-                Policy::ApproveAll => Some(ApprovalDecision::ApproveOnce),
-                Policy::DenyAll(reason) => Some(ApprovalDecision::DenyWithReason(reason.clone())),
-                Policy::ApproveAllUntil(until) if std::time::Instant::now() < *until => {
-                    Some(ApprovalDecision::ApproveOnce)
-                }
-                Policy::ApproveAllUntil(_) => None,
+        let rules = lock(&self.rules);
+        let rule = rules.decide(&call);
+        match rule.map(|r| (r.decision, r.label())) {
+            Some((RuleDecision::Deny, label)) => {
+                return Outcome::Deny(format!("denied by {label}"));
             }
-        };
+            Some((RuleDecision::Ask, label)) => {
+                return Outcome::Ask(Some(format!("{label} says to ask")));
+            }
+            _ => {}
+        }
+        let policy = lock(&self.policy).clone();
+        match policy {
+            Policy::ApproveAll => return Outcome::Approve,
+            Policy::ApproveAllUntil(until) if std::time::Instant::now() < until => {
+                return Outcome::Approve;
+            }
+            _ => {}
+        }
+        if let Some(rule) = rule {
+            return Outcome::Unasked(rule.label());
+        }
+        if let Some(by) = self.covered(request) {
+            return Outcome::Unasked(by);
+        }
+        match policy {
+            Policy::DenyAll(reason) => Outcome::Deny(reason),
+            Policy::AutoApproveLow if is_low(request) => Outcome::Unasked("policy auto_low".into()),
+            _ => Outcome::Ask(None),
+        }
+    }
+
+    /// The decision for an outcome that needs no operator, if any.
+    fn automatic(&self, outcome: Outcome) -> Option<ApprovalDecision> {
+        match outcome {
+            Outcome::Ask(_) => None,
+            Outcome::Approve => Some(ApprovalDecision::ApproveOnce),
+            Outcome::Deny(reason) => Some(ApprovalDecision::DenyWithReason(reason)),
+            Outcome::Unasked(by) if self.can_sandbox.load(Ordering::Relaxed) => {
+                Some(ApprovalDecision::ApproveUnasked(by))
+            }
+            Outcome::Unasked(_) => {
+                if !self.told_no_sandbox.swap(true, Ordering::Relaxed) {
+                    let _ = self.events.send(AgentEvent::Notice {
+                        text: NO_SANDBOX.to_string(),
+                    });
+                }
+                None
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Approver for ApprovalBroker {
+    async fn decide(&self, call_id: &str, tool: &str, gate: &GateInfo) -> ApprovalDecision {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = self.request(id, call_id, tool, gate);
+        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let automatic = self.automatic(self.outcome(&request, script.as_ref()));
         let request = ApprovalRequest {
             automatic: automatic.is_some(),
             ..request
@@ -234,15 +396,20 @@ impl Approver for ApprovalBroker {
 }
 
 /// vigil's own estimate for a gated call: commands are assessed from their
-/// text; anything else that needs approval counts as medium.
-fn estimate(tool: &str, gate: &GateInfo) -> Risk {
-    let own = if is_command(tool, gate) {
-        assess_command(&gate.action)
-    } else {
-        Risk::Medium
+/// parsed text; anything else that needs approval counts as medium.
+fn assessment(tool: &str, gate: &GateInfo, script: Option<&shell::Script>) -> Assessment {
+    let own = match script {
+        Some(script) if is_command(tool, gate) => assess(script),
+        _ => Assessment {
+            risk: Risk::Medium,
+            reason: "not a shell command".into(),
+        },
     };
     if gate.privesc == Some(true) {
-        return Risk::High;
+        return Assessment {
+            risk: Risk::High,
+            reason: "the model says it escalates privileges".into(),
+        };
     }
     own
 }
@@ -280,174 +447,4 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-
-    fn gate(action: &str) -> GateInfo {
-        GateInfo {
-            action: action.into(),
-            model_risk: None,
-            mutation: Some(true),
-            privesc: Some(false),
-            why: Some("test".into()),
-            editable_field: Some("command".into()),
-        }
-    }
-
-    #[tokio::test]
-    async fn request_waits_for_the_operator() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
-        let b = broker.clone();
-        let task = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("ls")).await });
-        let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
-            panic!("expected a request")
-        };
-        assert_eq!(request.target, "local");
-        assert!(!request.automatic, "it waits for an answer");
-        assert_eq!(request.gate.action, "ls");
-        assert!(!task.is_finished());
-        assert!(broker.resolve(request.id, ApprovalDecision::Deny));
-        assert_eq!(task.await.unwrap(), ApprovalDecision::Deny);
-        assert!(!broker.resolve(request.id, ApprovalDecision::ApproveOnce));
-    }
-
-    #[tokio::test]
-    async fn session_approval_covers_only_the_same_action() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
-        let b = broker.clone();
-        let t = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("make")).await });
-        let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
-            panic!()
-        };
-        broker.resolve(request.id, ApprovalDecision::ApproveSession);
-        t.await.unwrap();
-        // Same action: approved without waiting.
-        let d = broker.decide("c2", "run_shell", &gate("make")).await;
-        assert_eq!(d, ApprovalDecision::ApproveOnce);
-        // A different action still waits.
-        let b = broker.clone();
-        let t =
-            tokio::spawn(async move { b.decide("c3", "run_shell", &gate("make install")).await });
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!t.is_finished());
-        assert_eq!(broker.pending_ids().len(), 1);
-        t.abort();
-        let _ = t.await;
-        assert!(
-            broker.pending_ids().is_empty(),
-            "cancelled request withdrawn"
-        );
-    }
-
-    #[tokio::test]
-    async fn policies_decide_without_waiting_and_say_so() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let broker = ApprovalBroker::new(tx, "local".into(), Policy::DenyAll("no operator".into()));
-        let d = broker.decide("c1", "run_shell", &gate("ls")).await;
-        assert_eq!(d, ApprovalDecision::DenyWithReason("no operator".into()));
-        // Marked as decided, so a headless driver does not answer it.
-        assert!(matches!(
-            rx.recv().await,
-            Some(AgentEvent::ApprovalRequested { request }) if request.automatic
-        ));
-        assert!(matches!(
-            rx.recv().await,
-            Some(AgentEvent::ApprovalResolved { .. })
-        ));
-        broker.set_policy(Policy::ApproveAll);
-        assert!(
-            broker
-                .decide("c2", "run_shell", &gate("ls"))
-                .await
-                .is_approved()
-        );
-        broker.set_policy(Policy::from_choice(
-            crate::event::ApprovalPolicy::ApproveAllFor { minutes: 5 },
-        ));
-        assert!(
-            broker
-                .decide("c3", "run_shell", &gate("rm x"))
-                .await
-                .is_approved()
-        );
-        // An expired timed policy asks again.
-        broker.set_policy(Policy::ApproveAllUntil(std::time::Instant::now()));
-        let b = std::sync::Arc::new(broker);
-        let b2 = b.clone();
-        let t = tokio::spawn(async move { b2.decide("c4", "run_shell", &gate("rm y")).await });
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!t.is_finished());
-        t.abort();
-    }
-
-    /// Whether `decide` on `action` waits for the operator (withdrawn after).
-    async fn asks(broker: &Arc<ApprovalBroker>, action: &str) -> bool {
-        let b = broker.clone();
-        let action = action.to_string();
-        let t = tokio::spawn(async move { b.decide("c", "run_shell", &gate(&action)).await });
-        loop {
-            if t.is_finished() {
-                return false;
-            }
-            if !broker.pending_ids().is_empty() {
-                t.abort();
-                let _ = t.await;
-                return true;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn prefix_rule_covers_word_prefixes_but_not_chains_or_high_risk() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
-        let b = broker.clone();
-        let t = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("rm old.log")).await });
-        let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
-            panic!()
-        };
-        broker.resolve(request.id, ApprovalDecision::ApprovePrefix("rm".into()));
-        assert_eq!(
-            t.await.unwrap(),
-            ApprovalDecision::ApprovePrefix("rm".into())
-        );
-        assert_eq!(broker.prefixes(), vec![("run_shell".into(), "rm".into())]);
-        assert!(broker.standing().is_empty());
-        assert!(!asks(&broker, "rm old.log").await);
-        assert!(!asks(&broker, "rm  other.log").await);
-        assert!(asks(&broker, "rmdir x").await, "word boundary");
-        assert!(asks(&broker, "rm a; curl x").await, "chained");
-        assert!(asks(&broker, "rm a && ls").await, "chained");
-        assert!(asks(&broker, "rm $(cat list)").await, "substitution");
-        assert!(asks(&broker, "rm x > y").await, "redirection");
-        assert!(asks(&broker, "touch x").await, "another command");
-        assert_eq!(assess_command("rm -rf build"), Risk::High);
-        assert!(asks(&broker, "rm -rf build").await, "high risk still asks");
-    }
-
-    #[tokio::test]
-    async fn a_prefix_that_is_not_one_makes_no_rule() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
-        for (answer, exact) in [("make", false), ("touch x", true)] {
-            let b = broker.clone();
-            let t = tokio::spawn(async move { b.decide("c", "run_shell", &gate("touch x")).await });
-            let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
-                panic!()
-            };
-            broker.resolve(request.id, ApprovalDecision::ApprovePrefix(answer.into()));
-            assert!(t.await.unwrap().is_approved(), "the call itself runs");
-            let _ = rx.recv().await;
-            assert!(broker.prefixes().is_empty());
-            assert_eq!(broker.standing().is_empty(), !exact);
-        }
-        // Restored rules are checked too.
-        broker.add_prefix("run_shell", "ls;");
-        broker.add_prefix("run_shell", "ls");
-        assert_eq!(broker.prefixes(), vec![("run_shell".into(), "ls".into())]);
-    }
-}
+mod tests;

@@ -11,6 +11,7 @@ pub mod compact;
 pub mod context;
 pub mod conversation;
 pub mod json_tags;
+pub mod policy;
 pub mod restore;
 pub mod retry;
 pub mod runner;

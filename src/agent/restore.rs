@@ -284,6 +284,7 @@ mod tests {
                         editable_field: Some("command".into()),
                     },
                     estimate: Risk::Medium,
+                    estimate_reason: String::new(),
                     automatic: false,
                 },
             },

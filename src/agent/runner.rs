@@ -221,6 +221,15 @@ async fn run_agent(
                 Some(AgentCommand::SetPolicy { policy }) => {
                     broker.set_policy(crate::agent::approval::Policy::from_choice(policy));
                 }
+                Some(AgentCommand::RestoredRules { keep }) => {
+                    let text = if keep {
+                        format!("{} restored session rules approve again", broker.confirm_restored())
+                    } else {
+                        broker.discard_restored();
+                        "restored session rules discarded".to_string()
+                    };
+                    shared.emit(AgentEvent::Notice { text });
+                }
                 Some(AgentCommand::Cancel) => {
                     if let Some(running) = job.take() {
                         // Dropping the job stops the model stream and kills the

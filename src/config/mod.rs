@@ -5,6 +5,8 @@
 //! names the file, the line and the key rather than a silently ignored setting.
 //! This module only reads and validates; it starts nothing.
 
+pub mod approval;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -39,6 +41,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     pub ssh: SshSettings,
     pub container: ContainerSettings,
+    /// `[[approval.rules]]`: the policy file.
+    pub approval: approval::ApprovalConfig,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -386,10 +390,11 @@ pub struct Overrides {
 impl Config {
     /// Parse TOML text; `path` is only used in error messages.
     pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: describe_toml_error(text, &e),
         })?;
+        cfg.approval.locate(text, &path.display().to_string());
         cfg.validate()?;
         Ok(cfg)
     }
@@ -525,6 +530,9 @@ impl Config {
                 message: format!("{} is outside 1..=240", self.console.fps),
             });
         }
+        self.approval
+            .validate()
+            .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
         self.mcp
             .validate()
             .map_err(|(key, message)| ConfigError::Invalid { key, message })?;

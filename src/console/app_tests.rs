@@ -31,6 +31,7 @@ pub(crate) fn request(id: u64, call_id: &str, action: &str) -> ApprovalRequest {
             editable_field: Some("command".into()),
         },
         estimate: Risk::Medium,
+        estimate_reason: String::new(),
         automatic: false,
     }
 }

@@ -153,6 +153,13 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// True when commands can run in the kernel sandbox (Landlock) here.
+    /// Calls approved without a fresh operator decision run only where this
+    /// is true; elsewhere they ask.
+    fn can_sandbox(&self) -> bool {
+        false
+    }
+
     /// What is at `path`. The default asks the target's shell with `test`.
     async fn path_kind(&self, path: &str) -> Result<PathKind, ExecError> {
         shell_path_kind(self, path).await

@@ -62,6 +62,11 @@ pub struct ApprovalRequest {
     /// vigil's own risk estimate, computed from the action (never the
     /// model's label).
     pub estimate: Risk,
+    /// Why vigil rates it as it does (the parse error for a command the
+    /// shell parser rejects, the flag not on the allow-list…), shown to the
+    /// operator with the request.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub estimate_reason: String,
     /// Decided without the operator (a session rule or the policy): the
     /// `ApprovalResolved` with the decision follows at once, and an answer
     /// to it would find nothing pending.
@@ -84,6 +89,11 @@ pub enum ApprovalDecision {
     ApprovePrefix(String),
     /// Run an edited action instead (the model is told).
     ApproveEdited(String),
+    /// Approved without the operator: by the policy or a rule set earlier,
+    /// never by an answer to this request. The text names what decided it
+    /// (`policy auto_low`, `session rule "git status"`, `policy rule 3
+    /// (config.toml:41)`). Such a call runs in the kernel sandbox.
+    ApproveUnasked(String),
     /// Do not run it.
     Deny,
     /// Do not run it; the reason reaches the model.
@@ -98,7 +108,17 @@ impl ApprovalDecision {
                 | ApprovalDecision::ApproveSession
                 | ApprovalDecision::ApprovePrefix(_)
                 | ApprovalDecision::ApproveEdited(_)
+                | ApprovalDecision::ApproveUnasked(_)
         )
+    }
+
+    /// What decided an unasked approval (`None` for the operator's own
+    /// answers and denials).
+    pub fn decided_by(&self) -> Option<&str> {
+        match self {
+            ApprovalDecision::ApproveUnasked(by) => Some(by),
+            _ => None,
+        }
     }
 }
 

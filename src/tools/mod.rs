@@ -97,6 +97,10 @@ pub struct ToolContext {
     pub spill_dir: Option<PathBuf>,
     /// The turn's visible tool domains (`None`: everything, e.g. the CLI).
     visibility: Option<visibility::Visibility>,
+    /// The call was approved without a fresh operator decision (the policy,
+    /// a session or policy rule): it must run in the kernel sandbox. The
+    /// registry sets it from [`ApprovalDecision::ApproveUnasked`].
+    pub sandboxed: bool,
 }
 
 impl ToolContext {

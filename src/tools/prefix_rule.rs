@@ -121,13 +121,24 @@ fn plain_command(text: &str) -> Option<(SimpleCommand, Vec<String>)> {
 
 /// Whether the prefix rule `prefix` covers `command`.
 pub fn covers(prefix: &str, command: &str) -> bool {
-    let Ok(rule) = rule_words(prefix) else {
-        return false;
-    };
-    let Some((_, words)) = plain_command(command) else {
-        return false;
-    };
-    words.starts_with(&rule) && rest_allowed(&words, rule.len()).is_ok()
+    match rule_words(prefix) {
+        Ok(rule) => covers_words(&rule, command),
+        Err(_) => false,
+    }
+}
+
+/// Whether a rule of these literal words covers `command`.
+pub fn covers_words(rule: &[String], command: &str) -> bool {
+    match plain_command(command) {
+        Some((_, words)) => words.starts_with(rule) && rest_allowed(&words, rule.len()).is_ok(),
+        None => false,
+    }
+}
+
+/// The literal words of `command` when it is one plain simple command with
+/// nothing assigned and nothing redirected except to /dev/null.
+pub fn plain_words(command: &str) -> Option<Vec<String>> {
+    plain_command(command).map(|(_, w)| w)
 }
 
 /// Why the words after the prefix are not allowed for unasked running.
@@ -155,7 +166,12 @@ fn rule_words(prefix: &str) -> Result<Vec<String>, String> {
     if prefix != prefix.trim() {
         return Err("the prefix must not start or end with a space".into());
     }
-    let Some((_, words)) = plain_command(prefix) else {
+    let plain = plain_command(prefix).filter(|(cmd, _)| {
+        // Nothing but the words: `ls;` or `ls >/dev/null` is not a prefix.
+        let raw: Vec<&str> = cmd.words.iter().map(|w| w.raw.as_str()).collect();
+        raw.join(" ") == prefix.split_whitespace().collect::<Vec<_>>().join(" ")
+    });
+    let Some((_, words)) = plain else {
         let script = shell::parse(prefix);
         return Err(match script.not_plain_reason() {
             Some(why) => format!("a prefix must be plain words: {why}"),

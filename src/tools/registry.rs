@@ -347,7 +347,8 @@ impl ToolRegistry {
                 }
                 ApprovalDecision::ApproveOnce
                 | ApprovalDecision::ApproveSession
-                | ApprovalDecision::ApprovePrefix(_) => {}
+                | ApprovalDecision::ApprovePrefix(_)
+                | ApprovalDecision::ApproveUnasked(_) => {}
             }
             decision = Some(d);
         }
@@ -356,6 +357,17 @@ impl ToolRegistry {
             (Some(_), Some(ApprovalDecision::ApproveEdited(cmd))) => cmd.clone(),
             (Some(g), _) => g.action.clone(),
             (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
+        };
+        // Approved without a fresh operator decision: it runs sandboxed.
+        let unasked;
+        let ctx = if matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))) {
+            unasked = ToolContext {
+                sandboxed: true,
+                ..ctx.clone()
+            };
+            &unasked
+        } else {
+            ctx
         };
         ctx.emit(ToolStream::Started { summary });
         let result = tool.execute(&effective, ctx).await;

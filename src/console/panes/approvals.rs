@@ -306,6 +306,7 @@ mod tests {
                 editable_field: Some("command".into()),
             },
             estimate: Risk::High,
+            estimate_reason: String::new(),
             automatic: false,
         }
     }

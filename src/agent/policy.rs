@@ -1,0 +1,211 @@
+//! The policy file at work: which `[[approval.rules]]` rule decides a gated
+//! call. Rules are tried in order, and a matching `deny` wins over any
+//! `allow` or `ask`. For commands, rules read the parsed command
+//! ([`crate::shell`]):
+//! - `deny` / `ask` with `command` words match any simple command in the
+//!   text (chained, piped, substituted) whose words start with them, the
+//!   program compared by base name; with `pattern`, any simple command whose
+//!   words (joined by single spaces) match the glob. A text the parser
+//!   rejects is matched on its whitespace-separated words.
+//! - `allow` matches only a command the parser fully understands: one plain
+//!   simple command whose literal words start with the rule's words and
+//!   whose remaining words are allowed for unasked running (the prefix-rule
+//!   test, [`prefix_rule::covers_words`]), or whose literal words match the
+//!   `pattern`; never one vigil rates high.
+//! - `path` globs match a file tool's path as its approval shows it.
+//!
+//! It decides which rule applies; the broker turns that into a decision.
+
+use crate::config::approval::{ApprovalConfig, RuleDecision};
+use crate::shell::Script;
+use crate::tools::gate::{GateInfo, Risk};
+use crate::tools::prefix_rule;
+
+/// A rule ready to match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// 1-based position in the file.
+    pub number: usize,
+    pub name: Option<String>,
+    pub tool: String,
+    pub decision: RuleDecision,
+    matcher: Matcher,
+    /// `file:line`.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Matcher {
+    Command(Vec<String>),
+    Pattern(String),
+    Path(String),
+}
+
+impl Rule {
+    /// How the rule is named to the operator: `policy rule 3 "name"
+    /// (config.toml:41)`.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(n) => format!("policy rule {} \"{n}\" ({})", self.number, self.origin),
+            None => format!("policy rule {} ({})", self.number, self.origin),
+        }
+    }
+}
+
+/// The rules of one policy file, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PolicyRules(Vec<Rule>);
+
+/// What the call is, for matching.
+pub struct Call<'a> {
+    pub tool: &'a str,
+    pub gate: &'a GateInfo,
+    /// The parsed command, for shell commands.
+    pub script: Option<&'a Script>,
+    pub estimate: Risk,
+}
+
+impl PolicyRules {
+    pub fn from_config(config: &ApprovalConfig) -> PolicyRules {
+        let rules = config
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let r = r.get_ref();
+                let matcher = match (&r.command, &r.pattern, &r.path) {
+                    (Some(words), _, _) => Matcher::Command(words.clone()),
+                    (None, Some(p), _) => Matcher::Pattern(p.clone()),
+                    (None, None, Some(p)) => Matcher::Path(p.clone()),
+                    (None, None, None) => Matcher::Pattern(String::new()),
+                };
+                Rule {
+                    number: i + 1,
+                    name: r.name.clone(),
+                    tool: r.tool.clone(),
+                    decision: r.decision,
+                    matcher,
+                    origin: config.origin(i),
+                }
+            })
+            .collect();
+        PolicyRules(rules)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The rule that decides `call`: the first matching `deny` if any, else
+    /// the first matching rule.
+    pub fn decide(&self, call: &Call) -> Option<&Rule> {
+        let mut matching = self.0.iter().filter(|r| r.matches(call));
+        let first = matching.next()?;
+        if first.decision == RuleDecision::Deny {
+            return Some(first);
+        }
+        let deny = self
+            .0
+            .iter()
+            .filter(|r| r.decision == RuleDecision::Deny)
+            .find(|r| r.matches(call));
+        Some(deny.unwrap_or(first))
+    }
+}
+
+impl Rule {
+    fn matches(&self, call: &Call) -> bool {
+        if self.tool != call.tool && self.tool != "*" {
+            return false;
+        }
+        let action = call.gate.action.as_str();
+        match (&self.matcher, call.script) {
+            (Matcher::Path(glob), _) => action.split_whitespace().any(|w| glob_match(glob, w)),
+            (_, None) => false,
+            (m, Some(script)) if self.decision == RuleDecision::Allow => {
+                call.estimate != Risk::High && allow_matches(m, action, script)
+            }
+            (m, Some(script)) => loose_runs(script, action).iter().any(|words| match m {
+                Matcher::Command(rule) => starts_with(words, rule),
+                Matcher::Pattern(glob) => glob_match(glob, &words.join(" ")),
+                Matcher::Path(_) => false,
+            }),
+        }
+    }
+}
+
+fn allow_matches(m: &Matcher, action: &str, script: &Script) -> bool {
+    if script.single().is_none() {
+        return false;
+    }
+    match m {
+        Matcher::Command(rule) => prefix_rule::covers_words(rule, action),
+        Matcher::Pattern(glob) => {
+            prefix_rule::plain_words(action).is_some_and(|w| glob_match(glob, &w.join(" ")))
+        }
+        Matcher::Path(_) => false,
+    }
+}
+
+/// Words of every simple command (program by base name). When the text
+/// does not parse: its words split at spaces and shell operators, quotes
+/// dropped, each word taken as a possible start of a command.
+fn loose_runs(script: &Script, action: &str) -> Vec<Vec<String>> {
+    if script.error.is_some() {
+        let stripped: String = action
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '`' | '\\'))
+            .collect();
+        let words: Vec<String> = stripped
+            .split(|c: char| c.is_whitespace() || ";|&()<>$".contains(c))
+            .filter(|w| !w.is_empty())
+            .map(|w| w.rsplit('/').next().unwrap_or(w).to_string())
+            .collect();
+        return (0..words.len()).map(|i| words[i..].to_vec()).collect();
+    }
+    script
+        .commands
+        .iter()
+        .map(|c| {
+            let mut w = c.loose_words();
+            if let Some(first) = w.first_mut()
+                && let Some((_, base)) = first.rsplit_once('/')
+                && !base.is_empty()
+            {
+                *first = base.to_string();
+            }
+            w
+        })
+        .collect()
+}
+
+fn starts_with(words: &[String], rule: &[String]) -> bool {
+    words.len() >= rule.len() && words.iter().zip(rule).all(|(w, r)| w == r)
+}
+
+/// `*` matches any run of characters, `?` one; everything else itself.
+pub fn glob_match(glob: &str, text: &str) -> bool {
+    let g: Vec<char> = glob.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut gi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
+            gi += 1;
+            ti += 1;
+        } else if gi < g.len() && g[gi] == '*' {
+            star = Some((gi, ti));
+            gi += 1;
+        } else if let Some((sg, st)) = star {
+            gi = sg + 1;
+            ti = st + 1;
+            star = Some((sg, st + 1));
+        } else {
+            return false;
+        }
+    }
+    g[gi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests;
