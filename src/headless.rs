@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, FailureKind, TurnOutcome};
+use crate::event::{AgentCommand, AgentEvent, FailureKind, TurnOutcome};
 
 /// Exit codes of `vigil exec`.
 pub mod exit {
@@ -90,20 +90,25 @@ pub async fn drive(
                         request.tool, request.target, request.gate.action
                     );
                 }
-                // A session rule (restored on resume) or the policy already
-                // decided it; only a call left waiting needs refusing.
-                if !auto_approve && !request.automatic {
-                    // Fail closed: nobody can answer, so nothing runs.
+                // The policy or a rule already decided it; only a call left
+                // waiting needs refusing (even with --auto-approve: a policy
+                // rule can still say "ask").
+                if !request.automatic && !approval_refused {
+                    // Fail closed: nobody can answer, so nothing runs. Only
+                    // the turn is cancelled (withdrawing the request): no
+                    // denial reaches the model, so it cannot go on with
+                    // other calls before the cancel lands.
                     approval_refused = true;
+                    let hint = if auto_approve {
+                        "a policy rule says to ask"
+                    } else {
+                        "re-run with --auto-approve to allow it"
+                    };
                     eprintln!(
                         "vigil: `{}` needs the operator's approval and `vigil exec` has no \
-                         operator; nothing was run. Re-run with --auto-approve to allow it.",
+                         operator; nothing was run ({hint}).",
                         request.tool
                     );
-                    let _ = commands.send(AgentCommand::Approval {
-                        id: request.id,
-                        decision: ApprovalDecision::DenyWithReason("no operator available".into()),
-                    });
                     let _ = commands.send(AgentCommand::Cancel);
                 }
             }
@@ -114,6 +119,11 @@ pub async fn drive(
                     printer.flush_all(out);
                 }
                 let _ = out.flush();
+                if approval_refused {
+                    // However the turn ended (the model may have finished
+                    // before the cancel landed), a refused call means 3.
+                    return exit::APPROVAL_REQUIRED;
+                }
                 return match outcome {
                     TurnOutcome::Completed => exit::OK,
                     TurnOutcome::Failed(msg) => {
@@ -124,7 +134,6 @@ pub async fn drive(
                             _ => exit::FAILED,
                         }
                     }
-                    TurnOutcome::Cancelled if approval_refused => exit::APPROVAL_REQUIRED,
                     TurnOutcome::Cancelled => exit::CANCELLED,
                 };
             }

@@ -22,6 +22,7 @@ pub mod event;
 pub mod exec;
 pub mod headless;
 pub mod http_date;
+pub mod policycmd;
 pub mod redact;
 pub mod scripted;
 pub mod shell;

@@ -87,6 +87,10 @@ enum Command {
         /// Continue a recorded session (an id from `vigil sessions`, or "last").
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
+        /// With --resume: let the session rules read from its log approve
+        /// (without it they approve nothing: the log is only a file).
+        #[arg(long, requires = "resume")]
+        trust_session_rules: bool,
     },
     /// Resume a recorded session: its conversation, tool history and standing
     /// approvals. In the console, or headless with --exec.
@@ -103,6 +107,10 @@ enum Command {
         /// With --exec: one JSON event per line.
         #[arg(long, requires = "exec")]
         json: bool,
+        /// With --exec: let the session rules read from the log approve
+        /// (the console asks the operator instead).
+        #[arg(long, requires = "exec")]
+        trust_session_rules: bool,
     },
     /// List recorded sessions: id, start time, model, turns, last message.
     Sessions,
@@ -110,6 +118,29 @@ enum Command {
     Tool {
         #[command(subcommand)]
         action: ToolAction,
+    },
+    /// How the approval policy decides: check a command, or replay a session.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PolicyAction {
+    /// Print the decision for a command, the rule that made it, how the
+    /// parser reads it and whether it would run sandboxed:
+    /// `vigil policy check -- git status -s`.
+    Check {
+        /// The command (several words are joined with spaces).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Run every gated call of a recorded session through the current
+    /// policy and print what would have run unasked.
+    Replay {
+        /// The session id (see `vigil sessions`), or "last".
+        session: String,
     },
 }
 
@@ -178,18 +209,26 @@ async fn run(cli: Cli, config: Config) -> i32 {
             prompt,
             json,
             resume,
+            trust_session_rules,
         }) => {
             let resume = match resume.map(|id| resolve_session(&config, &id)).transpose() {
                 Ok(r) => r,
                 Err(code) => return code,
             };
-            run_exec(&config, cli.demo, cli.auto_approve, prompt, json, resume).await
+            let exec = ExecArgs {
+                prompt,
+                json,
+                resume,
+                trust_session_rules,
+            };
+            run_exec(&config, cli.demo, cli.auto_approve, exec).await
         }
         Some(Command::Resume {
             id,
             last,
             exec,
             json,
+            trust_session_rules,
         }) => {
             let wanted = match (id, last) {
                 (Some(id), _) => id,
@@ -207,7 +246,13 @@ async fn run(cli: Cli, config: Config) -> i32 {
             };
             match exec {
                 Some(prompt) => {
-                    run_exec(&config, cli.demo, cli.auto_approve, prompt, json, Some(id)).await
+                    let exec = ExecArgs {
+                        prompt,
+                        json,
+                        resume: Some(id),
+                        trust_session_rules,
+                    };
+                    run_exec(&config, cli.demo, cli.auto_approve, exec).await
                 }
                 None => {
                     run_console(&config, cli.demo, cli.auto_approve, cli.no_color, Some(id)).await
@@ -216,7 +261,62 @@ async fn run(cli: Cli, config: Config) -> i32 {
         }
         Some(Command::Sessions) => list_sessions(&config),
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
+        Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action),
     }
+}
+
+/// The approval policy at start-up: `--auto-approve`, else the demo's
+/// auto_low, else `[agent] approval`.
+fn startup_policy(config: &Config, demo: bool, auto_approve: bool) -> Policy {
+    if auto_approve {
+        Policy::ApproveAll
+    } else if demo {
+        Policy::AutoApproveLow
+    } else {
+        match config.agent.approval {
+            ApprovalMode::Ask => Policy::Ask,
+            ApprovalMode::AutoLow => Policy::AutoApproveLow,
+            ApprovalMode::ApproveAll => Policy::ApproveAll,
+        }
+    }
+}
+
+fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -> i32 {
+    use vigil::policycmd;
+    let policy = startup_policy(config, false, auto_approve);
+    let can_sandbox = vigil::exec::ExecutionContext::local().can_sandbox();
+    let broker = policycmd::broker(config, policy, can_sandbox);
+    let mut out = std::io::stdout();
+    match action {
+        PolicyAction::Check { command } => {
+            policycmd::check(&broker, can_sandbox, &command.join(" "), &mut out);
+            exit::OK
+        }
+        PolicyAction::Replay { session } => {
+            let id = match resolve_session(config, &session) {
+                Ok(id) => id,
+                Err(code) => return code,
+            };
+            let events = SessionStore::new(&config.data_dir())
+                .dir_of(&id)
+                .join("events.jsonl");
+            match policycmd::replay(&broker, can_sandbox, &events, &mut out) {
+                Ok(_) => exit::OK,
+                Err(e) => {
+                    eprintln!("vigil: cannot read {}: {e}", events.display());
+                    exit::FAILED
+                }
+            }
+        }
+    }
+}
+
+/// What `vigil exec` (or `resume --exec`) runs.
+struct ExecArgs {
+    prompt: String,
+    json: bool,
+    resume: Option<String>,
+    trust_session_rules: bool,
 }
 
 /// "last" → the newest session id; an id → itself when it exists.
@@ -237,25 +337,21 @@ fn resolve_session(config: &Config, wanted: &str) -> Result<String, i32> {
     })
 }
 
-async fn run_exec(
-    config: &Config,
-    demo: bool,
-    auto_approve: bool,
-    prompt: String,
-    json: bool,
-    resume: Option<String>,
-) -> i32 {
-    let policy = if auto_approve {
-        Policy::ApproveAll
-    } else {
-        Policy::Ask
-    };
+async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArgs) -> i32 {
+    let ExecArgs {
+        prompt,
+        json,
+        resume,
+        trust_session_rules,
+    } = args;
+    let policy = startup_policy(config, false, auto_approve);
     let running = match app::start_agent_with(
         config,
         demo,
         policy,
         StartOptions {
             resume,
+            trust_session_rules,
             ..Default::default()
         },
     )
@@ -267,6 +363,14 @@ async fn run_exec(
             return exit::FAILED;
         }
     };
+    let held = running.broker.held();
+    let n = held.standing.len() + held.prefixes.len();
+    if n > 0 {
+        eprintln!(
+            "vigil: {n} session rules in the log approve nothing in this run \
+             (pass --trust-session-rules to let them)"
+        );
+    }
     let mut stdout = std::io::stdout();
     let options = headless::DriveOptions { auto_approve, json };
     let code = headless::drive(
@@ -333,17 +437,7 @@ async fn run_console(
             return exit::USAGE;
         }
     };
-    let policy = if auto_approve {
-        Policy::ApproveAll
-    } else if demo {
-        Policy::AutoApproveLow
-    } else {
-        match config.agent.approval {
-            ApprovalMode::Ask => Policy::Ask,
-            ApprovalMode::AutoLow => Policy::AutoApproveLow,
-            ApprovalMode::ApproveAll => Policy::ApproveAll,
-        }
-    };
+    let policy = startup_policy(config, demo, auto_approve);
     let running = match app::start_agent_with(
         config,
         demo,

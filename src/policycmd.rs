@@ -1,0 +1,162 @@
+//! `vigil policy check -- CMD…` and `vigil policy replay SESSION`: how the
+//! current approval policy (the mode, the `[[approval.rules]]` and the
+//! target's sandbox) would decide a command, or every gated call of a
+//! recorded session. It asks the same broker the agent uses
+//! ([`ApprovalBroker::preview`]) and only prints; it never runs a call and
+//! never changes a session.
+
+use std::io::Write;
+use std::path::Path;
+
+use tokio::sync::mpsc;
+
+use crate::agent::approval::{ApprovalBroker, Outcome, Policy, Preview};
+use crate::agent::policy::PolicyRules;
+use crate::config::Config;
+use crate::event::AgentEvent;
+use crate::shell;
+use crate::tools::gate::GateInfo;
+
+/// A broker with the config's rules and no operator.
+pub fn broker(config: &Config, policy: Policy, can_sandbox: bool) -> ApprovalBroker {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let broker = ApprovalBroker::new(tx, "local".into(), policy);
+    broker.set_rules(PolicyRules::from_config(&config.approval));
+    broker.set_can_sandbox(can_sandbox);
+    broker
+}
+
+/// The gate a `run_shell` call of `command` shows.
+pub fn shell_gate(command: &str) -> GateInfo {
+    GateInfo {
+        action: command.to_string(),
+        model_risk: None,
+        mutation: None,
+        privesc: None,
+        why: None,
+        editable_field: Some("command".into()),
+    }
+}
+
+/// How the parser reads `command`, in one line.
+pub fn parsed_summary(command: &str) -> String {
+    let script = shell::parse(command);
+    if let Some(why) = script.not_plain_reason() {
+        return why;
+    }
+    let commands: Vec<String> = script
+        .commands
+        .iter()
+        .map(|c| {
+            let mut parts = c.assignments.clone();
+            parts.extend(c.loose_words().iter().map(|w| format!("[{w}]")));
+            parts.join(" ")
+        })
+        .collect();
+    match commands.len() {
+        1 => format!("one simple command: {}", commands[0]),
+        n => format!("{n} simple commands: {}", commands.join(" ; ")),
+    }
+}
+
+/// The decision and whether it runs sandboxed, in words.
+pub fn describe(outcome: &Outcome, can_sandbox: bool) -> (String, &'static str) {
+    match outcome {
+        Outcome::Unasked(by) if can_sandbox => (format!("allow without asking ({by})"), "yes"),
+        Outcome::Unasked(by) => (
+            format!("ask ({by} would allow it, but this target cannot sandbox)"),
+            "no",
+        ),
+        Outcome::Approve => ("allow (the operator's blanket approval)".into(), "no"),
+        Outcome::Ask(Some(why)) => (format!("ask ({why})"), "no"),
+        Outcome::Ask(None) => ("ask".into(), "no"),
+        Outcome::Deny(why) => (format!("deny ({why})"), "no"),
+    }
+}
+
+/// Print the check of one command.
+pub fn check(broker: &ApprovalBroker, can_sandbox: bool, command: &str, out: &mut dyn Write) {
+    let Preview {
+        assessment,
+        outcome,
+    } = broker.preview("run_shell", &shell_gate(command));
+    let (decision, sandboxed) = describe(&outcome, can_sandbox);
+    let _ = writeln!(out, "command:   {command}");
+    let _ = writeln!(out, "parsed:    {}", parsed_summary(command));
+    let _ = writeln!(
+        out,
+        "estimate:  {} ({})",
+        assessment.risk.as_str(),
+        assessment.reason
+    );
+    let _ = writeln!(out, "decision:  {decision}");
+    let _ = writeln!(out, "sandboxed: {sandboxed}");
+}
+
+/// Replay every gated call recorded in `events` (a session's
+/// `events.jsonl`) through `broker`; returns (calls, would run unasked).
+pub fn replay(
+    broker: &ApprovalBroker,
+    can_sandbox: bool,
+    events: &Path,
+    out: &mut dyn Write,
+) -> std::io::Result<(usize, usize)> {
+    let text = std::fs::read_to_string(events)?;
+    let (mut calls, mut unasked) = (0, 0);
+    for line in text.lines() {
+        let Ok(AgentEvent::ApprovalRequested { request }) = serde_json::from_str(line) else {
+            continue;
+        };
+        calls += 1;
+        let preview = broker.preview(&request.tool, &request.gate);
+        let (decision, sandboxed) = describe(&preview.outcome, can_sandbox);
+        let mark = if sandboxed == "yes" {
+            unasked += 1;
+            "UNASKED"
+        } else {
+            "       "
+        };
+        let _ = writeln!(
+            out,
+            "{mark} {}: {}\n        → {decision}; estimate {} ({})",
+            request.tool,
+            request.gate.action,
+            preview.assessment.risk.as_str(),
+            preview.assessment.reason
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{calls} gated calls; {unasked} would have run unasked (sandboxed) under the current policy"
+    );
+    Ok((calls, unasked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_prints_decision_rule_reason_and_sandbox() {
+        let text = "[[approval.rules]]\nname = \"logs\"\ncommand = [\"git\", \"log\"]\n\
+                    decision = \"allow\"\n";
+        let config = Config::from_toml(text, Path::new("p.toml")).unwrap();
+        let b = broker(&config, Policy::AutoApproveLow, true);
+        let mut out = Vec::new();
+        check(&b, true, "git log -3", &mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("policy rule 1 \"logs\" (p.toml:1)"), "{s}");
+        assert!(s.contains("sandboxed: yes"), "{s}");
+        let mut out = Vec::new();
+        check(&b, true, "echo 'open", &mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("parser rejects it"), "{s}");
+        assert!(s.contains("decision:  ask"), "{s}");
+        let b = broker(&config, Policy::AutoApproveLow, false);
+        let mut out = Vec::new();
+        check(&b, false, "ls", &mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("cannot sandbox"), "{s}");
+        assert!(s.contains("sandboxed: no"), "{s}");
+    }
+}
