@@ -9,8 +9,10 @@
 
 pub mod backend;
 pub mod container;
+pub mod env;
 pub mod leave;
 pub mod process;
+pub mod sandbox;
 pub mod ssh;
 mod ssh_errors;
 pub mod tether;
@@ -55,6 +57,10 @@ pub struct RunRequest {
     /// Managed tmux session / pane selectors (tmux-backed targets only).
     pub session: Option<String>,
     pub pane: Option<String>,
+    /// Run under the kernel sandbox ([`sandbox`]): set for calls that run
+    /// without a fresh operator decision. A backend that cannot enforce it
+    /// refuses the run ([`Backend::can_sandbox`]); it never runs it plain.
+    pub sandbox: bool,
 }
 
 /// What a finished command left behind.
@@ -120,6 +126,12 @@ pub trait Backend: Send + Sync {
     /// The managed pane the console may mirror, if any.
     fn mirror(&self) -> Option<MirrorTarget> {
         None
+    }
+
+    /// Whether a [`RunRequest::sandbox`] run is enforced here (the kernel
+    /// sandbox, probed once). Default: no, and such runs are refused.
+    fn can_sandbox(&self) -> bool {
+        false
     }
 
     /// Whether `detach` (wait=false) is possible here.

@@ -95,6 +95,11 @@ pub struct ToolContext {
     pub spill_dir: Option<PathBuf>,
     /// The turn's visible tool domains (`None`: everything, e.g. the CLI).
     visibility: Option<visibility::Visibility>,
+    /// The call runs without a fresh operator decision (auto_low, a prefix
+    /// rule, a policy allow): a tool that runs a process on the target
+    /// must run it under the kernel sandbox (`RunRequest::sandbox`) or
+    /// refuse.
+    pub sandboxed: bool,
 }
 
 impl ToolContext {
@@ -122,6 +127,22 @@ impl ToolContext {
 
     pub fn visibility(&self) -> Option<&visibility::Visibility> {
         self.visibility.as_ref()
+    }
+
+    /// Refuse a call that would run something on the target outside the
+    /// kernel sandbox while [`ToolContext::sandboxed`] is set (typing
+    /// into a shell, starting a pane): such a call needs the operator.
+    pub fn refuse_unsandboxable(&self, tool: &str) -> Result<(), ToolError> {
+        if !self.sandboxed {
+            return Ok(());
+        }
+        Err(ToolError::failed(
+            FailureClass::PermissionDenied,
+            format!(
+                "refused: `{tool}` cannot run under the kernel sandbox, and this call was not \
+                 approved by the operator; it needs an operator's approval"
+            ),
+        ))
     }
 
     /// Report an event to the sink, if any.
