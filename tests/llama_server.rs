@@ -10,7 +10,10 @@
 mod common;
 mod llama_support;
 
-use llama_support::{Action, Dirs, N_CTX, events, exec, llama, of_type, proxy, report};
+use llama_support::{
+    Action, Dirs, N_CTX, assert_hopelessly_long, assert_refused_then_compacted,
+    assert_sent_as_empty_object, events, exec, llama, notices, of_type, proxy, report, session_id,
+};
 use serde_json::{Value, json};
 
 /// A complete call: llama.cpp continues it, parses it and streams a `time`
@@ -19,13 +22,6 @@ const CALL: &str = "<tool_call>\n{\"name\": \"time\", \"arguments\": {}}\n</tool
 /// A call whose arguments the model finishes: llama.cpp streams the
 /// arguments `UTC"}`, which are not JSON.
 const BAD_ARGS: &str = "<tool_call>\n{\"name\": \"time\", \"arguments\": {\"timezone\": \"";
-
-fn notices(ev: &[Value]) -> Vec<String> {
-    of_type(ev, "notice")
-        .iter()
-        .map(|n| n["text"].as_str().unwrap_or("").to_string())
-        .collect()
-}
 
 /// The exit code of a turn that ended with the server's own text answer:
 /// 0, or 7 when that answer ran into `max_tokens` (the tiny model rambles).
@@ -155,14 +151,7 @@ async fn invalid_arguments_are_answered_stored_as_an_object_and_the_session_resu
         .filter(|r| r["stream"] == true)
         .nth(1)
         .unwrap();
-    let history = next["messages"].as_array().unwrap();
-    let call = history.iter().find(|m| m["tool_calls"].is_array()).unwrap();
-    assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{}");
-    let told = history.last().unwrap()["content"].as_str().unwrap();
-    assert!(
-        told.contains("not valid JSON") && told.contains("arguments {}"),
-        "{told}"
-    );
+    assert_sent_as_empty_object(next);
     assert!(
         proxy.statuses().iter().all(|s| *s == 200),
         "{:?}",
@@ -189,10 +178,7 @@ async fn invalid_arguments_are_answered_stored_as_an_object_and_the_session_resu
     );
 
     // Resume: the recorded session is sent back in a form the server takes.
-    let id = of_type(&ev, "session_recording")[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&ev);
     let out = exec(
         &dirs,
         &proxy.base_url,
@@ -267,14 +253,7 @@ async fn a_request_too_long_even_after_compacting_fails_naming_the_numbers() {
     let dirs = Dirs::new("context_limit = 32768");
     let prompt = lines("only", 150);
     let out = exec(&dirs, &proxy.base_url, &[&prompt]).await;
-    assert_eq!(out.status.code(), Some(1), "{}", report(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("tokens but the model server's context holds 1024")
-            && stderr.contains("after compacting"),
-        "{}",
-        report(&out)
-    );
+    assert_hopelessly_long(&out, N_CTX);
     assert_eq!(proxy.statuses(), vec![400, 400], "refused, refused again");
 }
 
@@ -287,22 +266,11 @@ async fn a_refused_request_compacts_and_succeeds() {
     let first = format!("{}Reply with one word: noted.", lines("first", 16));
     let out = exec(&dirs, &proxy.base_url, &[&first]).await;
     answered(&out);
-    let id = of_type(&events(&out), "session_recording")[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&events(&out));
     let second = format!("{}Reply with one word: noted.", lines("second", 16));
     let out = exec(&dirs, &proxy.base_url, &["--resume", &id, &second]).await;
     answered(&out);
-    let ev = events(&out);
-    assert!(
-        notices(&ev)
-            .iter()
-            .any(|n| n.contains("refused the request as too long")),
-        "{}",
-        report(&out)
-    );
-    assert_eq!(of_type(&ev, "context_compacted")[0]["method"], "summary");
+    assert_refused_then_compacted(&out);
     assert!(proxy.statuses().contains(&400), "{:?}", proxy.statuses());
     assert_eq!(proxy.statuses().last(), Some(&200));
 }

@@ -348,3 +348,63 @@ pub fn report(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// The texts of the notices among `events`.
+pub fn notices(events: &[Value]) -> Vec<String> {
+    of_type(events, "notice")
+        .iter()
+        .map(|n| n["text"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// The id of the session the run recorded.
+pub fn session_id(events: &[Value]) -> String {
+    of_type(events, "session_recording")[0]["id"]
+        .as_str()
+        .expect("a session id")
+        .to_string()
+}
+
+/// The run was refused as too long for the server's context, said so, and
+/// compacted with a summary.
+pub fn assert_refused_then_compacted(out: &std::process::Output) {
+    let ev = events(out);
+    assert!(
+        notices(&ev)
+            .iter()
+            .any(|n| n.contains("refused the request as too long")),
+        "{}",
+        report(out)
+    );
+    assert_eq!(of_type(&ev, "context_compacted")[0]["method"], "summary");
+}
+
+/// The run failed (exit 1) because its request does not fit a context of
+/// `n_ctx` tokens even after compacting, and said so with the numbers.
+pub fn assert_hopelessly_long(out: &std::process::Output, n_ctx: u64) {
+    assert_eq!(out.status.code(), Some(1), "{}", report(out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "tokens but the model server's context holds {n_ctx}"
+        )) && stderr.contains("still too long after compacting once"),
+        "{}",
+        report(out)
+    );
+}
+
+/// The request after an unusable call carries it with arguments `{}` and
+/// tells the model why (in the call's result).
+pub fn assert_sent_as_empty_object(request: &Value) {
+    let history = request["messages"].as_array().expect("messages");
+    let call = history
+        .iter()
+        .find(|m| m["tool_calls"].is_array())
+        .expect("the call");
+    assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{}");
+    let told = history.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        told.contains("not valid JSON") && told.contains("arguments {}"),
+        "{told}"
+    );
+}
