@@ -2,10 +2,11 @@
 //! the xllamacpp wheel, SmolLM2-135M-Instruct, n_ctx 1024, greedy sampling):
 //! `vigil exec` end to end for a streamed answer, a tool call, invalid tool
 //! arguments and `resume`, a length cut, a stream error, and the context
-//! refusal (compact and succeed; fail naming the numbers). The console run
-//! in tmux is in `llama_console.rs`'s test below. See `llama_support` for the
-//! server and the proxy; the only thing the proxy adds is an assistant
-//! prefill (or one injected error event): every answer is the server's own.
+//! refusal (compact and succeed; fail naming the numbers), and one console
+//! run in tmux (the published window, compaction before a refusal, a cut
+//! answer marked). See `llama_support` for the server and the proxy; the
+//! only thing the proxy adds is an assistant prefill (or one injected error
+//! event): every answer is the server's own.
 
 mod common;
 mod llama_support;
@@ -14,6 +15,8 @@ use llama_support::{
     Action, Dirs, N_CTX, assert_hopelessly_long, assert_refused_then_compacted,
     assert_sent_as_empty_object, events, exec, llama, notices, of_type, proxy, report, session_id,
 };
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 /// A complete call: llama.cpp continues it, parses it and streams a `time`
@@ -273,4 +276,67 @@ async fn a_refused_request_compacts_and_succeeds() {
     assert_refused_then_compacted(&out);
     assert!(proxy.statuses().contains(&400), "{:?}", proxy.statuses());
     assert_eq!(proxy.statuses().last(), Some(&200));
+}
+
+/// The console in tmux, as an operator uses it, against the real server
+/// with `context_limit` unset: the published window is used, a long
+/// session compacts before the server refuses, and an answer cut at
+/// `max_tokens` is marked as such.
+#[test]
+fn the_console_compacts_before_the_server_refuses_and_marks_a_cut_answer() {
+    let Some(llama) = llama() else { return };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let proxy = rt.block_on(proxy(&llama.url, vec![]));
+    let dirs = Dirs::new("");
+    let work = dirs.dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("work dir");
+    let launch = format!(
+        "cd {work} && env -u NO_COLOR TERM=xterm-256color VIGIL_DATA_DIR={data} \
+         VIGIL_TMUX_SOCKET={sock} XDG_CONFIG_HOME={xdg} {bin} --config {cfg} \
+         --base-url {url} --model smollm2",
+        work = work.display(),
+        data = dirs.data().display(),
+        sock = dirs.tmux.socket,
+        xdg = dirs.dir.path().join("xdg").display(),
+        bin = common::vigil_bin().display(),
+        cfg = dirs.config().display(),
+        url = proxy.base_url,
+    );
+    let tmux = common::Tmux::new("llama");
+    let s = "console";
+    tmux.start(s, 140, 50, &launch);
+    let wait = Duration::from_secs(120);
+    tmux.wait_text(s, &format!("context window: {N_CTX} tokens"), wait);
+
+    // Each message alone fits; both together do not (about 450 tokens
+    // each, with the tools and the answer: over 1024).
+    let chats = || proxy.statuses().len() - 1;
+    let say = |text: &str, requests: usize| {
+        tmux.type_text(s, text);
+        tmux.keys(s, &["Enter"]);
+        common::eventually(wait, || (chats() >= requests).then_some(()))
+            .unwrap_or_else(|| panic!("{requests} requests: {:?}", proxy.statuses()));
+        tmux.wait_text(s, "│ idle", wait)
+    };
+    let one_line = |tag: &str| {
+        format!(
+            "{} Reply with one word: noted.",
+            lines(tag, 16).replace('\n', " ")
+        )
+    };
+    say(&one_line("first"), 1);
+    let screen = say(&one_line("second"), 3);
+    assert!(screen.contains("context compacted (summary)"), "{screen}");
+    assert!(
+        !proxy.statuses().contains(&400),
+        "compacted before the server refused: {:?}",
+        proxy.statuses()
+    );
+
+    let screen = say("Write a long story about a dragon and a knight.", 4);
+    let after = &screen[screen.rfind("dragon and a knight.").expect("the message")..];
+    assert!(
+        after.contains("turn failed: the answer was cut off"),
+        "{screen}"
+    );
 }
