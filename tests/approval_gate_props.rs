@@ -238,7 +238,7 @@ async fn run_case(seed: u64, rng: &mut Rng) -> usize {
                         })
                         .unwrap();
                 }
-                AgentEvent::ApprovalResolved { id, decision } => {
+                AgentEvent::ApprovalResolved { id, decision, .. } => {
                     decided.entry(id).or_insert_with(|| Decided {
                         action: String::new(),
                         decision,

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, DecidedBy};
 use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, GateInfo, Risk};
 use crate::tools::prefix_rule;
 use crate::tools::risk::assess_command;
@@ -114,21 +114,60 @@ impl ApprovalBroker {
         v
     }
 
-    /// Whether a standing approval or a prefix rule covers this request.
-    fn covered(&self, request: &ApprovalRequest) -> bool {
+    /// The standing approval or prefix rule covering this request, if any.
+    fn covered(&self, request: &ApprovalRequest) -> Option<DecidedBy> {
         let key = (request.tool.clone(), request.gate.action.clone());
         if lock(&self.standing).contains(&key) {
-            return true;
+            return Some(DecidedBy::SessionRule { rule: key.1 });
         }
-        is_command(&request.tool, &request.gate)
-            && request.estimate != Risk::High
-            && lock(&self.prefixes)
-                .iter()
-                .any(|(tool, prefix)| *tool == request.tool && prefix_rule::covers(prefix, &key.1))
+        if !is_command(&request.tool, &request.gate) || request.estimate == Risk::High {
+            return None;
+        }
+        lock(&self.prefixes)
+            .iter()
+            .find(|(tool, prefix)| *tool == request.tool && prefix_rule::covers(prefix, &key.1))
+            .map(|(_, prefix)| DecidedBy::SessionRule {
+                rule: format!("{prefix} …"),
+            })
+    }
+
+    /// Withdraw a session rule (exact action, or word prefix); true when it
+    /// was in force. The console is told the rules now in force.
+    pub fn revoke(&self, tool: &str, rule: &str, prefix: bool) -> bool {
+        let key = (tool.to_string(), rule.to_string());
+        let removed = if prefix {
+            lock(&self.prefixes).remove(&key)
+        } else {
+            lock(&self.standing).remove(&key)
+        };
+        self.announce_rules();
+        removed
+    }
+
+    /// Tell the console every rule in force.
+    fn announce_rules(&self) {
+        let _ = self.events.send(AgentEvent::SessionRules {
+            exact: self.standing(),
+            prefixes: self.prefixes(),
+        });
     }
 
     /// Record the rule an approve-for-the-session decision asks for.
     fn remember(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
+        if matches!(
+            decision,
+            ApprovalDecision::ApproveSession | ApprovalDecision::ApprovePrefix(_)
+        ) {
+            let count = || lock(&self.standing).len() + lock(&self.prefixes).len();
+            let before = count();
+            self.add_rule(request, decision);
+            if count() != before {
+                self.announce_rules();
+            }
+        }
+    }
+
+    fn add_rule(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
         let action = &request.gate.action;
         let exact = (request.tool.clone(), action.clone());
         match decision {
@@ -170,10 +209,11 @@ impl ApprovalBroker {
         ids
     }
 
-    fn announce(&self, id: u64, decision: &ApprovalDecision) {
+    fn announce(&self, id: u64, decision: &ApprovalDecision, decided_by: DecidedBy) {
         let _ = self.events.send(AgentEvent::ApprovalResolved {
             id,
             decision: decision.clone(),
+            decided_by,
         });
     }
 }
@@ -191,20 +231,9 @@ impl Approver for ApprovalBroker {
             estimate: estimate(tool, gate),
             automatic: false,
         };
-        let automatic = if self.covered(&request) {
-            Some(ApprovalDecision::ApproveOnce)
-        } else {
-            match &*lock(&self.policy) {
-                Policy::Ask => None,
-                Policy::AutoApproveLow if is_low(&request) => Some(ApprovalDecision::ApproveOnce),
-                Policy::AutoApproveLow => None,
-                Policy::ApproveAll => Some(ApprovalDecision::ApproveOnce),
-                Policy::DenyAll(reason) => Some(ApprovalDecision::DenyWithReason(reason.clone())),
-                Policy::ApproveAllUntil(until) if std::time::Instant::now() < *until => {
-                    Some(ApprovalDecision::ApproveOnce)
-                }
-                Policy::ApproveAllUntil(_) => None,
-            }
+        let automatic = match self.covered(&request) {
+            Some(rule) => Some((ApprovalDecision::ApproveOnce, rule)),
+            None => self.by_policy(&request),
         };
         let request = ApprovalRequest {
             automatic: automatic.is_some(),
@@ -213,8 +242,8 @@ impl Approver for ApprovalBroker {
         let _ = self.events.send(AgentEvent::ApprovalRequested {
             request: request.clone(),
         });
-        if let Some(decision) = automatic {
-            self.announce(id, &decision);
+        if let Some((decision, decided_by)) = automatic {
+            self.announce(id, &decision, decided_by);
             return decision;
         }
 
@@ -223,15 +252,55 @@ impl Approver for ApprovalBroker {
         // If the waiting future is dropped (the turn was cancelled), take the
         // request out of the queue so the operator's later key does nothing.
         let guard = PendingGuard { broker: self, id };
-        let decision = rx.await.unwrap_or(ApprovalDecision::DenyWithReason(
-            "the approval request was withdrawn".into(),
-        ));
+        let decision = rx
+            .await
+            .unwrap_or(ApprovalDecision::DenyWithReason(WITHDRAWN.into()));
         std::mem::forget(guard);
         self.remember(&request, &decision);
-        self.announce(id, &decision);
+        self.announce(id, &decision, operator_record(&request, &decision));
         decision
     }
 }
+
+impl ApprovalBroker {
+    /// What the policy decides without the operator, and its name.
+    fn by_policy(&self, request: &ApprovalRequest) -> Option<(ApprovalDecision, DecidedBy)> {
+        let named = |name: &str| DecidedBy::Policy { name: name.into() };
+        let approve = |name: &str| Some((ApprovalDecision::ApproveOnce, named(name)));
+        match &*lock(&self.policy) {
+            Policy::Ask => None,
+            Policy::AutoApproveLow if is_low(request) => approve("auto-approve low risk"),
+            Policy::AutoApproveLow => None,
+            Policy::ApproveAll => approve("approve all"),
+            Policy::DenyAll(reason) => Some((
+                ApprovalDecision::DenyWithReason(reason.clone()),
+                named("deny all"),
+            )),
+            Policy::ApproveAllUntil(until) if std::time::Instant::now() < *until => {
+                approve("approve all for a while")
+            }
+            Policy::ApproveAllUntil(_) => None,
+        }
+    }
+}
+
+/// The record of an operator's answer: an edit keeps what the model asked
+/// for, a denial its reason.
+fn operator_record(request: &ApprovalRequest, decision: &ApprovalDecision) -> DecidedBy {
+    match decision {
+        ApprovalDecision::ApproveEdited(_) => DecidedBy::OperatorEdited {
+            from: request.gate.action.clone(),
+        },
+        ApprovalDecision::DenyWithReason(reason) if reason == WITHDRAWN => DecidedBy::Cancelled,
+        ApprovalDecision::DenyWithReason(reason) => DecidedBy::Denied {
+            reason: reason.clone(),
+        },
+        _ => DecidedBy::Operator,
+    }
+}
+
+/// The answer when the waiting request's sender vanished.
+const WITHDRAWN: &str = "the approval request was withdrawn";
 
 /// vigil's own estimate for a gated call: commands are assessed from their
 /// text; anything else that needs approval counts as medium.
@@ -269,6 +338,7 @@ impl Drop for PendingGuard<'_> {
             self.broker.announce(
                 self.id,
                 &ApprovalDecision::DenyWithReason("cancelled".into()),
+                DecidedBy::Cancelled,
             );
         }
     }

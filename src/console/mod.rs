@@ -15,7 +15,9 @@
 //!   test-only fault-injection hook (a panic in a render).
 
 pub mod app;
+mod app_copy;
 mod app_draw;
+mod app_history;
 mod app_keys;
 mod app_passthrough;
 pub mod event_loop;
@@ -29,6 +31,8 @@ pub mod terminal;
 pub mod text;
 pub mod theme;
 
+#[cfg(test)]
+mod app_keys_tests;
 #[cfg(test)]
 mod app_tests;
 #[cfg(test)]

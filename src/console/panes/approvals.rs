@@ -108,6 +108,13 @@ impl ApprovalsPane {
         Some(id)
     }
 
+    /// Select the oldest request nobody answered yet (if any).
+    pub fn select_oldest_open(&mut self) {
+        if let Some(i) = self.queue.iter().position(|p| p.answered.is_none()) {
+            self.selected = i;
+        }
+    }
+
     /// The selected request when nobody answered it yet.
     pub fn selected_open(&self) -> Option<&ApprovalRequest> {
         self.selected()

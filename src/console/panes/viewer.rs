@@ -154,6 +154,8 @@ pub struct Viewer {
     query: Option<String>,
     matches: Vec<usize>,
     current: Option<usize>,
+    /// The first line of a range to copy (`v`), 0-based.
+    pub mark: Option<usize>,
 }
 
 impl Viewer {
@@ -166,6 +168,7 @@ impl Viewer {
             query: None,
             matches: Vec::new(),
             current: None,
+            mark: None,
         }
     }
 
@@ -183,6 +186,25 @@ impl Viewer {
 
     fn line_text<'a>(c: &'a Content, l: &ViewLine) -> &'a str {
         c.text.get(l.start..l.end).unwrap_or("")
+    }
+
+    /// The output without section headers, lines `from..=to` (0-based,
+    /// clamped); None while loading.
+    pub fn output_text(&self, from: usize, to: usize) -> Option<String> {
+        let c = self.content()?;
+        let mut out = String::new();
+        for l in c.lines.iter().take(to.saturating_add(1)).skip(from) {
+            if l.seen != Seen::Header {
+                out.push_str(Self::line_text(c, l));
+                out.push('\n');
+            }
+        }
+        Some(out)
+    }
+
+    /// The whole output without section headers.
+    pub fn whole_output(&self) -> Option<String> {
+        self.output_text(0, usize::MAX)
     }
 
     /// Search for `query` (case-insensitive unless it has capitals) and jump
@@ -239,6 +261,9 @@ impl Viewer {
 
     pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let mut title = format!("output · {}", self.title);
+        if let Some(m) = self.mark {
+            title.push_str(&format!(" · copy from line {}", m + 1));
+        }
         if let Some(q) = &self.query {
             let pos = self.current.map_or(0, |i| i + 1);
             title.push_str(&format!(" · /{q} {pos}/{}", self.matches.len()));
