@@ -176,7 +176,15 @@ impl<T: Transport> Backend for CommandBackend<T> {
         if req.detach {
             return Err(ExecError::NotSupported(NO_DETACH.into()));
         }
-        transport::run(&self.transport, &req.command, None, req.timeout, on_output).await
+        transport::run_retaining(
+            &self.transport,
+            &req.command,
+            None,
+            req.timeout,
+            on_output,
+            req.retain.as_ref(),
+        )
+        .await
     }
 
     fn take_notices(&self) -> Vec<String> {

@@ -25,6 +25,7 @@ pub mod names;
 pub mod ops;
 pub mod run;
 pub mod script;
+pub mod stream;
 
 pub use backend::TmuxBackend;
 pub use feed::spawn_mirror_feed;
