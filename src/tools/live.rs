@@ -40,7 +40,7 @@ pub struct LiveOutput {
 
 /// The line that tells the operator how much the live view left out.
 pub fn not_shown(bytes: u64) -> String {
-    format!("[{bytes} bytes not shown live; the result and its spill file have all of it]")
+    format!("[{bytes} bytes not shown live]")
 }
 
 impl LiveOutput {

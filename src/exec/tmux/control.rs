@@ -83,6 +83,8 @@ struct Shared {
     pending: VecDeque<Option<Reply>>,
     subscribers: Vec<Subscriber>,
     closed: bool,
+    /// `%pause` notifications seen (panes tmux stopped sending us).
+    pauses: u64,
 }
 
 /// One control-mode client attached to one session.
@@ -159,19 +161,21 @@ impl Control {
             }
         });
 
-        let control = Arc::new(Control {
+        Ok(Arc::new(Control {
             lines: tx,
             shared,
             tasks: vec![writer, reader],
-        });
-        // Flow control (tmux ≥ 3.2; older servers answer with an error,
-        // which nobody waits for).
-        control.fire(&format!("refresh-client -f pause-after={PAUSE_AFTER_SECS}"));
-        Ok(control)
+        }))
     }
 
     pub fn is_closed(&self) -> bool {
         lock(&self.shared).closed
+    }
+
+    /// How many times tmux paused a pane for this client (each was resumed
+    /// at once, its backlog skipped).
+    pub fn pauses(&self) -> u64 {
+        lock(&self.shared).pauses
     }
 
     /// Queue one tmux command line; the receiver gets its output lines or
@@ -283,13 +287,14 @@ fn output_line(line: &[u8]) -> Option<(&[u8], &[u8])> {
 async fn read_loop(
     stdout: tokio::process::ChildStdout,
     shared: &Mutex<Shared>,
-    lines: &mpsc::UnboundedSender<Vec<u8>>,
+    lines_tx: &mpsc::UnboundedSender<Vec<u8>>,
     changes: &watch::Sender<u64>,
 ) {
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
     let mut line = Vec::new();
     // The block being read: (tag "time number", from us, lines).
     let mut block: Option<(Vec<u8>, bool, Vec<String>)> = None;
+    let mut flow_control = false;
     loop {
         line.clear();
         if line.capacity() > 1 << 20 {
@@ -311,6 +316,14 @@ async fn read_loop(
                     let ours = *ours;
                     let lines = std::mem::take(lines);
                     block = None;
+                    if !ours && !flow_control {
+                        // The attach's own block: the client exists now, so
+                        // flow control can be asked for (tmux ≥ 3.2; older
+                        // servers answer with an error nobody waits for).
+                        flow_control = true;
+                        let flags = format!("refresh-client -f pause-after={PAUSE_AFTER_SECS}");
+                        queue(shared, lines_tx, &flags, false);
+                    }
                     if ours {
                         let reply = lock(shared).pending.pop_front().flatten();
                         if let Some(r) = reply {
@@ -338,9 +351,10 @@ async fn read_loop(
             // Skip the backlog: resume at once; consumers catch up from a
             // capture or from files.
             let pane = String::from_utf8_lossy(pane).into_owned();
+            lock(shared).pauses += 1;
             queue(
                 shared,
-                lines,
+                lines_tx,
                 &format!("refresh-client -A '{pane}:continue'"),
                 false,
             );
