@@ -6,18 +6,23 @@
 //! `seq 1 N`: 15 MB (N = 2 000 000) and 169 MB (N = 20 000 000), and 1 GB
 //! (N = 111 111 111) when `VIGIL_FLOOD_GB=1`; in the default managed-pane
 //! mode and with `--no-tmux`. For each it reports:
-//! - peak RSS: VmHWM of every vigil process (sampled while it runs) and
+//! - peak RSS: the sum of the VmHWM of every vigil process (sampled while it runs) and
 //!   VmRSS one second after the turn ended (memory given back);
 //! - key→frame latency during the flood: a key typed into the input box
-//!   until capture-pane shows it (p50/p99; a capture costs ~4 ms);
+//!   until capture-pane shows it (p50/p99; a capture costs ~4 ms), and the
+//!   same probe before the flood (idle: what the probe sees on this machine
+//!   at this moment);
 //! - wall: Enter to the turn's end on screen, against the same command in a
 //!   bare tmux pane of the managed pane's size (tmux mode) or a bare
-//!   `sh -c` whose output is read and dropped (plain mode), measured in the
-//!   same run;
+//!   `sh -c` whose output is read and dropped (plain mode), measured before
+//!   and after vigil's run (the ratio is against their mean); in plain mode
+//!   also a bare `sh -c` whose output is written to a file (the disk's
+//!   share);
 //! - the session's `events.jsonl` and spill sizes.
 //!
 //! `VIGIL_FLOOD_SIZES=2000000,20000000` picks sizes, `VIGIL_FLOOD_MODES=tmux`
-//! picks modes. Every tmux server is private (`-L vigil-flood-…`) and
+//! picks modes, `VIGIL_FLOOD_FLOOR=0` skips the floors (a 1 GB bare pane
+//! takes minutes). Every tmux server is private (`-L vigil-flood-…`) and
 //! killed at the end; temporary folders are removed.
 
 use std::io::Read;
@@ -172,9 +177,13 @@ fn bytes_under(dir: &Path, part: &str) -> u64 {
 }
 
 struct Figures {
+    /// The sum over every vigil process of its VmHWM.
     hwm_kib: u64,
+    processes: usize,
     after_kib: u64,
     keys: Vec<Duration>,
+    /// Key→frame before the flood, same method.
+    idle: Vec<Duration>,
     wall: Duration,
     events: u64,
     spill: u64,
@@ -221,37 +230,47 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         .expect("pane pid");
     // Let the managed pane's shell come up before the flood.
     std::thread::sleep(Duration::from_millis(1500));
+    let idle = idle_keys(&outer);
     outer.run(&["send-keys", "-t", "c", "-l", "flood"]);
     let start = Instant::now();
     outer.run(&["send-keys", "-t", "c", "Enter"]);
     let (keys, wall, mut hwm) = probe_until_done(&outer, pane, start);
     std::thread::sleep(Duration::from_secs(1));
     let pids = vigil_pids(pane);
-    for &p in &pids {
-        hwm = hwm.max(status_kib(p, "VmHWM:"));
-    }
+    sample_hwm(&mut hwm, &pids);
     let after_kib = pids.iter().map(|&p| status_kib(p, "VmRSS:")).sum();
     Figures {
-        hwm_kib: hwm,
+        hwm_kib: hwm.values().sum(),
+        processes: hwm.len(),
         after_kib,
         keys,
+        idle,
         wall,
         events: bytes_under(&data, "events.jsonl"),
         spill: bytes_under(&data, "spill"),
     }
 }
 
+/// Peak VmHWM seen per vigil process.
+type Peaks = std::collections::HashMap<i32, u64>;
+
+fn sample_hwm(peaks: &mut Peaks, pids: &[i32]) {
+    for &p in pids {
+        let kib = status_kib(p, "VmHWM:");
+        let peak = peaks.entry(p).or_default();
+        *peak = (*peak).max(kib);
+    }
+}
+
 /// Type a key into the input box every ~30 ms until the turn's end shows;
 /// returns the key→frame latencies, the wall time and the peak VmHWM seen.
-fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Duration, u64) {
+fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Duration, Peaks) {
     let mut keys = Vec::new();
-    let mut hwm = 0;
+    let mut hwm = Peaks::new();
     let mut typed = 0usize;
     let limit = Duration::from_secs(600);
     loop {
-        for p in vigil_pids(pane) {
-            hwm = hwm.max(status_kib(p, "VmHWM:"));
-        }
+        sample_hwm(&mut hwm, &vigil_pids(pane));
         let screen = t.screen("c");
         if screen.contains("FLOOD-DONE") {
             let wall = start.elapsed();
@@ -266,22 +285,44 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
             std::thread::sleep(Duration::from_millis(30));
             continue;
         }
-        let sent = Instant::now();
-        t.run(&["send-keys", "-t", "c", "-l", "Z"]);
         typed += 1;
-        let want = "Z".repeat(typed);
-        loop {
-            let s = t.screen("c");
-            if s.contains(&want) {
-                keys.push(sent.elapsed());
-                break;
-            }
-            if sent.elapsed() > Duration::from_secs(10) || s.contains("FLOOD-DONE") {
-                break;
-            }
+        if let Some(d) = probe_key(t, typed) {
+            keys.push(d);
         }
         std::thread::sleep(Duration::from_millis(30));
     }
+}
+
+/// Type one more `Z` (the `typed`-th) and wait until the screen shows
+/// `typed` of them; `None` when the turn ended first or it took over 10 s.
+fn probe_key(t: &Tmux, typed: usize) -> Option<Duration> {
+    let sent = Instant::now();
+    t.run(&["send-keys", "-t", "c", "-l", "Z"]);
+    let want = "Z".repeat(typed);
+    loop {
+        let s = t.screen("c");
+        if s.contains(&want) {
+            return Some(sent.elapsed());
+        }
+        if sent.elapsed() > Duration::from_secs(10) || s.contains("FLOOD-DONE") {
+            return None;
+        }
+    }
+}
+
+/// Key→frame with nothing running, by the same method: the floor of what
+/// this probe can see on this machine at this moment.
+fn idle_keys(t: &Tmux) -> Vec<Duration> {
+    let keys = (1..=20)
+        .filter_map(|i| {
+            let d = probe_key(t, i);
+            std::thread::sleep(Duration::from_millis(30));
+            d
+        })
+        .collect();
+    t.run(&["send-keys", "-t", "c", "C-u"]);
+    std::thread::sleep(Duration::from_millis(300));
+    keys
 }
 
 /// The same command typed into a bare pane of the managed pane's size.
@@ -303,6 +344,18 @@ fn bare_pane(n: u64) -> Duration {
 
 /// The same command as a bare `sh -c`, its output read and dropped.
 fn bare_sh(n: u64) -> Duration {
+    bare_sh_into(n, &mut std::io::sink())
+}
+
+/// The same command as a bare `sh -c`, its output read and written to a
+/// file (what any spill costs: the disk's share of vigil's wall).
+fn bare_sh_to_file(n: u64) -> Duration {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut file = std::fs::File::create(dir.path().join("out")).expect("file");
+    bare_sh_into(n, &mut file)
+}
+
+fn bare_sh_into(n: u64, sink: &mut dyn std::io::Write) -> Duration {
     let start = Instant::now();
     let mut child = Command::new("sh")
         .args(["-c", &format!("seq 1 {n}")])
@@ -311,7 +364,9 @@ fn bare_sh(n: u64) -> Duration {
         .expect("sh");
     let mut out = child.stdout.take().expect("stdout");
     let mut buf = vec![0u8; 64 * 1024];
-    while out.read(&mut buf).map(|k| k > 0).unwrap_or(false) {}
+    while let Ok(k @ 1..) = out.read(&mut buf) {
+        sink.write_all(&buf[..k]).expect("write");
+    }
     let _ = child.wait();
     start.elapsed()
 }
@@ -351,27 +406,57 @@ fn seq_bytes(n: u64) -> u64 {
     total
 }
 
-fn report(n: u64, tmux_mode: bool, f: &Figures, floor: Duration) {
-    let mut keys = f.keys.clone();
-    keys.sort();
+/// p50 and p99 of `d`, in ms.
+fn p50_p99(d: &[Duration]) -> (f64, f64) {
+    let mut d = d.to_vec();
+    d.sort();
+    (ms(percentile(&d, 0.5)), ms(percentile(&d, 0.99)))
+}
+
+/// `floors`: the bare run before and after vigil's; the ratio is against
+/// their mean (zero: not measured). `to_file`: plain mode's bare `sh -c`
+/// whose output is written to a file.
+fn report(
+    n: u64,
+    tmux_mode: bool,
+    f: &Figures,
+    floors: (Duration, Duration),
+    to_file: Option<Duration>,
+) {
+    let (k50, k99) = p50_p99(&f.keys);
+    let (i50, i99) = p50_p99(&f.idle);
+    let floor = (floors.0 + floors.1) / 2;
+    let ratio = if floor.is_zero() {
+        "not measured".to_string()
+    } else {
+        format!("{:.2}×", f.wall.as_secs_f64() / floor.as_secs_f64())
+    };
     let mode = if tmux_mode { "tmux " } else { "plain" };
     let floor_name = if tmux_mode { "bare pane" } else { "bare sh -c" };
     println!(
-        "{mode} seq 1 {n} ({:.0} MB): peak RSS {:.1} MiB, after {:.1} MiB | key→frame p50 {:.1} ms \
-         p99 {:.1} ms ({} keys) | wall {:.2} s vs {floor_name} {:.2} s = {:.2}× | events.jsonl {} B, \
-         spill {:.0} MB",
+        "{mode} seq 1 {n} ({:.0} MB): peak RSS {:.1} MiB ({} vigil process(es)), after {:.1} MiB | key→frame p50 {k50:.1} ms \
+         p99 {k99:.1} ms ({} keys; idle p50 {i50:.1} ms p99 {i99:.1} ms) | wall {:.2} s vs {floor_name} \
+         {:.2} s ({:.2} s before, {:.2} s after) = {ratio} | events.jsonl {} B, spill {:.0} MB",
         seq_bytes(n) as f64 / 1e6,
         f.hwm_kib as f64 / 1024.0,
+        f.processes,
         f.after_kib as f64 / 1024.0,
-        ms(percentile(&keys, 0.5)),
-        ms(percentile(&keys, 0.99)),
-        keys.len(),
+        f.keys.len(),
         f.wall.as_secs_f64(),
         floor.as_secs_f64(),
-        f.wall.as_secs_f64() / floor.as_secs_f64(),
+        floors.0.as_secs_f64(),
+        floors.1.as_secs_f64(),
         f.events,
         f.spill as f64 / 1e6,
     );
+    if let Some(d) = to_file {
+        println!(
+            "      wall {:.2} s vs bare sh -c writing its output to a file {:.2} s = {:.2}×",
+            f.wall.as_secs_f64(),
+            d.as_secs_f64(),
+            f.wall.as_secs_f64() / d.as_secs_f64()
+        );
+    }
 }
 
 fn main() {
@@ -382,9 +467,19 @@ fn main() {
             .block_on(ScriptedServer::start(scenario))
             .expect("server");
         for tmux_mode in modes() {
-            let floor = if tmux_mode { bare_pane(n) } else { bare_sh(n) };
+            // VIGIL_FLOOD_FLOOR=0 skips the floors (a 1 GB bare pane
+            // takes minutes).
+            let floors = std::env::var("VIGIL_FLOOD_FLOOR").map_or(true, |v| v != "0");
+            let bare = || match (floors, tmux_mode) {
+                (false, _) => Duration::ZERO,
+                (true, true) => bare_pane(n),
+                (true, false) => bare_sh(n),
+            };
+            let before = bare();
             let f = through_vigil(tmux_mode, &server.base_url());
-            report(n, tmux_mode, &f, floor);
+            let after = bare();
+            let to_file = (floors && !tmux_mode).then(|| bare_sh_to_file(n));
+            report(n, tmux_mode, &f, (before, after), to_file);
         }
         drop(server);
     }
