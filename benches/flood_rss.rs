@@ -273,16 +273,13 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
         sample_hwm(&mut hwm, &vigil_pids(pane));
         let screen = t.screen("c");
         if screen.contains("FLOOD-DONE") {
-            let wall = start.elapsed();
-            t.run(&["send-keys", "-t", "c", "C-u"]);
-            return (keys, wall, hwm);
+            return (keys, start.elapsed(), hwm);
         }
         assert!(start.elapsed() < limit, "the flood never ended:\n{screen}");
         if typed >= 40 {
             // Keep the input line short: clear it and wait for that.
-            t.run(&["send-keys", "-t", "c", "C-u"]);
+            clear_input(t, typed);
             typed = 0;
-            std::thread::sleep(Duration::from_millis(30));
             continue;
         }
         typed += 1;
@@ -320,9 +317,19 @@ fn idle_keys(t: &Tmux) -> Vec<Duration> {
             d
         })
         .collect();
-    t.run(&["send-keys", "-t", "c", "C-u"]);
-    std::thread::sleep(Duration::from_millis(300));
+    clear_input(t, 20);
     keys
+}
+
+/// Erase the `typed` probe keys from the input box (Backspace: the input
+/// box has no kill-line key) and wait until no `Z` is left on screen, so
+/// the next probe cannot match an old one.
+fn clear_input(t: &Tmux, typed: usize) {
+    t.run(&["send-keys", "-t", "c", "-N", &typed.to_string(), "BSpace"]);
+    let start = Instant::now();
+    while t.screen("c").contains('Z') && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The same command typed into a bare pane of the managed pane's size.
