@@ -60,6 +60,18 @@ async fn run_on(
             let (stream, text) = match ev {
                 ToolStream::Stdout(t) => (OutputStream::Stdout, t),
                 ToolStream::Stderr(t) => (OutputStream::Stderr, t),
+                ToolStream::Info(t) => {
+                    // "[N bytes not shown live…]": counted as accounted for.
+                    if let Some(n) = t
+                        .strip_prefix('[')
+                        .and_then(|r| r.split(" bytes not shown live").next())
+                        .and_then(|n| n.parse::<usize>().ok())
+                    {
+                        *s.lock().unwrap() += n;
+                    }
+                    p.lock().unwrap().info("c1", &t);
+                    return;
+                }
                 _ => return,
             };
             *s.lock().unwrap() += text.len();
@@ -110,7 +122,12 @@ async fn a_hundred_megabytes_are_cut_for_the_model_and_spilled_in_full() {
     assert_eq!(out.spill.len(), 1);
     let meta = std::fs::metadata(&out.spill[0]).unwrap();
     assert_eq!(meta.len(), 100_000_000, "spilled in full");
-    assert_eq!(streamed, 100_000_000, "the console saw every byte live");
+    // Live output is best effort: every byte was shown or reported as not
+    // shown, and the last lines come again at the end (≤ 8 KiB).
+    assert!(
+        (100_000_000..=100_000_000 + 8192).contains(&streamed),
+        "every byte shown live or reported as not shown: {streamed}"
+    );
     assert_pane_bounded(&pane);
     assert_eq!(
         pane.call("c1").unwrap().output.lines().len(),
@@ -194,10 +211,17 @@ async fn a_ten_megabyte_line_is_cut_and_spilled_byte_exact() {
     assert_eq!(spilled.len(), 10_000_000);
     assert!(spilled.iter().all(|&b| b == b'x'));
     assert_pane_bounded(&pane);
-    assert_eq!(
-        pane.call("c1").unwrap().output.lines().len(),
-        1,
-        "still one line"
+    // One line, split only where a "bytes not shown live" line interrupts
+    // it (and once more for its end, shown again when the run is over).
+    let lines = pane.call("c1").unwrap().output.lines().clone();
+    let markers = lines
+        .iter()
+        .filter(|l| l.kind == vigil::console::panes::tool_lines::LineKind::Info)
+        .count();
+    assert!(
+        lines.len() <= 2 * markers + 2,
+        "still one line between markers: {} lines, {markers} markers",
+        lines.len()
     );
 }
 

@@ -3,6 +3,11 @@
 //! `<data_dir>/sessions/<id>/` (`events.jsonl`, `messages.jsonl`,
 //! `meta.json`, and the `spill/` directory for full tool outputs).
 //!
+//! Live output deltas ([`AgentEvent::ToolOutput`]) are not recorded: they
+//! are a best-effort view, and a tool's output is recorded once, as its
+//! result (head and tail) in `messages.jsonl` and the exact bytes in `spill/`,
+//! so `events.jsonl` never grows with a command's output.
+//!
 //! Each line is written with one `write` call on an append-only file, so a
 //! `kill -9` loses at most the line being written. Files are created mode
 //! 0600 (directories 0700), and every line passes the [`Redactor`] first: no
@@ -281,20 +286,26 @@ impl SessionWriter {
     }
 }
 
-/// Record every event in the session (when there is one), then pass it on.
-/// Runs until every sender is gone.
+/// Record every event but live output deltas in the session (when there is
+/// one), then pass it on. Runs until every sender is gone.
 pub async fn tee(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     writer: Option<std::sync::Arc<SessionWriter>>,
     tx: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
 ) {
     while let Some(event) = rx.recv().await {
-        if let Some(w) = &writer {
+        if let Some(w) = writer.as_ref().filter(|_| recorded(&event)) {
             w.record_event(&event);
         }
         // A gone receiver (console quit) must not stop the recording.
         let _ = tx.send(event);
     }
+}
+
+/// Whether `event` goes to `events.jsonl` (output deltas do not: the
+/// result and the spill file hold that output).
+fn recorded(event: &AgentEvent) -> bool {
+    !matches!(event, AgentEvent::ToolOutput { .. })
 }
 
 /// Every line of a JSON-lines file that parses (a torn last line is skipped).

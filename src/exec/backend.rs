@@ -187,9 +187,25 @@ impl<T: Transport> Backend for CommandBackend<T> {
                     self.transport.label()
                 )));
             }
-            return super::sandbox::run(&req.command, None, req.timeout, on_output).await;
+            let retain = req.retain.as_ref();
+            return super::sandbox::run_retaining(
+                &req.command,
+                None,
+                req.timeout,
+                on_output,
+                retain,
+            )
+            .await;
         }
-        transport::run(&self.transport, &req.command, None, req.timeout, on_output).await
+        transport::run_retaining(
+            &self.transport,
+            &req.command,
+            None,
+            req.timeout,
+            on_output,
+            req.retain.as_ref(),
+        )
+        .await
     }
 
     fn take_notices(&self) -> Vec<String> {

@@ -8,6 +8,7 @@
 //! This module knows nothing about models, approvals or the console.
 
 pub mod backend;
+pub mod capture;
 pub mod container;
 pub mod env;
 pub mod leave;
@@ -61,6 +62,10 @@ pub struct RunRequest {
     /// without a fresh operator decision. A backend that cannot enforce it
     /// refuses the run ([`Backend::can_sandbox`]); it never runs it plain.
     pub sandbox: bool,
+    /// Keep only windows of the output in memory and stream the rest to a
+    /// spill file (`None`: keep every byte in `stdout` / `stderr`, for
+    /// helpers whose output is small or must be whole).
+    pub retain: Option<capture::Retain>,
 }
 
 /// What a finished command left behind.
@@ -75,6 +80,23 @@ pub struct RunOutcome {
     /// Things the model must know about the run that are not output (a
     /// recreated terminal, a program left on the alternate screen).
     pub notes: Vec<String>,
+    /// With [`RunRequest::retain`]: what was kept of stdout and stderr
+    /// (`stdout` / `stderr` then hold only the head windows).
+    pub captured: Option<Box<[capture::Captured; 2]>>,
+}
+
+impl RunOutcome {
+    /// What was kept of stdout and stderr: the capture's summaries, or
+    /// summaries of the whole bytes when the backend kept everything.
+    pub fn captured(&self) -> [capture::Captured; 2] {
+        match &self.captured {
+            Some(c) => (**c).clone(),
+            None => [
+                capture::Captured::of(&self.stdout),
+                capture::Captured::of(&self.stderr),
+            ],
+        }
+    }
 }
 
 /// Why a command or file operation could not be carried out.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+use super::capture::{Capture, Captured, Retain};
 use super::{ExecError, OutputFn, OutputStream, RunOutcome};
 
 /// How long to keep reading after the process exited, in case a background
@@ -101,20 +102,82 @@ impl Utf8Chunker {
     }
 }
 
-/// Read `reader` to EOF into `buf`, forwarding decoded chunks to `on_output`.
+/// Where one stream's bytes go: all of them in memory (helpers), or a
+/// [`Capture`] that keeps windows and streams the rest to a spill file.
+pub enum Store {
+    All(Vec<u8>),
+    Capture(Box<Capture>),
+}
+
+impl Store {
+    /// The stores for stdout and stderr a request asks for.
+    pub fn pair(retain: Option<&Retain>) -> [Store; 2] {
+        let one = |i: usize| match retain {
+            None => Store::All(Vec::new()),
+            Some(r) => Store::Capture(Box::new(Capture::new(
+                r.window,
+                r.spill_dir.clone().map(|d| (d, r.labels[i].clone())),
+            ))),
+        };
+        [one(0), one(1)]
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        match self {
+            Store::All(v) => v.extend_from_slice(bytes),
+            Store::Capture(c) => c.push(bytes),
+        }
+    }
+
+    /// The bytes for `RunOutcome::stdout` / `stderr` and, for a capture,
+    /// what it kept.
+    fn finish(self) -> (Vec<u8>, Option<Captured>) {
+        match self {
+            Store::All(v) => (v, None),
+            Store::Capture(c) => {
+                let done = c.finish();
+                (done.head.clone(), Some(done))
+            }
+        }
+    }
+}
+
+/// Build an outcome from the two stores (`captured` is set when they were
+/// captures).
+pub fn outcome(exit_code: Option<i32>, stores: [Store; 2], notes: Vec<String>) -> RunOutcome {
+    let [o, e] = stores;
+    let ((stdout, co), (stderr, ce)) = (o.finish(), e.finish());
+    let captured = match (co, ce) {
+        (Some(a), Some(b)) => Some(Box::new([a, b])),
+        _ => None,
+    };
+    RunOutcome {
+        exit_code,
+        stdout,
+        stderr,
+        dispatched: None,
+        notes,
+        captured,
+    }
+}
+
+/// Read size from the pipes: big enough that a flood costs few wake-ups.
+const CHUNK: usize = 64 * 1024;
+
+/// Read `reader` to EOF into `store`, forwarding decoded chunks to `on_output`.
 async fn pump<R: AsyncRead + Unpin>(
     mut reader: R,
     which: OutputStream,
-    buf: &mut Vec<u8>,
+    buf: &mut Store,
     on_output: Option<&OutputFn>,
 ) {
     let mut chunker = Utf8Chunker::default();
-    let mut chunk = vec![0u8; 8192];
+    let mut chunk = vec![0u8; CHUNK];
     loop {
         match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
+                buf.push(&chunk[..n]);
                 if let Some(f) = on_output {
                     let text = chunker.push(&chunk[..n]);
                     if !text.is_empty() {
@@ -145,10 +208,10 @@ async fn feed(stdin: Option<tokio::process::ChildStdin>, input: Option<Vec<u8>>)
 async fn drive(
     child: &mut Child,
     input: Option<Vec<u8>>,
-    stdout: &mut Vec<u8>,
-    stderr: &mut Vec<u8>,
+    stores: &mut [Store; 2],
     on_output: Option<&OutputFn>,
 ) -> Result<Option<i32>, ExecError> {
+    let [stdout, stderr] = stores;
     let out_pipe = child.stdout.take();
     let err_pipe = child.stderr.take();
     let in_pipe = child.stdin.take();
@@ -186,10 +249,22 @@ async fn drive(
 /// [`ExecError::Timeout`] with the partial output. Dropping the returned
 /// future kills the group too.
 pub async fn run(
+    cmd: Command,
+    input: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+) -> Result<RunOutcome, ExecError> {
+    run_retaining(cmd, input, timeout, on_output, None).await
+}
+
+/// [`run`], keeping only what `retain` asks for in memory (the rest of the
+/// output streams to spill files as it arrives; see [`RunOutcome::captured`]).
+pub async fn run_retaining(
     mut cmd: Command,
     input: Option<Vec<u8>>,
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
+    retain: Option<&Retain>,
 ) -> Result<RunOutcome, ExecError> {
     let program = cmd.as_std().get_program().to_string_lossy().into_owned();
     cmd.process_group(0)
@@ -208,16 +283,9 @@ pub async fn run(
     let pid = child.id().and_then(|p| i32::try_from(p).ok());
     let mut guard = GroupGuard { pgid: pid };
 
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
+    let mut stores = Store::pair(retain);
     let driven = {
-        let work = drive(
-            &mut child,
-            input,
-            &mut stdout,
-            &mut stderr,
-            on_output.as_ref(),
-        );
+        let work = drive(&mut child, input, &mut stores, on_output.as_ref());
         match timeout {
             Some(limit) => tokio::time::timeout(limit, work).await.ok(),
             None => Some(work.await),
@@ -229,13 +297,7 @@ pub async fn run(
             // The leader was reaped (or waiting failed): leave the group alone.
             guard.disarm();
             let exit_code = result?;
-            Ok(RunOutcome {
-                exit_code,
-                stdout,
-                stderr,
-                dispatched: None,
-                notes: Vec::new(),
-            })
+            Ok(outcome(exit_code, stores, Vec::new()))
         }
         None => {
             guard.kill();
@@ -244,13 +306,7 @@ pub async fn run(
             let limit = timeout.unwrap_or_default();
             Err(ExecError::Timeout {
                 limit,
-                partial: Box::new(RunOutcome {
-                    exit_code: None,
-                    stdout,
-                    stderr,
-                    dispatched: None,
-                    notes: Vec::new(),
-                }),
+                partial: Box::new(outcome(None, stores, Vec::new())),
             })
         }
     }

@@ -82,9 +82,22 @@ pub async fn run<T: Transport + ?Sized>(
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
 ) -> Result<RunOutcome, ExecError> {
+    run_retaining(transport, script, input, timeout, on_output, None).await
+}
+
+/// [`run`] keeping only what `retain` asks for in memory
+/// ([`process::run_retaining`]).
+pub async fn run_retaining<T: Transport + ?Sized>(
+    transport: &T,
+    script: &str,
+    input: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+    retain: Option<&super::capture::Retain>,
+) -> Result<RunOutcome, ExecError> {
     transport.prepare().await?;
     let cmd = transport.shell(script, input.is_some());
-    let out = process::run(cmd, input, timeout, on_output).await?;
+    let out = process::run_retaining(cmd, input, timeout, on_output, retain).await?;
     if let Some(e) = transport.failure(out.exit_code, &out.stderr) {
         return Err(e);
     }

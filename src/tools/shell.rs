@@ -13,9 +13,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::gate::{GateInfo, Risk};
-use super::truncate::{self, Keep};
-use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
-use crate::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest, humanize};
+use super::live::LiveOutput;
+use super::output_view::{self, StreamView};
+use super::truncate::Keep;
+use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use crate::exec::capture::{Captured, Retain};
+use crate::exec::{ExecError, ExecutionContext, RunOutcome, RunRequest, humanize};
 
 /// How `run_shell` waits for its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,14 +201,6 @@ impl RunShell {
     }
 }
 
-/// Lossy text plus whether anything was replaced.
-fn text_of(bytes: &[u8]) -> (String, bool) {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => (s.to_string(), false),
-        Err(_) => (String::from_utf8_lossy(bytes).into_owned(), true),
-    }
-}
-
 const DESCRIPTION: &str = "Run a shell command on the execution target with `sh -c` and return \
 its exit code, stdout and stderr as JSON. Long output is cut (the start and end are kept) and the \
 full text is saved to a file named in the output.
@@ -309,15 +304,8 @@ impl Tool for RunShell {
                 ),
             ));
         }
-        let on_output: Option<OutputFn> = ctx.sink().cloned().map(|sink| {
-            let f: OutputFn = Arc::new(move |which, text: &str| {
-                sink(match which {
-                    OutputStream::Stdout => ToolStream::Stdout(text.to_string()),
-                    OutputStream::Stderr => ToolStream::Stderr(text.to_string()),
-                })
-            });
-            f
-        });
+        let live: Option<Arc<LiveOutput>> = ctx.sink().cloned().map(LiveOutput::new);
+        let on_output = live.as_ref().map(LiveOutput::output_fn);
         let req = RunRequest {
             command: args.command,
             timeout: match args.wait {
@@ -328,8 +316,18 @@ impl Tool for RunShell {
             session: args.session,
             pane: args.pane,
             sandbox: ctx.sandboxed || self.config.always_sandboxed,
+            retain: Some(self.retain(ctx)),
         };
         let result = self.ctx.run(req, on_output).await;
+        if let Some(live) = &live {
+            let tail = match &result {
+                Ok(o) => tail_of(o),
+                Err(ExecError::Timeout { partial, .. }) => tail_of(partial),
+                Err(_) => Vec::new(),
+            };
+            live.finish(&tail);
+        }
+        crate::exec::capture::release_memory();
         // Transport notices (e.g. a re-established SSH connection) travel
         // with the result so the model and the operator see them.
         let notices = ctx.forward_target_notices(&self.ctx);
@@ -338,7 +336,7 @@ impl Tool for RunShell {
                 if let Some(dispatched) = outcome.dispatched {
                     return Ok(ToolOutput::text(dispatched));
                 }
-                let mut out = self.render(&outcome.stdout, &outcome.stderr, ctx);
+                let mut out = self.render(outcome.captured(), ctx);
                 out.result["exit_code"] = json!(outcome.exit_code);
                 if !outcome.notes.is_empty() {
                     out.result["notes"] = json!(outcome.notes);
@@ -350,7 +348,7 @@ impl Tool for RunShell {
                 Ok(out)
             }
             Err(ExecError::Timeout { limit, partial }) => {
-                let out = self.render(&partial.stdout, &partial.stderr, ctx);
+                let out = self.render(partial.captured(), ctx);
                 Err(ToolError::failed(
                     FailureClass::Timeout,
                     format!(
@@ -366,43 +364,67 @@ impl Tool for RunShell {
     }
 }
 
+/// The end of a run's stdout as it was kept (for the live view's last lines).
+fn tail_of(o: &RunOutcome) -> Vec<u8> {
+    match &o.captured {
+        Some(c) if !c[0].tail.is_empty() => c[0].tail.clone(),
+        Some(c) => c[0].head.clone(),
+        None => o.stdout.clone(),
+    }
+}
+
 impl RunShell {
-    /// Cut stdout and stderr for the model (lossy UTF-8), spilling the exact
-    /// bytes the command wrote.
-    fn render(&self, stdout: &[u8], stderr: &[u8], ctx: &ToolContext) -> ToolOutput {
+    /// What the command's output keeps in memory: windows big enough for
+    /// the model's view; the rest streams to the spill folder.
+    fn retain(&self, ctx: &ToolContext) -> Retain {
+        let limit = self.config.stdout_limit.max(self.config.stderr_limit);
+        Retain {
+            spill_dir: ctx.spill_dir.clone(),
+            labels: ["run_shell-stdout".into(), "run_shell-stderr".into()],
+            window: output_view::window_for(limit),
+        }
+    }
+
+    /// Cut stdout and stderr for the model (lossy UTF-8); the exact bytes
+    /// are in the spill files the trailers name.
+    fn render(&self, [stdout, stderr]: [Captured; 2], ctx: &ToolContext) -> ToolOutput {
         let dir = ctx.spill_dir.as_deref();
-        let (out_text, out_lossy) = text_of(stdout);
-        let (err_text, err_lossy) = text_of(stderr);
-        let (out_cut, out_spill) = truncate::cut_with_spill_raw(
-            &out_text,
-            stdout,
+        let keep = self.config.keep;
+        let out = output_view::view(
+            &stdout,
             self.config.stdout_limit,
-            self.config.keep,
+            keep,
             dir,
             "run_shell-stdout",
         );
-        let (err_cut, err_spill) = truncate::cut_with_spill_raw(
-            &err_text,
-            stderr,
+        let err = output_view::view(
+            &stderr,
             self.config.stderr_limit,
-            self.config.keep,
+            keep,
             dir,
             "run_shell-stderr",
         );
         let mut result = json!({
             "exit_code": null,
-            "stdout": out_cut.text,
-            "stderr": err_cut.text,
+            "stdout": out.cut.text,
+            "stderr": err.cut.text,
         });
-        if out_lossy || err_lossy {
+        if out.lossy || err.lossy {
             result["note"] =
                 json!("the output was not valid UTF-8; invalid bytes were replaced with U+FFFD");
+        }
+        let errors: Vec<&str> = [&out, &err]
+            .iter()
+            .filter_map(|v: &&StreamView| v.spill_error.as_deref())
+            .collect();
+        if !errors.is_empty() {
+            result["spill_error"] = json!(errors.join("; "));
         }
         ToolOutput {
             result,
             exit_code: None,
-            truncated: out_cut.removed > 0 || err_cut.removed > 0,
-            spill: out_spill.into_iter().chain(err_spill).collect(),
+            truncated: out.cut.removed > 0 || err.cut.removed > 0,
+            spill: out.spill.into_iter().chain(err.spill).collect(),
             timeline: None,
         }
     }

@@ -49,68 +49,59 @@ pub fn cut(s: &str, limit: usize, keep: Keep) -> Cut {
             removed: 0,
         };
     }
-    let removed = total - limit;
+    cut_ends(s, s, total, limit, keep)
+}
+
+/// The cut of a text longer than `limit` chars known only by its start
+/// `head` and its end `tail` (each holding at least the chars the cut keeps)
+/// and its length in chars: the same text [`cut`] makes of the whole.
+pub fn cut_ends(head: &str, tail: &str, total: usize, limit: usize, keep: Keep) -> Cut {
+    let removed = total.saturating_sub(limit);
     let text = match keep {
-        Keep::Head => {
-            let end = byte_at_char(s, limit);
-            format!("{}...[truncated]", &s[..end])
-        }
-        Keep::Tail => {
-            let start = byte_at_char(s, removed);
-            format!("[truncated {removed} chars from start]{}", &s[start..])
-        }
+        Keep::Head => format!("{}...[truncated]", first_chars(head, limit)),
+        Keep::Tail => format!(
+            "[truncated {removed} chars from start]{}",
+            last_chars(tail, limit)
+        ),
         Keep::HeadTail => {
-            let head = limit / 2;
-            let tail = limit - head;
-            let head_end = byte_at_char(s, head);
-            let tail_start = byte_at_char(s, total - tail);
+            let h = limit / 2;
             format!(
                 "{}\n...[truncated {removed} chars]...\n{}",
-                &s[..head_end],
-                &s[tail_start..]
+                first_chars(head, h),
+                last_chars(tail, limit - h)
             )
         }
     };
     Cut { text, removed }
 }
 
+/// The first `n` chars of `s` (all of it when shorter).
+fn first_chars(s: &str, n: usize) -> &str {
+    &s[..byte_at_char(s, n)]
+}
+
+/// The last `n` chars of `s` (all of it when shorter).
+fn last_chars(s: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    let start = s
+        .char_indices()
+        .rev()
+        .nth(n - 1)
+        .map(|(i, _)| i)
+        .unwrap_or(0);
+    &s[start..]
+}
+
 /// Write `full` to a new file in `dir` named after `label` and return its path.
 /// The file is readable by the user only.
 pub fn spill(dir: &Path, label: &str, full: &[u8]) -> std::io::Result<PathBuf> {
     use std::io::Write;
-    std::fs::create_dir_all(dir)?;
-    let safe: String = label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    let stamp = super::envelope::unix_millis();
-    let mut n = 0u32;
-    loop {
-        let path = dir.join(format!("{stamp}-{safe}-{n}.txt"));
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        match opts.open(&path) {
-            Ok(mut f) => {
-                f.write_all(full)?;
-                prune(dir, &path, SPILL_MAX_FILES, SPILL_MAX_BYTES);
-                return Ok(path);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
-            Err(e) => return Err(e),
-        }
-    }
+    let (mut f, path) = crate::exec::capture::create_spill(dir, label)?;
+    f.write_all(full)?;
+    prune(dir, &path, SPILL_MAX_FILES, SPILL_MAX_BYTES);
+    Ok(path)
 }
 
 /// Retention: a spill directory keeps at most this many files...
@@ -179,15 +170,10 @@ pub fn cut_with_spill_raw(
     };
     match spill(dir, label, raw) {
         Ok(path) => {
-            let size = if raw == text.as_bytes() {
-                format!("{} chars", text.chars().count())
-            } else {
-                format!("{} bytes, raw, not valid UTF-8", raw.len())
-            };
-            c.text.push_str(&format!(
-                "\n[full output ({size}) saved to {}]",
-                path.display()
-            ));
+            let chars = text.chars().count() as u64;
+            let lossy = raw != text.as_bytes();
+            c.text
+                .push_str(&trailer(chars, raw.len() as u64, lossy, &path));
             (c, Some(path))
         }
         Err(e) => {
@@ -195,6 +181,17 @@ pub fn cut_with_spill_raw(
             (c, None)
         }
     }
+}
+
+/// The line naming the spill file after a cut: its size in chars, or in
+/// bytes when the output was not valid UTF-8 (`lossy`).
+pub fn trailer(chars: u64, bytes: u64, lossy: bool, path: &Path) -> String {
+    let size = if lossy {
+        format!("{bytes} bytes, raw, not valid UTF-8")
+    } else {
+        format!("{chars} chars")
+    };
+    format!("\n[full output ({size}) saved to {}]", path.display())
 }
 
 #[cfg(test)]

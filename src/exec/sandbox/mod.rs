@@ -158,8 +158,20 @@ pub async fn run(
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
 ) -> Result<RunOutcome, ExecError> {
+    run_retaining(script, cwd, timeout, on_output, None).await
+}
+
+/// [`run`] keeping only what `retain` asks for in memory (the rest streams
+/// to the spill file, as for an unsandboxed run).
+pub async fn run_retaining(
+    script: &str,
+    cwd: Option<&Path>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+    retain: Option<&super::capture::Retain>,
+) -> Result<RunOutcome, ExecError> {
     let cmd = command(script, cwd, &[])?;
-    let out = super::process::run(cmd, None, timeout, on_output).await?;
+    let out = super::process::run_retaining(cmd, None, timeout, on_output, retain).await?;
     if out.exit_code == Some(helper::SETUP_FAILED) && out.stderr.starts_with(b"vigil sandbox: ") {
         return Err(ExecError::Failed(
             String::from_utf8_lossy(&out.stderr).trim().to_string(),

@@ -6,7 +6,15 @@
 //! happens, which is how completion markers and mirror updates are noticed
 //! without polling. It must never block the caller on a dead server: when
 //! the client exits, every waiting command fails and subscribers see
-//! [`Event::Closed`].
+//! [`Event::Closed`] (or the end of their channel).
+//!
+//! Nothing here queues without bound. tmux's flow control for control
+//! clients is on (`refresh-client -f pause-after=…`): a pane whose output
+//! this client is too slow to read is paused by the server, resumed at once
+//! (its backlog skipped) and reported as [`Event::Lagged`], as is output a
+//! subscriber's full channel could not take. Consumers catch up from a
+//! capture (the mirror) or from files (a command's exit status), never by
+//! replaying every byte.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -25,18 +33,58 @@ pub enum Event {
     Output { pane: String, data: Vec<u8> },
     /// Windows or panes changed (a pane may have been killed).
     Changed,
+    /// Some output was not delivered (a paused pane, a full channel):
+    /// markers in it may be lost.
+    Lagged,
     /// The client is gone (server killed, session destroyed).
     Closed,
 }
 
 type Reply = oneshot::Sender<Result<Vec<String>, String>>;
 
+/// Events a subscriber may have queued; output beyond it is dropped and
+/// reported as [`Event::Lagged`].
+pub const SUBSCRIBER_CAPACITY: usize = 256;
+
+/// Seconds of unread output after which tmux pauses a pane for this client.
+pub const PAUSE_AFTER_SECS: u32 = 2;
+
+struct Subscriber {
+    tx: mpsc::Sender<Event>,
+    /// Events were dropped; `Lagged` is owed before the next one.
+    lagged: bool,
+}
+
+impl Subscriber {
+    /// Deliver `ev` without waiting; `false`: the receiver is gone.
+    fn offer(&mut self, ev: &Event) -> bool {
+        use mpsc::error::TrySendError;
+        if self.lagged {
+            match self.tx.try_send(Event::Lagged) {
+                Ok(()) => self.lagged = false,
+                Err(TrySendError::Full(_)) => return true,
+                Err(TrySendError::Closed(_)) => return false,
+            }
+        }
+        match self.tx.try_send(ev.clone()) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.lagged = true;
+                true
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Shared {
     /// Waiting commands in the order they were written; `None`: nobody waits.
     pending: VecDeque<Option<Reply>>,
-    subscribers: Vec<mpsc::UnboundedSender<Event>>,
+    subscribers: Vec<Subscriber>,
     closed: bool,
+    /// `%pause` notifications seen (panes tmux stopped sending us).
+    pauses: u64,
 }
 
 /// One control-mode client attached to one session.
@@ -97,9 +145,10 @@ impl Control {
         });
 
         let sh = shared.clone();
+        let writer_tx = tx.clone();
         let reader = tokio::spawn(async move {
             let mut child = child;
-            read_loop(stdout, &sh, &changes).await;
+            read_loop(stdout, &sh, &writer_tx, &changes).await;
             let _ = child.start_kill();
             let _ = child.wait().await;
             let mut s = lock(&sh);
@@ -107,8 +156,8 @@ impl Control {
             for r in s.pending.drain(..).flatten() {
                 let _ = r.send(Err("the tmux server or session went away".into()));
             }
-            for sub in s.subscribers.drain(..) {
-                let _ = sub.send(Event::Closed);
+            for mut sub in s.subscribers.drain(..) {
+                sub.offer(&Event::Closed);
             }
         });
 
@@ -123,6 +172,12 @@ impl Control {
         lock(&self.shared).closed
     }
 
+    /// How many times tmux paused a pane for this client (each was resumed
+    /// at once, its backlog skipped).
+    pub fn pauses(&self) -> u64 {
+        lock(&self.shared).pauses
+    }
+
     /// Queue one tmux command line; the receiver gets its output lines or
     /// its error text.
     fn queue(
@@ -130,18 +185,7 @@ impl Control {
         line: &str,
         want: bool,
     ) -> Option<oneshot::Receiver<Result<Vec<String>, String>>> {
-        let mut s = lock(&self.shared);
-        if s.closed {
-            return None;
-        }
-        let (tx, rx) = oneshot::channel();
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
-        if self.lines.send(bytes).is_err() {
-            return None;
-        }
-        s.pending.push_back(if want { Some(tx) } else { None });
-        Some(rx)
+        queue(&self.shared, &self.lines, line, want)
     }
 
     /// Run one tmux command (no `;` chains) and return its output lines.
@@ -176,17 +220,39 @@ impl Control {
         let _ = self.queue(line, false);
     }
 
-    /// Receive every event from now on.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Event> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// Receive every event from now on (what does not fit in
+    /// [`SUBSCRIBER_CAPACITY`] becomes one [`Event::Lagged`]).
+    pub fn subscribe(&self) -> mpsc::Receiver<Event> {
+        let (tx, rx) = mpsc::channel(SUBSCRIBER_CAPACITY);
         let mut s = lock(&self.shared);
         if s.closed {
-            let _ = tx.send(Event::Closed);
+            let _ = tx.try_send(Event::Closed);
         } else {
-            s.subscribers.push(tx);
+            s.subscribers.push(Subscriber { tx, lagged: false });
         }
         rx
     }
+}
+
+/// Write one command line in order with its (possible) waiter.
+fn queue(
+    shared: &Mutex<Shared>,
+    lines: &mpsc::UnboundedSender<Vec<u8>>,
+    line: &str,
+    want: bool,
+) -> Option<oneshot::Receiver<Result<Vec<String>, String>>> {
+    let mut s = lock(shared);
+    if s.closed {
+        return None;
+    }
+    let (tx, rx) = oneshot::channel();
+    let mut bytes = line.as_bytes().to_vec();
+    bytes.push(b'\n');
+    if lines.send(bytes).is_err() {
+        return None;
+    }
+    s.pending.push_back(if want { Some(tx) } else { None });
+    Some(rx)
 }
 
 fn gone() -> ExecError {
@@ -195,20 +261,46 @@ fn gone() -> ExecError {
 
 fn broadcast(shared: &Mutex<Shared>, ev: Event) {
     let mut s = lock(shared);
-    s.subscribers.retain(|sub| sub.send(ev.clone()).is_ok());
+    s.subscribers.retain_mut(|sub| sub.offer(&ev));
+}
+
+/// The pane and the payload of `%output %ID DATA` or
+/// `%extended-output %ID AGE … : DATA` (the form flow control uses).
+fn output_line(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    if let Some(rest) = line.strip_prefix(b"%output ") {
+        return Some(match rest.iter().position(|&b| b == b' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &b""[..]),
+        });
+    }
+    let rest = line.strip_prefix(b"%extended-output ")?;
+    let i = rest.iter().position(|&b| b == b' ')?;
+    let (pane, after) = (&rest[..i], &rest[i..]);
+    let data = match after.windows(3).position(|w| w == b" : ") {
+        Some(j) => &after[j + 3..],
+        // An empty payload ends in " :".
+        None => &b""[..],
+    };
+    Some((pane, data))
 }
 
 async fn read_loop(
     stdout: tokio::process::ChildStdout,
     shared: &Mutex<Shared>,
+    lines_tx: &mpsc::UnboundedSender<Vec<u8>>,
     changes: &watch::Sender<u64>,
 ) {
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
     let mut line = Vec::new();
     // The block being read: (tag "time number", from us, lines).
     let mut block: Option<(Vec<u8>, bool, Vec<String>)> = None;
+    let mut flow_control = false;
     loop {
         line.clear();
+        if line.capacity() > 1 << 20 {
+            // One huge line must not stay resident.
+            line = Vec::new();
+        }
         match reader.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
@@ -224,6 +316,14 @@ async fn read_loop(
                     let ours = *ours;
                     let lines = std::mem::take(lines);
                     block = None;
+                    if !ours && !flow_control {
+                        // The attach's own block: the client exists now, so
+                        // flow control can be asked for (tmux ≥ 3.2; older
+                        // servers answer with an error nobody waits for).
+                        flow_control = true;
+                        let flags = format!("refresh-client -f pause-after={PAUSE_AFTER_SECS}");
+                        queue(shared, lines_tx, &flags, false);
+                    }
                     if ours {
                         let reply = lock(shared).pending.pop_front().flatten();
                         if let Some(r) = reply {
@@ -247,11 +347,20 @@ async fn read_loop(
             let tag_len = parts.iter().take(2).map(|p| p.len()).sum::<usize>() + 2;
             let tag = rest[..tag_len.min(rest.len())].to_vec();
             block = Some((tag, ours, Vec::new()));
-        } else if let Some(rest) = line.strip_prefix(b"%output ") {
-            let (pane, data) = match rest.iter().position(|&b| b == b' ') {
-                Some(i) => (&rest[..i], &rest[i + 1..]),
-                None => (rest, &b""[..]),
-            };
+        } else if let Some(pane) = line.strip_prefix(b"%pause ") {
+            // Skip the backlog: resume at once; consumers catch up from a
+            // capture or from files.
+            let pane = String::from_utf8_lossy(pane).into_owned();
+            lock(shared).pauses += 1;
+            queue(
+                shared,
+                lines_tx,
+                &format!("refresh-client -A '{pane}:continue'"),
+                false,
+            );
+            broadcast(shared, Event::Lagged);
+            changes.send_modify(|n| *n = n.wrapping_add(1));
+        } else if let Some((pane, data)) = output_line(&line) {
             let ev = Event::Output {
                 pane: String::from_utf8_lossy(pane).into_owned(),
                 data: decode_output(data),

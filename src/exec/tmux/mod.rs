@@ -26,6 +26,7 @@ pub mod ops;
 pub mod run;
 pub mod sandboxed;
 pub mod script;
+pub mod stream;
 
 pub use backend::TmuxBackend;
 pub use feed::spawn_mirror_feed;

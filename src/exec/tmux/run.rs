@@ -23,8 +23,9 @@ use super::control::{Control, Event};
 use super::guard::guard_shared_shell;
 use super::manager::{PaneRef, PaneSlot, TmuxManager};
 use super::script::{self, CmdFiles, Marker, MarkerScanner, is_shell, tq};
-use crate::exec::process::Utf8Chunker;
-use crate::exec::{ExecError, OutputFn, OutputStream, RunOutcome, RunRequest};
+use super::stream::Streamer;
+use crate::exec::process::outcome;
+use crate::exec::{ExecError, OutputFn, RunOutcome, RunRequest};
 
 /// How long a probe may take before Ctrl-C is sent again.
 const PROBE_WAIT: Duration = Duration::from_millis(1500);
@@ -129,88 +130,6 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
          capture-pane and get it back with send-keys (e.g. C-c, q, or Enter)",
         pane.name
     )))
-}
-
-/// Follows the output files while the command runs: new bytes go to the
-/// callback and, on this machine, to the pane's terminal so the operator
-/// sees them live (the wrapper then skips its own display).
-struct Streamer {
-    on_output: Option<OutputFn>,
-    offsets: [u64; 2],
-    chunkers: [Utf8Chunker; 2],
-    /// The pane's tty and the flag file telling the wrapper we showed it.
-    tty_path: Option<String>,
-    live_flag: String,
-    tty: Option<tokio::fs::File>,
-}
-
-impl Streamer {
-    fn emit(&mut self, i: usize, bytes: &[u8]) {
-        self.offsets[i] += bytes.len() as u64;
-        if let Some(f) = &self.on_output {
-            let text = self.chunkers[i].push(bytes);
-            if !text.is_empty() {
-                f(which(i), &text);
-            }
-        }
-    }
-
-    async fn show(&mut self, bytes: &[u8]) {
-        use tokio::io::AsyncWriteExt;
-        if self.tty.is_none() {
-            let Some(path) = self.tty_path.take() else {
-                return;
-            };
-            if tokio::fs::write(&self.live_flag, b"").await.is_err() {
-                return;
-            }
-            self.tty = tokio::fs::OpenOptions::new()
-                .append(true)
-                .open(&path)
-                .await
-                .ok();
-        }
-        if let Some(t) = self.tty.as_mut() {
-            let _ = t.write_all(bytes).await;
-        }
-    }
-
-    async fn pull(&mut self, mgr: &TmuxManager, files: &CmdFiles) {
-        for (i, ext) in ["o", "e"].iter().enumerate() {
-            let new = mgr.read_from(&files.path(ext), self.offsets[i]).await;
-            if !new.is_empty() {
-                self.show(&new).await;
-                self.emit(i, &new);
-            }
-        }
-    }
-
-    /// Emit what the final files hold beyond what was streamed.
-    fn finish(&mut self, out: &[u8], err: &[u8]) {
-        for (i, full) in [out, err].iter().enumerate() {
-            let from = usize::try_from(self.offsets[i])
-                .unwrap_or(usize::MAX)
-                .min(full.len());
-            let rest = full[from..].to_vec();
-            if !rest.is_empty() {
-                self.emit(i, &rest);
-            }
-            if let Some(f) = &self.on_output {
-                let tail = self.chunkers[i].finish();
-                if !tail.is_empty() {
-                    f(which(i), &tail);
-                }
-            }
-        }
-    }
-}
-
-fn which(i: usize) -> OutputStream {
-    if i == 0 {
-        OutputStream::Stdout
-    } else {
-        OutputStream::Stderr
-    }
 }
 
 /// Run one command in a managed pane.
@@ -346,17 +265,16 @@ pub async fn run_in_pane(
 
     let mut scanner = MarkerScanner::new(&token);
     let local = mgr.transport().is_local();
-    let mut streamer = Streamer {
+    let mut streamer = Streamer::new(
         on_output,
-        offsets: [0, 0],
-        chunkers: Default::default(),
-        tty_path: (local && state.tty.starts_with('/')).then(|| state.tty.clone()),
-        live_flag: files.path("live"),
-        tty: None,
-    };
+        req.retain.as_ref(),
+        local,
+        (local && state.tty.starts_with('/')).then(|| state.tty.clone()),
+        files.path("live"),
+    );
     // Following the files costs a read per tick on this machine and a
     // process elsewhere; commands shorter than one tick never pay it.
-    let follow = local || streamer.on_output.is_some();
+    let follow = local || streamer.has_output_fn();
     let tick = if local {
         Duration::from_millis(25)
     } else {
@@ -366,6 +284,7 @@ pub async fn run_in_pane(
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let mut next_pull = Instant::now() + tick;
     let mut rc: Option<i32> = None;
+    let mut lagged = false;
 
     let timed_out = loop {
         if rc.is_some() {
@@ -381,6 +300,7 @@ pub async fn run_in_pane(
                     }
                 }
                 Some(Event::Output { .. }) => {}
+                Some(Event::Lagged) => lagged = true,
                 Some(Event::Changed) => {
                     if !mgr.pane_exists(&pane).await {
                         guard.armed = false;
@@ -393,8 +313,15 @@ pub async fn run_in_pane(
                     return Err(lost(&pane, "the tmux server or session went away"));
                 }
             },
-            _ = tokio::time::sleep_until(next_pull), if follow => {
-                streamer.pull(mgr, &files).await;
+            _ = tokio::time::sleep_until(next_pull), if follow || lagged => {
+                if follow {
+                    streamer.pull(mgr, &files, true).await;
+                }
+                if lagged {
+                    // The exit marker may have been in output tmux or a full
+                    // channel dropped: the wrapper's status file tells.
+                    rc = exit_file(mgr, &files).await;
+                }
                 next_pull = Instant::now() + tick;
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
@@ -409,24 +336,16 @@ pub async fn run_in_pane(
         guard.armed = false;
         // Give the interrupted command a moment to flush what it wrote.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let (stdout, stderr) = read_results(mgr, &files).await;
-        streamer.finish(&stdout, &stderr);
+        let stores = collect(mgr, &files, streamer, &req).await;
         return Err(ExecError::Timeout {
             limit: req.timeout.unwrap_or_default(),
-            partial: Box::new(RunOutcome {
-                exit_code: None,
-                stdout,
-                stderr,
-                dispatched: None,
-                notes,
-            }),
+            partial: Box::new(outcome(None, stores, notes)),
         });
     }
     guard.armed = false;
     drop(guard);
 
-    let ((stdout, stderr), after) = tokio::join!(read_results(mgr, &files), mgr.pane_state(&pane));
-    streamer.finish(&stdout, &stderr);
+    let (stores, after) = tokio::join!(collect(mgr, &files, streamer, &req), mgr.pane_state(&pane));
     if let Ok(st) = after {
         if st.alternate_on {
             notes.push(format!(
@@ -437,28 +356,38 @@ pub async fn run_in_pane(
             ));
         }
     }
-    Ok(RunOutcome {
-        exit_code: rc,
-        stdout,
-        stderr,
-        dispatched: None,
-        notes,
-    })
+    Ok(outcome(rc, stores, notes))
 }
 
-/// Read both output files and remove the command's files.
-async fn read_results(mgr: &TmuxManager, files: &CmdFiles) -> (Vec<u8>, Vec<u8>) {
-    let (po, pe) = (files.path("o"), files.path("e"));
-    let (o, e) = tokio::join!(mgr.read_from(&po, 0), mgr.read_from(&pe, 0));
+/// Take the rest of both output files, move a file that outgrew the
+/// windows to the spill folder, and remove the command's files.
+async fn collect(
+    mgr: &TmuxManager,
+    files: &CmdFiles,
+    mut streamer: Streamer,
+    req: &RunRequest,
+) -> [crate::exec::process::Store; 2] {
+    streamer.finish(mgr, files).await;
+    streamer.place(files, req.retain.as_ref()).await;
     mgr.remove(&files.all()).await;
-    (o, e)
+    streamer.stores
+}
+
+/// The exit status the wrapper left in its status file, once it exists
+/// (the shell is then printing its marker and returning to the prompt).
+async fn exit_file(mgr: &TmuxManager, files: &CmdFiles) -> Option<i32> {
+    let bytes = mgr.read_from(&files.path("rc"), 0).await;
+    let code = std::str::from_utf8(&bytes).ok()?.trim().parse().ok()?;
+    // Let the shell finish printing its marker and prompt.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Some(code)
 }
 
 /// Follow a detached command until its exit marker, then clear the pane's
 /// busy flag. Files are left for the operator's own tooling only on
 /// remote targets where removal would cost a round trip per command.
 async fn watch_detached(
-    mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    mut events: tokio::sync::mpsc::Receiver<Event>,
     token: String,
     pane: String,
     slot: Arc<PaneSlot>,

@@ -103,7 +103,15 @@ pub async fn run_sandboxed(
             f(which, text);
         }
     });
-    let result = sandbox::run(&req.command, cwd.as_deref(), req.timeout, Some(forward)).await;
+    let retain = req.retain.as_ref();
+    let result = sandbox::run_retaining(
+        &req.command,
+        cwd.as_deref(),
+        req.timeout,
+        Some(forward),
+        retain,
+    )
+    .await;
     let end = match &result {
         Ok(out) => match out.exit_code {
             Some(code) => format!("[vigil: sandboxed run exited {code}]\n"),

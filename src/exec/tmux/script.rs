@@ -71,7 +71,7 @@ impl CmdFiles {
     }
     /// Every file a command may leave behind.
     pub fn all(&self) -> Vec<String> {
-        ["sh", "c", "o", "e", "of", "ef", "live"]
+        ["sh", "c", "o", "e", "of", "ef", "live", "rc"]
             .iter()
             .map(|e| self.path(e))
             .collect()
@@ -102,15 +102,18 @@ fn source_line(files: &CmdFiles, out: &str, err: &str) -> String {
 /// zsh's `command` does not run builtins, hence the runtime branch. Output
 /// goes straight to files (exact bytes, no extra process). Unless vigil
 /// already showed it live (the `N.live` flag), the output (its last 64 KiB
-/// per stream) is shown in the pane afterwards; the exit marker comes last, so when it arrives the
-/// shell is back at its prompt.
+/// per stream) is shown in the pane afterwards; the exit status also goes
+/// to `N.rc` (for when flow control dropped the marker), and the exit marker
+/// comes last, so when it arrives the shell is back at its prompt.
 pub fn wrapper(files: &CmdFiles, token: &str) -> String {
     let (o, e, live) = (files.path("o"), files.path("e"), files.path("live"));
     format!(
         "{src}__vigil_rc=$?\n\
          if [ ! -e {live} ] && {{ [ -s {o} ] || [ -s {e} ]; }}; then tail -q -c 65536 -- {o} {e}; fi\n\
+         printf '%s\\n' \"$__vigil_rc\" >{rc}\n\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$__vigil_rc\"; unset __vigil_rc\n",
         src = source_line(files, &o, &e),
+        rc = files.path("rc"),
     )
 }
 

@@ -1,0 +1,493 @@
+//! The real binary under an output flood, the way an operator runs it
+//! (`cargo bench --bench flood_rss`).
+//!
+//! The release `vigil` runs in a tmux pane (the console attached, 100×30)
+//! against the scripted model server, which asks for `run_shell` of
+//! `seq 1 N`: 15 MB (N = 2 000 000) and 169 MB (N = 20 000 000), and 1 GB
+//! (N = 111 111 111) when `VIGIL_FLOOD_GB=1`; in the default managed-pane
+//! mode and with `--no-tmux`. For each it reports:
+//! - peak RSS: the sum of the VmHWM of every vigil process (sampled while it runs) and
+//!   VmRSS one second after the turn ended (memory given back);
+//! - key→frame latency during the flood: a key typed into the input box
+//!   until capture-pane shows it (p50/p99; a capture costs ~4 ms), and the
+//!   same probe before the flood (idle: what the probe sees on this machine
+//!   at this moment);
+//! - wall: Enter to the turn's end on screen, against the same command in a
+//!   bare tmux pane of the managed pane's size (tmux mode) or a bare
+//!   `sh -c` whose output is read and dropped (plain mode), measured before
+//!   and after vigil's run (the ratio is against their mean); in plain mode
+//!   also a bare `sh -c` whose output is written to a file (the disk's
+//!   share);
+//! - the session's `events.jsonl` and spill sizes.
+//!
+//! `VIGIL_FLOOD_SIZES=2000000,20000000` picks sizes, `VIGIL_FLOOD_MODES=tmux`
+//! picks modes, `VIGIL_FLOOD_FLOOR=0` skips the floors (a 1 GB bare pane
+//! takes minutes). Every tmux server is private (`-L vigil-flood-…`) and
+//! killed at the end; temporary folders are removed.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use vigil::scripted::{Scenario, ScriptedServer};
+
+const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
+/// The managed pane's size (config `[tmux] width/height`).
+const PANE: (u16, u16) = (200, 50);
+
+fn scenario(n: u64) -> String {
+    format!(
+        r#"
+model = "e2e"
+chunk_delay_ms = 0
+
+[[rule]]
+when = {{ role = "user", contains = "flood" }}
+times = 0
+text = "Flooding."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "seq 1 {n}"
+risk = "low"
+mutation = false
+privesc = false
+why = "bench flood"
+
+[[rule]]
+when = {{ role = "tool" }}
+times = 0
+text = "FLOOD-DONE"
+"#
+    )
+}
+
+const CONFIG: &str = r#"
+[tools]
+shell_confirm = false
+
+[tmux]
+shell = "bash"
+width = 200
+height = 50
+"#;
+
+/// A private tmux server, killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn new(tag: &str) -> Tmux {
+        Tmux(format!("vigil-flood-{tag}-{}", std::process::id()))
+    }
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.0, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn screen(&self, target: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", target])
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+fn status_kib(pid: i32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Every process under `root` (itself included) running the vigil binary.
+fn vigil_pids(root: i32) -> Vec<i32> {
+    let bin = Path::new(VIGIL).canonicalize().expect("vigil binary");
+    let mut todo = vec![root];
+    let mut found = Vec::new();
+    while let Some(pid) = todo.pop() {
+        if std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == bin) {
+            found.push(pid);
+        }
+        todo.extend(children(pid));
+    }
+    found
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn wait_screen(t: &Tmux, target: &str, what: &str, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if t.screen(target).contains(what) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Bytes in every file under `dir` whose path contains `part`.
+fn bytes_under(dir: &Path, part: &str) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                bytes_under(&p, part)
+            } else if p.to_string_lossy().contains(part) {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            } else {
+                0
+            }
+        })
+        .sum()
+}
+
+struct Figures {
+    /// The sum over every vigil process of its VmHWM.
+    hwm_kib: u64,
+    processes: usize,
+    after_kib: u64,
+    keys: Vec<Duration>,
+    /// Key→frame before the flood, same method.
+    idle: Vec<Duration>,
+    wall: Duration,
+    events: u64,
+    spill: u64,
+}
+
+/// One flood through the real binary.
+fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, CONFIG).expect("config");
+    let data = dir.path().join("data");
+    let outer = Tmux::new("console");
+    let inner = Tmux::new("agent");
+    let launch = format!(
+        "cd {work} && env TERM=xterm-256color VIGIL_DATA_DIR={data} VIGIL_TMUX_SOCKET={sock} \
+         XDG_CONFIG_HOME={xdg} {VIGIL} --config {cfg} --base-url {url} --model e2e {extra}",
+        work = dir.path().display(),
+        data = data.display(),
+        sock = inner.0,
+        xdg = dir.path().join("xdg").display(),
+        cfg = cfg.display(),
+        extra = if tmux_mode { "" } else { "--no-tmux" },
+    );
+    outer.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "c",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &launch,
+    ]);
+    assert!(
+        wait_screen(&outer, "c", "e2e", Duration::from_secs(30)),
+        "vigil did not start:\n{}",
+        outer.screen("c")
+    );
+    let pane: i32 = outer
+        .run(&["display", "-p", "-t", "c", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .expect("pane pid");
+    // Let the managed pane's shell come up before the flood.
+    std::thread::sleep(Duration::from_millis(1500));
+    let idle = idle_keys(&outer);
+    outer.run(&["send-keys", "-t", "c", "-l", "flood"]);
+    let start = Instant::now();
+    outer.run(&["send-keys", "-t", "c", "Enter"]);
+    let (keys, wall, mut hwm) = probe_until_done(&outer, pane, start);
+    std::thread::sleep(Duration::from_secs(1));
+    let pids = vigil_pids(pane);
+    sample_hwm(&mut hwm, &pids);
+    let after_kib = pids.iter().map(|&p| status_kib(p, "VmRSS:")).sum();
+    Figures {
+        hwm_kib: hwm.values().sum(),
+        processes: hwm.len(),
+        after_kib,
+        keys,
+        idle,
+        wall,
+        events: bytes_under(&data, "events.jsonl"),
+        spill: bytes_under(&data, "spill"),
+    }
+}
+
+/// Peak VmHWM seen per vigil process.
+type Peaks = std::collections::HashMap<i32, u64>;
+
+fn sample_hwm(peaks: &mut Peaks, pids: &[i32]) {
+    for &p in pids {
+        let kib = status_kib(p, "VmHWM:");
+        let peak = peaks.entry(p).or_default();
+        *peak = (*peak).max(kib);
+    }
+}
+
+/// Type a key into the input box every ~30 ms until the turn's end shows;
+/// returns the key→frame latencies, the wall time and the peak VmHWM seen.
+fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Duration, Peaks) {
+    let mut keys = Vec::new();
+    let mut hwm = Peaks::new();
+    let mut typed = 0usize;
+    let limit = Duration::from_secs(600);
+    loop {
+        sample_hwm(&mut hwm, &vigil_pids(pane));
+        let screen = t.screen("c");
+        if screen.contains("FLOOD-DONE") {
+            return (keys, start.elapsed(), hwm);
+        }
+        assert!(start.elapsed() < limit, "the flood never ended:\n{screen}");
+        if typed >= 40 {
+            // Keep the input line short: clear it and wait for that.
+            clear_input(t, typed);
+            typed = 0;
+            continue;
+        }
+        typed += 1;
+        if let Some(d) = probe_key(t, typed) {
+            keys.push(d);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+/// Type one more `Z` (the `typed`-th) and wait until the screen shows
+/// `typed` of them; `None` when the turn ended first or it took over 10 s.
+fn probe_key(t: &Tmux, typed: usize) -> Option<Duration> {
+    let sent = Instant::now();
+    t.run(&["send-keys", "-t", "c", "-l", "Z"]);
+    let want = "Z".repeat(typed);
+    loop {
+        let s = t.screen("c");
+        if s.contains(&want) {
+            return Some(sent.elapsed());
+        }
+        if sent.elapsed() > Duration::from_secs(10) || s.contains("FLOOD-DONE") {
+            return None;
+        }
+    }
+}
+
+/// Key→frame with nothing running, by the same method: the floor of what
+/// this probe can see on this machine at this moment.
+fn idle_keys(t: &Tmux) -> Vec<Duration> {
+    let keys = (1..=20)
+        .filter_map(|i| {
+            let d = probe_key(t, i);
+            std::thread::sleep(Duration::from_millis(30));
+            d
+        })
+        .collect();
+    clear_input(t, 20);
+    keys
+}
+
+/// Erase the `typed` probe keys from the input box (Backspace: the input
+/// box has no kill-line key) and wait until no `Z` is left on screen, so
+/// the next probe cannot match an old one.
+fn clear_input(t: &Tmux, typed: usize) {
+    t.run(&["send-keys", "-t", "c", "-N", &typed.to_string(), "BSpace"]);
+    let start = Instant::now();
+    while t.screen("c").contains('Z') && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The same command typed into a bare pane of the managed pane's size.
+fn bare_pane(n: u64) -> Duration {
+    let t = Tmux::new("bare");
+    let (w, h) = (PANE.0.to_string(), PANE.1.to_string());
+    t.run(&[
+        "new-session", "-d", "-s", "b", "-x", &w, "-y", &h,
+        "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TERM=screen PS1='$ ' bash --norc --noprofile",
+    ]);
+    assert!(wait_screen(&t, "b", "$", Duration::from_secs(10)));
+    let line = format!("seq 1 {n}; tmux -L {} wait-for -S flood-done", t.0);
+    t.run(&["send-keys", "-t", "b", "-l", &line]);
+    let start = Instant::now();
+    t.run(&["send-keys", "-t", "b", "Enter"]);
+    t.run(&["wait-for", "flood-done"]);
+    start.elapsed()
+}
+
+/// The same command as a bare `sh -c`, its output read and dropped.
+fn bare_sh(n: u64) -> Duration {
+    bare_sh_into(n, &mut std::io::sink())
+}
+
+/// The same command as a bare `sh -c`, its output read and written to a
+/// file (what any spill costs: the disk's share of vigil's wall).
+fn bare_sh_to_file(n: u64) -> Duration {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut file = std::fs::File::create(dir.path().join("out")).expect("file");
+    bare_sh_into(n, &mut file)
+}
+
+fn bare_sh_into(n: u64, sink: &mut dyn std::io::Write) -> Duration {
+    let start = Instant::now();
+    let mut child = Command::new("sh")
+        .args(["-c", &format!("seq 1 {n}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(k @ 1..) = out.read(&mut buf) {
+        sink.write_all(&buf[..k]).expect("write");
+    }
+    let _ = child.wait();
+    start.elapsed()
+}
+
+fn sizes() -> Vec<u64> {
+    if let Ok(list) = std::env::var("VIGIL_FLOOD_SIZES") {
+        return list
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+    }
+    let mut v = vec![2_000_000, 20_000_000];
+    if std::env::var("VIGIL_FLOOD_GB").is_ok_and(|v| v == "1") {
+        v.push(111_111_111);
+    }
+    v
+}
+
+fn modes() -> Vec<bool> {
+    match std::env::var("VIGIL_FLOOD_MODES").as_deref() {
+        Ok("tmux") => vec![true],
+        Ok("plain") => vec![false],
+        _ => vec![true, false],
+    }
+}
+
+fn seq_bytes(n: u64) -> u64 {
+    let mut total = 0;
+    let mut lo = 1u64;
+    let mut digits = 1;
+    while lo <= n {
+        let hi = (lo * 10 - 1).min(n);
+        total += (hi - lo + 1) * (digits + 1);
+        lo *= 10;
+        digits += 1;
+    }
+    total
+}
+
+/// p50 and p99 of `d`, in ms.
+fn p50_p99(d: &[Duration]) -> (f64, f64) {
+    let mut d = d.to_vec();
+    d.sort();
+    (ms(percentile(&d, 0.5)), ms(percentile(&d, 0.99)))
+}
+
+/// `floors`: the bare run before and after vigil's; the ratio is against
+/// their mean (zero: not measured). `to_file`: plain mode's bare `sh -c`
+/// whose output is written to a file.
+fn report(
+    n: u64,
+    tmux_mode: bool,
+    f: &Figures,
+    floors: (Duration, Duration),
+    to_file: Option<Duration>,
+) {
+    let (k50, k99) = p50_p99(&f.keys);
+    let (i50, i99) = p50_p99(&f.idle);
+    let floor = (floors.0 + floors.1) / 2;
+    let ratio = if floor.is_zero() {
+        "not measured".to_string()
+    } else {
+        format!("{:.2}×", f.wall.as_secs_f64() / floor.as_secs_f64())
+    };
+    let mode = if tmux_mode { "tmux " } else { "plain" };
+    let floor_name = if tmux_mode { "bare pane" } else { "bare sh -c" };
+    println!(
+        "{mode} seq 1 {n} ({:.0} MB): peak RSS {:.1} MiB ({} vigil process(es)), after {:.1} MiB | key→frame p50 {k50:.1} ms \
+         p99 {k99:.1} ms ({} keys; idle p50 {i50:.1} ms p99 {i99:.1} ms) | wall {:.2} s vs {floor_name} \
+         {:.2} s ({:.2} s before, {:.2} s after) = {ratio} | events.jsonl {} B, spill {:.0} MB",
+        seq_bytes(n) as f64 / 1e6,
+        f.hwm_kib as f64 / 1024.0,
+        f.processes,
+        f.after_kib as f64 / 1024.0,
+        f.keys.len(),
+        f.wall.as_secs_f64(),
+        floor.as_secs_f64(),
+        floors.0.as_secs_f64(),
+        floors.1.as_secs_f64(),
+        f.events,
+        f.spill as f64 / 1e6,
+    );
+    if let Some(d) = to_file {
+        println!(
+            "      wall {:.2} s vs bare sh -c writing its output to a file {:.2} s = {:.2}×",
+            f.wall.as_secs_f64(),
+            d.as_secs_f64(),
+            f.wall.as_secs_f64() / d.as_secs_f64()
+        );
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    for n in sizes() {
+        let scenario = Scenario::from_toml_str(&scenario(n)).expect("scenario");
+        let server = rt
+            .block_on(ScriptedServer::start(scenario))
+            .expect("server");
+        for tmux_mode in modes() {
+            // VIGIL_FLOOD_FLOOR=0 skips the floors (a 1 GB bare pane
+            // takes minutes).
+            let floors = std::env::var("VIGIL_FLOOD_FLOOR").map_or(true, |v| v != "0");
+            let bare = || match (floors, tmux_mode) {
+                (false, _) => Duration::ZERO,
+                (true, true) => bare_pane(n),
+                (true, false) => bare_sh(n),
+            };
+            let before = bare();
+            let f = through_vigil(tmux_mode, &server.base_url());
+            let after = bare();
+            let to_file = (floors && !tmux_mode).then(|| bare_sh_to_file(n));
+            report(n, tmux_mode, &f, (before, after), to_file);
+        }
+        drop(server);
+    }
+}
