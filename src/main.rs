@@ -9,11 +9,12 @@ use clap::{Parser, Subcommand};
 
 use vigil::agent::approval::Policy;
 use vigil::agent::session::SessionStore;
-use vigil::app::StartOptions;
+use vigil::cli::headless::exit;
+use vigil::cli::wiring::StartOptions;
+use vigil::cli::{headless, toolcmd, wiring};
 use vigil::config::{ApprovalMode, Config, Overrides};
+use vigil::console;
 use vigil::exec::leave::OnExit;
-use vigil::headless::exit;
-use vigil::{app, console, headless, toolcmd};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -163,7 +164,9 @@ fn main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     let cli = Cli::parse();
-    let mut config = match Config::load(cli.config.as_deref()) {
+    let loaded =
+        Config::load(cli.config.as_deref()).and_then(|c| vigil::cli::check_config(&c).map(|()| c));
+    let mut config = match loaded {
         Ok(c) => c,
         Err(e) => {
             eprintln!("vigil: {e}");
@@ -286,7 +289,7 @@ fn startup_policy(config: &Config, demo: bool, auto_approve: bool) -> Policy {
 }
 
 fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -> i32 {
-    use vigil::policycmd;
+    use vigil::cli::policycmd;
     let policy = startup_policy(config, false, auto_approve);
     let can_sandbox = vigil::exec::ExecutionContext::local().can_sandbox();
     let broker = policycmd::broker(config, policy, can_sandbox);
@@ -349,7 +352,7 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
         trust_session_rules,
     } = args;
     let policy = startup_policy(config, false, auto_approve);
-    let running = match app::start_agent_with(
+    let running = match wiring::start_agent_with(
         config,
         demo,
         policy,
@@ -442,7 +445,7 @@ async fn run_console(
         }
     };
     let policy = startup_policy(config, demo, auto_approve);
-    let running = match app::start_agent_with(
+    let running = match wiring::start_agent_with(
         config,
         demo,
         policy.clone(),
@@ -483,14 +486,14 @@ async fn run_console(
 }
 
 async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
-    let target = match app::build_exec(config).await {
+    let target = match wiring::build_exec(config).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("vigil: {e}");
             return exit::FAILED;
         }
     };
-    let registry = app::build_registry_async(
+    let registry = wiring::build_registry_async(
         config,
         &target.exec,
         target.tmux.as_ref(),

@@ -26,8 +26,8 @@ use super::panes::status::StatusBar;
 use super::panes::tools::ToolsPane;
 use super::panes::viewer::Viewer;
 use super::theme::Theme;
+use crate::event::OnExit;
 use crate::event::{AgentEvent, ApprovalPolicy, McpState};
-use crate::exec::leave::OnExit;
 
 pub use super::panes::footer::Focus;
 

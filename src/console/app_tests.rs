@@ -10,7 +10,7 @@ use super::panes::tools::CallStatus;
 use crate::event::{
     AgentCommand, AgentEvent, ApprovalDecision, ApprovalRequest, Risk, TurnOutcome,
 };
-use crate::tools::gate::GateInfo;
+use crate::policy::gate::GateInfo;
 
 pub(crate) fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)

@@ -13,11 +13,11 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::GateInfo;
 use super::paths::PathPolicy;
 use super::truncate::{self, Keep};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::{ExecutionContext, PathKind};
+use crate::policy::gate::GateInfo;
 
 /// Settings for [`Edit`].
 #[derive(Debug, Clone, PartialEq)]

@@ -7,11 +7,11 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::GateInfo;
 use super::paths::PathPolicy;
 use super::truncate::{self, Keep};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::ExecutionContext;
+use crate::policy::gate::GateInfo;
 
 /// Chars of a file the model sees.
 pub const READ_LIMIT: usize = 8000;

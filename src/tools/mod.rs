@@ -5,20 +5,15 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
-pub mod allow_list;
-pub mod denylist;
 pub mod edit;
 pub mod envelope;
 pub mod failure;
 pub mod fetch;
 pub mod files;
-pub mod gate;
 pub mod mcp;
 pub mod paths;
-pub mod prefix_rule;
 pub mod registry;
 pub mod request_tools;
-pub mod risk;
 pub mod search;
 pub mod shell;
 pub mod ssrf;
@@ -37,8 +32,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::policy::gate::{ApprovalDecision, Approver, GateInfo};
 pub use failure::FailureClass;
-pub use gate::{ApprovalDecision, Approver, GateInfo};
 pub use registry::{ToolRegistry, ToolRun};
 
 /// OpenAI-compatible function definition sent with every request.

@@ -12,10 +12,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::{GateInfo, Risk};
 use super::truncate::{self, Keep};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
 use crate::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest, humanize};
+use crate::policy::gate::{GateInfo, Risk};
 
 /// How `run_shell` waits for its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl Default for ShellConfig {
     }
 }
 
-pub use super::denylist::denied_by;
+pub use crate::policy::denylist::denied_by;
 
 /// The parsed, validated arguments.
 struct Args {

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::agent::anthropic::AnthropicClient;
 use crate::agent::approval::{ApprovalBroker, Policy};
-use crate::agent::client::{ChatModel, ModelClient, ModelClientConfig};
+use crate::agent::model::anthropic::AnthropicClient;
+use crate::agent::model::retry::RetryPolicy;
+use crate::agent::model::{ChatModel, ModelClient, ModelClientConfig};
 use crate::agent::restore::Restored;
-use crate::agent::retry::RetryPolicy;
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
 use crate::agent::session::{SessionStore, tee};
 use crate::config::{ApiDialect, Config, TmuxMode};
@@ -231,7 +231,9 @@ pub async fn build_exec(config: &Config) -> Result<Target, String> {
     use crate::exec::ssh::{SshOptions, SshTransport};
 
     // Every process started from here on gets the filtered environment.
-    crate::exec::env::install(config.env_policy().map_err(|e| e.to_string())?);
+    crate::exec::env::install(
+        crate::exec::env::EnvPolicy::from_config(config).map_err(|e| e.to_string())?,
+    );
     match (&config.ssh.target, &config.container.name) {
         (Some(_), Some(_)) => {
             Err("choose one target: --ssh / [ssh] target or --container / [container] name".into())
@@ -389,7 +391,7 @@ pub async fn start_agent_with(
         policy,
     ));
     broker.set_can_sandbox(exec.can_sandbox());
-    broker.set_rules(crate::agent::policy::PolicyRules::from_config(
+    broker.set_rules(crate::policy::rules::PolicyRules::from_config(
         &config.approval,
     ));
     let registry = Arc::new(
