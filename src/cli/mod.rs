@@ -6,8 +6,10 @@
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
 
+pub mod args;
 pub mod headless;
 pub mod policycmd;
+pub mod run;
 pub mod toolcmd;
 pub mod wiring;
 
