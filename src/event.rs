@@ -2,12 +2,21 @@
 //!
 //! The agent emits [`AgentEvent`]s and receives [`AgentCommand`]s; both travel over
 //! tokio channels. Nothing in here renders or executes: it is data only.
+//!
+//! Every type the console needs from the layers below arrives through this
+//! module: defined here, or re-exported from the one layer that owns it
+//! (never both ways). One piece of logic is part of the contract too: the
+//! grammar of session prefix rules ([`prefix_rule`]), so the console checks
+//! a rule the operator types exactly as the broker will.
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::exec::leave::OnExit;
+pub use crate::exec::tmux::pane_key::PaneKey;
 pub use crate::exec::{MirrorTarget, OutputStream};
 
-pub use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Risk};
+pub use crate::policy::gate::{ApprovalDecision, ApprovalRequest, FileChange, Risk};
+pub use crate::policy::prefix_rule;
 pub use crate::tools::mcp::McpState;
 
 /// Identifies one tool call within a session (the model's call id).
@@ -357,43 +366,6 @@ pub enum AgentCommand {
     PaneKeys { keys: Vec<PaneKey> },
     /// Shut the agent down.
     Quit,
-}
-
-/// One thing typed into a tmux pane: literal text (sent with
-/// `send-keys -l`) or a tmux key name (`Enter`, `BSpace`, `C-c`, `Up`…).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
-pub enum PaneKey {
-    Text(String),
-    Key(String),
-}
-
-impl PaneKey {
-    /// How the keys read in the tool stream: text as typed, `⏎` for Enter,
-    /// other keys as `⟨C-c⟩`.
-    pub fn describe(keys: &[PaneKey]) -> String {
-        let mut out = String::new();
-        for k in keys {
-            match k {
-                PaneKey::Text(t) => out.push_str(t),
-                PaneKey::Key(k) if k == "Enter" => out.push('⏎'),
-                PaneKey::Key(k) => {
-                    out.push('⟨');
-                    out.push_str(k);
-                    out.push('⟩');
-                }
-            }
-        }
-        out
-    }
-
-    /// A key name tmux can be given safely: letters, digits and `-`, as in
-    /// `Enter`, `C-c`, `M-x`, `F5`, `S-Up` (literal text takes `Text`).
-    pub fn valid_key_name(name: &str) -> bool {
-        !name.is_empty()
-            && name.len() <= 16
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    }
 }
 
 /// How gated tool calls are decided, as the operator picks it in the console.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use vigil::agent::approval::Policy;
-use vigil::app::{Running, start_agent};
+use vigil::cli::wiring::{Running, start_agent};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, OutputStream, TurnOutcome};
 use vigil::scripted::{Scenario, ScriptedServer};

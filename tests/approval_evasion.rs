@@ -21,11 +21,11 @@ use std::process::Output;
 use table::{Case, TABLE};
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, NO_SANDBOX, Outcome, Policy};
-use vigil::agent::policy::PolicyRules;
 use vigil::config::Config;
+use vigil::policy::gate::GateInfo;
+use vigil::policy::gate::Risk;
+use vigil::policy::rules::PolicyRules;
 use vigil::scripted::{Scenario, ScriptedServer};
-use vigil::tools::gate::GateInfo;
-use vigil::tools::gate::Risk;
 
 /// Prefix rules an operator might well have approved during a session.
 const USUAL_RULES: &[&str] = &[
@@ -141,9 +141,9 @@ fn rules_on_bare_code_runners_are_refused() {
     for case in TABLE {
         if let Some(rule) = case.rule
             && !rule.contains(' ')
-            && vigil::tools::prefix_rule::runs_code(rule)
+            && vigil::policy::prefix_rule::runs_code(rule)
         {
-            let e = vigil::tools::prefix_rule::rule_error(rule, &format!("{rule} x"));
+            let e = vigil::policy::prefix_rule::rule_error(rule, &format!("{rule} x"));
             assert!(e.is_some_and(|e| e.contains("run any code")), "{rule}");
         }
     }
@@ -218,7 +218,7 @@ fn config(approval: &str, tmux: bool) -> String {
     rules.dedup();
     for rule in rules {
         let words: Vec<&str> = rule.split(' ').collect();
-        if words.len() == 1 && vigil::tools::prefix_rule::runs_code(words[0]) {
+        if words.len() == 1 && vigil::policy::prefix_rule::runs_code(words[0]) {
             continue; // refused at start-up (tested above)
         }
         let list: Vec<String> = words.iter().map(|w| toml_str(w)).collect();

@@ -93,6 +93,14 @@ async fn exec_with_auto_approve_runs_and_prints_events() {
     assert!(stdout.contains("✓ run_shell: exit 0"), "{stdout}");
     assert!(stdout.trim_end().ends_with("Finished."), "{stdout}");
     assert!(env.marker.exists());
+    // The managed tmux layer's command directory goes with vigil.
+    let prefix = format!("vigil-{}-", env.tmux.socket);
+    let left: Vec<String> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left in /tmp after exit: {left:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,7 +12,7 @@ use std::process::Command;
 use mcp_support::{everything_js, everything_toml, until};
 use serde_json::Value;
 use vigil::agent::approval::Policy;
-use vigil::app::{Running, start_agent};
+use vigil::cli::wiring::{Running, start_agent};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, McpState};
 use vigil::scripted::{Scenario, ScriptedServer};

@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use vigil::agent::client::{ModelClient, ModelClientConfig, ModelError};
-use vigil::agent::types::{ChatMessage, ToolCall};
+use vigil::agent::model::types::{ChatMessage, ToolCall};
+use vigil::agent::model::{ModelClient, ModelClientConfig, ModelError};
 use vigil::scripted::{Scenario, ScriptedServer};
 use vigil::tools::ToolDefinition;
 
@@ -345,9 +345,9 @@ async fn silent_server_times_out() {
 /// streamed body is retried once without streaming, and says so.
 #[tokio::test]
 async fn anthropic_empty_streamed_body_falls_back_to_non_streaming() {
-    use vigil::agent::anthropic::AnthropicClient;
-    use vigil::agent::client::ChatModel;
-    use vigil::agent::types::Messages;
+    use vigil::agent::model::ChatModel;
+    use vigil::agent::model::anthropic::AnthropicClient;
+    use vigil::agent::model::types::Messages;
     let server = serve(EMPTY_THEN_PLAIN).await;
     let mut cfg = ModelClientConfig::new(server.base_url(), "test-model");
     cfg.request_timeout = Duration::from_secs(5);
@@ -374,7 +374,7 @@ text = "from the plain answer"
 
 /// The reply came from one non-streaming retry after one streaming request,
 /// and its text reached `on_text` whole.
-fn assert_fell_back(done: &vigil::agent::client::Completion, seen: &str, server: &ScriptedServer) {
+fn assert_fell_back(done: &vigil::agent::model::Completion, seen: &str, server: &ScriptedServer) {
     assert!(done.fell_back);
     assert_eq!(done.reply.content, "from the plain answer");
     assert_eq!(seen, "from the plain answer");

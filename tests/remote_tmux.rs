@@ -18,7 +18,7 @@ use vigil::exec::container::{ContainerOptions, ContainerTransport, Engine, Engin
 use vigil::exec::ssh::{SshOptions, SshTransport};
 use vigil::exec::tmux::{TmuxBackend, spawn_mirror_feed};
 use vigil::exec::transport::Transport;
-use vigil::tools::gate::FixedApprover;
+use vigil::policy::gate::FixedApprover;
 use vigil::tools::registry::ToolRun;
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::tmux_capture::CapturePane;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use vigil::exec::tmux::TmuxManager;
 use vigil::exec::{Backend, RunRequest};
-use vigil::tools::gate::FixedApprover;
+use vigil::policy::gate::FixedApprover;
 use vigil::tools::tmux_capture::CapturePane;
 use vigil::tools::tmux_keys::SendKeys;
 use vigil::tools::tmux_manage::{ManageAction, TmuxManage};

@@ -6,8 +6,8 @@ use tokio::process::Command;
 use vigil::exec::ExecutionContext;
 use vigil::exec::backend::CommandBackend;
 use vigil::exec::transport::Transport;
+use vigil::policy::gate::FixedApprover;
 use vigil::tools::edit::{Edit, EditConfig};
-use vigil::tools::gate::FixedApprover;
 use vigil::tools::paths::{PathPolicy, resolve_local};
 use vigil::tools::{ApprovalDecision, FailureClass, Tool, ToolRegistry, ToolRun};
 

@@ -10,9 +10,9 @@ use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, Policy};
 use vigil::event::AgentEvent;
 use vigil::exec::ExecutionContext;
+use vigil::policy::gate::FileChange;
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::files::WriteFile;
-use vigil::tools::gate::FileChange;
 use vigil::tools::paths::resolve_local;
 use vigil::tools::{ApprovalDecision, ToolRegistry};
 

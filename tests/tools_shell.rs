@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use vigil::exec::ExecutionContext;
+use vigil::policy::gate::FixedApprover;
 use vigil::tools::files::{ReadFile, WriteFile};
-use vigil::tools::gate::FixedApprover;
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
 use vigil::tools::truncate::Keep;

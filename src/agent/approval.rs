@@ -26,13 +26,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::policy::{Call, PolicyRules};
 use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy};
+use crate::policy::gate::{
+    ApprovalDecision, ApprovalRequest, Approver, FileChange, GateInfo, Risk,
+};
+use crate::policy::prefix_rule;
+use crate::policy::risk::{Assessment, assess};
+use crate::policy::rules::{Call, PolicyRules};
 use crate::shell;
-use crate::tools::gate::{ApprovalDecision, ApprovalRequest, Approver, FileChange, GateInfo, Risk};
-use crate::tools::prefix_rule;
-use crate::tools::risk::{Assessment, assess};
 
 /// What the console and `vigil exec` say when auto-approval turns into asking.
 pub const NO_SANDBOX: &str = "auto-approval needs the Landlock sandbox, which this target \

@@ -15,8 +15,8 @@ use std::time::Duration;
 use super::context::{
     SUMMARY_HEAD, cut_point, extractive_summary, project_tool_results, transcript,
 };
-use super::runner::{Shared, lock};
-use super::types::{ChatMessage, Messages, Role};
+use super::model::types::{ChatMessage, Messages, Role};
+use super::shared::{Shared, lock};
 use crate::event::AgentEvent;
 
 /// The instruction for the summary request.

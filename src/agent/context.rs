@@ -7,7 +7,7 @@
 //! Pure functions and plain data: no I/O, no model calls (the compaction flow
 //! that asks the model lives in [`super::compact`]).
 
-use super::types::{ChatMessage, Role};
+use super::model::types::{ChatMessage, Role};
 
 /// Fraction of the limit at which compaction starts.
 pub const COMPACT_AT: f64 = 0.8;

@@ -20,7 +20,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::context::message_chars;
-use super::types::{ChatMessage, Messages};
+use super::model::types::{ChatMessage, Messages};
 
 /// The messages with their wire form, as one round's request sees them.
 #[derive(Debug, Clone, Default)]

@@ -10,10 +10,10 @@
 
 use std::collections::HashMap;
 
+use super::model::types::{ChatMessage, Role};
 use super::session::{
     EVENTS_FILE, EventLine, MESSAGES_FILE, MessageLine, SessionError, SessionStore, read_lines,
 };
-use super::types::{ChatMessage, Role};
 use crate::event::{AgentEvent, ApprovalDecision, HistoryEntry, ToolRecord};
 
 /// A session as read back.
@@ -204,7 +204,7 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                     }
                     // The broker made a rule only of a valid prefix.
                     ApprovalDecision::ApprovePrefix(p)
-                        if crate::tools::prefix_rule::rule_error(p, action).is_none() =>
+                        if crate::policy::prefix_rule::rule_error(p, action).is_none() =>
                     {
                         add_new(&mut rules.prefixes, (tool.clone(), p.clone()));
                     }
@@ -237,7 +237,7 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::{FunctionCall, ToolCall};
+    use crate::agent::model::types::{FunctionCall, ToolCall};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn prefix_rules_come_back_from_the_log_and_old_logs_still_read() {
-        use crate::tools::gate::{ApprovalRequest, GateInfo, Risk};
+        use crate::policy::gate::{ApprovalRequest, GateInfo, Risk};
         let request = |id: u64, action: &str| EventLine {
             at_ms: 0,
             event: AgentEvent::ApprovalRequested {

@@ -19,14 +19,15 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::approval::ApprovalBroker;
-use super::client::ChatModel;
 use super::context::ContextBudget;
 use super::conversation::Conversation;
+use super::model::ChatModel;
+use super::model::retry::RetryPolicy;
+use super::model::types::{ChatMessage, Role};
 use super::restore::Restored;
-use super::retry::RetryPolicy;
 use super::session::SessionWriter;
+use super::shared::{Shared, lock};
 use super::turn::{continue_turn, run_turn};
-use super::types::{ChatMessage, Role};
 use crate::event::{AgentCommand, AgentEvent, MirrorTarget, TurnOutcome};
 use crate::exec::tmux::TmuxManager;
 use crate::tools::ToolRegistry;
@@ -86,50 +87,6 @@ pub fn spawn_agent(
     commands: mpsc::UnboundedReceiver<AgentCommand>,
 ) -> JoinHandle<()> {
     tokio::spawn(run_agent(setup, events, commands))
-}
-
-/// State shared by the loop and the running turn.
-pub(crate) struct Shared {
-    pub(crate) model: Arc<dyn ChatModel>,
-    pub(crate) retry: RetryPolicy,
-    pub(crate) registry: Arc<ToolRegistry>,
-    pub(crate) events: mpsc::UnboundedSender<AgentEvent>,
-    pub(crate) conversation: Mutex<Conversation>,
-    pub(crate) context: Mutex<ContextBudget>,
-    pub(crate) max_rounds: u32,
-    pub(crate) spill_dir: Option<PathBuf>,
-    pub(crate) session: Option<Arc<SessionWriter>>,
-    /// Results of calls that finished while others of the round still run.
-    pub(crate) finished: Mutex<HashMap<String, String>>,
-    /// The last turn failed on the model (so `Retry` has something to do).
-    pub(crate) last_failed: AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn emit(&self, event: AgentEvent) {
-        // The receiver going away means the console quit; nothing to do.
-        let _ = self.events.send(event);
-    }
-
-    /// Append to the conversation and the session file.
-    pub(crate) fn push(&self, message: ChatMessage) {
-        self.record(&message);
-        lock(&self.conversation).push(message);
-    }
-
-    /// Write to the session file only.
-    pub(crate) fn record(&self, message: &ChatMessage) {
-        if let Some(s) = &self.session {
-            s.record_message(message);
-        }
-    }
-
-    /// The context estimate of the conversation as it is now, in tokens
-    /// (from the running size: no walk over the messages).
-    pub(crate) fn context_used(&self) -> u64 {
-        let chars = lock(&self.conversation).chars();
-        lock(&self.context).estimate_chars(chars)
-    }
 }
 
 /// A running job: a turn (which ends with `TurnFinished`) or a compaction.
@@ -429,8 +386,4 @@ fn close_dangling_calls(shared: &Shared) {
         }
     }
     finished.clear();
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::types::ChatMessage;
+use super::model::types::ChatMessage;
 use crate::event::AgentEvent;
 use crate::redact::Redactor;
 use crate::tools::envelope::unix_millis;

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::compact::maybe_compact;
-use super::retry::complete_with_retries;
-use super::runner::{Shared, lock};
-use super::types::{ChatMessage, ToolCall};
+use super::model::retry::complete_with_retries;
+use super::model::types::{ChatMessage, ToolCall};
+use super::shared::{Shared, lock};
 use crate::event::{AgentEvent, FailureKind, OutputStream, ToolSummary, TurnOutcome};
 use crate::tools::visibility::Visibility;
 use crate::tools::{ApprovalDecision, ToolContext, ToolStream};
 
-use super::client::{Completion, ModelError};
+use super::model::{Completion, ModelError};
 
 /// Appended to the result of a call whose arguments were not a JSON object
 /// (the registry has already answered with the validation error).

@@ -2,8 +2,9 @@
 //! start-up. Each rule names a tool (default `run_shell`), what it matches
 //! (`command` prefix words, a `pattern` glob on the parsed words, or a `path`
 //! glob for file tools) and a `decision` (`allow`, `ask`, `deny`). Errors
-//! name the file and the rule's line. Matching is `agent::policy`'s job;
-//! this module only reads and checks.
+//! name the file and the rule's line. Matching, and the checks that need
+//! to know what a program does (an `allow` on a bare code runner), are
+//! `policy::rules`'s job; this module only reads and checks the data.
 
 use serde::Deserialize;
 
@@ -112,16 +113,6 @@ impl RuleConfig {
             }
             if words.is_empty() || words.iter().any(|w| w.is_empty()) {
                 return Err("`command` must list one or more non-empty words".into());
-            }
-            if self.decision == RuleDecision::Allow
-                && words.len() == 1
-                && crate::tools::prefix_rule::runs_code(&words[0])
-            {
-                return Err(format!(
-                    "an allow rule on bare `{}` is refused: its arguments can make it run any \
-                     code; allow longer prefixes (e.g. [\"{}\", \"status\"]) instead",
-                    words[0], words[0]
-                ));
             }
         }
         if let Some(p) = &self.pattern

@@ -6,6 +6,9 @@
 //! This module only reads and validates; it starts nothing.
 
 pub mod approval;
+pub mod mcp;
+
+pub use mcp::{McpConfig, McpServerConfig};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,7 +40,7 @@ pub struct Config {
     pub paths: PathsConfig,
     pub tmux: TmuxConfig,
     /// `[mcp.servers.NAME]`: MCP servers whose tools join the registry.
-    pub mcp: crate::tools::mcp::McpConfig,
+    pub mcp: McpConfig,
     pub sessions: SessionsConfig,
     pub ssh: SshSettings,
     pub container: ContainerSettings,
@@ -115,6 +118,17 @@ impl Default for SessionsConfig {
     }
 }
 
+/// How tools are offered to the model (`[model] tool_protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolProtocol {
+    /// The API's own `tools` / `tool_calls`.
+    #[default]
+    Native,
+    /// `<json>` blocks in the text.
+    JsonTags,
+}
+
 /// Which wire dialect the model server speaks.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -190,7 +204,7 @@ pub struct ModelConfig {
     pub idle_timeout_secs: u64,
     /// `native` tool calls, or `json-tags` (`<json>` blocks in the text) for
     /// models without native tool calls.
-    pub tool_protocol: crate::agent::json_tags::ToolProtocol,
+    pub tool_protocol: ToolProtocol,
     /// json-tags: allow several calls in one reply (default: one).
     pub json_tags_multiple_calls: bool,
     /// The wire dialect: "openai" or "anthropic".
@@ -478,22 +492,6 @@ impl Config {
         key.filter(|k| !k.trim().is_empty())
     }
 
-    /// What tool processes get of vigil's environment (see
-    /// [`crate::exec::env`]): never the key variables, nor names matching
-    /// the secret patterns, unless passed through.
-    pub fn env_policy(&self) -> Result<crate::exec::env::EnvPolicy, ConfigError> {
-        let keys: Vec<String> = self.model.api_key_env.iter().cloned().collect();
-        crate::exec::env::EnvPolicy::new(
-            &keys,
-            &self.tools.env_exclude,
-            &self.tools.env_passthrough,
-        )
-        .map_err(|e| ConfigError::Invalid {
-            key: e.key().into(),
-            message: e.to_string(),
-        })
-    }
-
     /// The directory for sessions, spill files and logs.
     pub fn data_dir(&self) -> PathBuf {
         if let Some(d) = &self.paths.data_dir {
@@ -571,16 +569,9 @@ impl Config {
         self.approval
             .validate()
             .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
-        self.env_policy()?;
         self.mcp
             .validate()
             .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
-        if let Err(e) = crate::console::keys::Keymap::from_config(&self.console.keys) {
-            return Err(ConfigError::Invalid {
-                key: format!("console.keys.{}", e.action),
-                message: e.message,
-            });
-        }
         if self.console.theme.trim().is_empty() {
             return Err(ConfigError::Invalid {
                 key: "console.theme".into(),

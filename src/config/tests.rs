@@ -80,9 +80,9 @@ fn remote_targets_parse_and_conflict() {
 
 #[test]
 fn bad_key_names_are_clear_errors() {
-    let err = parse("[console.keys]\nzoom = \"ctrl-banana\"\n")
-        .unwrap_err()
-        .to_string();
+    // Key names are the console's to check, at start-up.
+    let parsed = parse("[console.keys]\nzoom = \"ctrl-banana\"\n").unwrap();
+    let err = crate::cli::check_config(&parsed).unwrap_err().to_string();
     assert!(err.contains("console.keys.zoom"), "{err}");
     assert!(err.contains("ctrl-banana"), "{err}");
     let c = parse("[console]\ntheme = \"light\"\n[console.keys]\nzoom = \"F2\"\n").unwrap();
@@ -116,7 +116,7 @@ fn tool_environment_settings_are_checked_and_used() {
     )
     .unwrap();
     assert!(c.tools.shell_always_sandboxed);
-    let p = c.env_policy().unwrap();
+    let p = crate::exec::env::EnvPolicy::from_config(&c).unwrap();
     let keeps = |n: &str| p.keeps(std::ffi::OsStr::new(n));
     assert!(!keeps("LLM_CRED") && !keeps("AWS_REGION") && !keeps("VIGIL_API_KEY"));
     assert!(keeps("CI_JOB_TOKEN") && keeps("PATH"));

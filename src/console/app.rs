@@ -27,8 +27,7 @@ use super::panes::status::StatusBar;
 use super::panes::tools::ToolsPane;
 use super::panes::viewer::Viewer;
 use super::theme::Theme;
-use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState};
-use crate::exec::leave::OnExit;
+use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState, OnExit};
 
 pub use super::panes::footer::Focus;
 

@@ -8,7 +8,7 @@ use super::app::{App, Focus};
 use super::panes::conversation::EntryKind;
 use super::panes::tools::CallStatus;
 use crate::event::{AgentCommand, AgentEvent, ApprovalDecision, ApprovalRequest, Risk};
-use crate::tools::gate::GateInfo;
+use crate::policy::gate::GateInfo;
 
 pub(crate) fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)

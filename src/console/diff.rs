@@ -9,7 +9,7 @@
 use similar::{ChangeTag, TextDiff};
 
 use super::text::sanitize;
-use crate::tools::gate::FileChange;
+use crate::event::FileChange;
 
 /// Lines of unchanged text shown around each change.
 const CONTEXT: usize = 3;

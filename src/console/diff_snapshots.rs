@@ -11,7 +11,7 @@ use super::app::{App, Focus};
 use super::app_tests::{app, key, request};
 use super::view_tests::screen;
 use crate::event::AgentEvent;
-use crate::tools::gate::FileChange;
+use crate::event::FileChange;
 
 /// An nginx config of 40 lines with two far-apart changes.
 fn config_change() -> FileChange {

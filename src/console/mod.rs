@@ -58,8 +58,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
 use crate::config::ConsoleConfig;
+use crate::event::OnExit;
 use crate::event::{AgentCommand, AgentEvent, ApprovalPolicy};
-use crate::exec::leave::OnExit;
 use keys::Keymap;
 use theme::Theme;
 

@@ -15,6 +15,8 @@
 use std::ffi::{OsStr, OsString};
 use std::sync::{Arc, RwLock};
 
+use crate::config::ConfigError;
+
 /// vigil's own key variable; always dropped unless passed through.
 pub const VIGIL_KEY_VAR: &str = "VIGIL_API_KEY";
 
@@ -78,6 +80,21 @@ fn check(key: &'static str, pattern: &str) -> Result<String, EnvPolicyError> {
 }
 
 impl EnvPolicy {
+    /// The policy `config` asks for: its key variable and its
+    /// `[tools] env_exclude` / `env_passthrough`.
+    pub fn from_config(config: &crate::config::Config) -> Result<EnvPolicy, ConfigError> {
+        let keys: Vec<String> = config.model.api_key_env.iter().cloned().collect();
+        EnvPolicy::new(
+            &keys,
+            &config.tools.env_exclude,
+            &config.tools.env_passthrough,
+        )
+        .map_err(|e| ConfigError::Invalid {
+            key: e.key().into(),
+            message: e.to_string(),
+        })
+    }
+
     /// The defaults plus `key_vars` (names of variables holding vigil's
     /// keys), `exclude` patterns and `passthrough` names from the config.
     pub fn new(

@@ -53,7 +53,14 @@ impl Leave {
     /// operator should read afterwards (None: nothing to say).
     pub async fn finish(&self, choice: OnExit) -> Option<String> {
         let said = match (self.remote_tmux(), choice) {
-            (None, _) => None,
+            (None, _) => {
+                // A local managed layer: nothing to ask; its command
+                // directory goes (its sessions stay for the operator).
+                if let Some(mgr) = &self.tmux {
+                    mgr.forget_dir().await;
+                }
+                None
+            }
             (Some(mgr), OnExit::Remove) => Some(match mgr.remove_all().await {
                 Ok(gone) if gone.is_empty() => format!(
                     "no managed tmux sessions were left on {}",

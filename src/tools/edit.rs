@@ -13,11 +13,11 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::GateInfo;
 use super::paths::PathPolicy;
 use super::truncate::{self, Keep};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::{ExecutionContext, PathKind};
+use crate::policy::gate::GateInfo;
 
 /// Settings for [`Edit`].
 #[derive(Debug, Clone, PartialEq)]
@@ -449,8 +449,8 @@ impl Tool for Edit {
         })
     }
 
-    async fn preview(&self, args: &Value) -> Option<super::gate::FileChange> {
-        use super::gate::FileChange;
+    async fn preview(&self, args: &Value) -> Option<crate::policy::gate::FileChange> {
+        use crate::policy::gate::FileChange;
         let path = args["path"].as_str()?;
         let command = args["command"].as_str()?;
         if command == "create" {

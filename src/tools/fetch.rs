@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::gate::GateInfo;
 use super::ssrf::{Refusal, SsrfPolicy};
 use super::truncate::{self, Keep};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use crate::policy::gate::GateInfo;
 
 /// Settings for [`FetchUrl`] (`[tools] fetch_*`).
 #[derive(Debug, Clone, PartialEq)]

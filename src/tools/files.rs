@@ -7,11 +7,11 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::GateInfo;
 use super::paths::PathPolicy;
 use super::truncate::{self, Keep};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::ExecutionContext;
+use crate::policy::gate::GateInfo;
 
 /// Chars of a file the model sees.
 pub const READ_LIMIT: usize = 8000;
@@ -212,7 +212,7 @@ impl Tool for WriteFile {
         })
     }
 
-    async fn preview(&self, args: &Value) -> Option<super::gate::FileChange> {
+    async fn preview(&self, args: &Value) -> Option<crate::policy::gate::FileChange> {
         let path = args["path"].as_str()?;
         let content = args["content"].as_str()?;
         Some(preview_write(&self.ctx, &self.paths, path, content).await)
@@ -243,8 +243,8 @@ pub(crate) async fn preview_write(
     paths: &PathPolicy,
     path: &str,
     content: &str,
-) -> super::gate::FileChange {
-    use super::gate::FileChange;
+) -> crate::policy::gate::FileChange {
+    use crate::policy::gate::FileChange;
     let real = match paths.check(path, ctx.is_local()) {
         Ok(real) => real,
         Err(e) => {

@@ -5,22 +5,17 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
-pub mod allow_list;
-pub mod denylist;
 pub mod edit;
 pub mod envelope;
 pub mod failure;
 pub mod fetch;
 pub mod files;
-pub mod gate;
 pub mod live;
 pub mod mcp;
 pub mod output_view;
 pub mod paths;
-pub mod prefix_rule;
 pub mod registry;
 pub mod request_tools;
-pub mod risk;
 pub mod search;
 pub mod shell;
 pub mod ssrf;
@@ -39,8 +34,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::policy::gate::{ApprovalDecision, Approver, GateInfo};
 pub use failure::FailureClass;
-pub use gate::{ApprovalDecision, Approver, GateInfo};
 pub use registry::{ToolRegistry, ToolRun};
 
 /// OpenAI-compatible function definition sent with every request.
@@ -282,7 +277,7 @@ pub trait Tool: Send + Sync {
     /// For a gated call that changes a file: what it would change, read on
     /// the target (the approval card shows it as a diff). `None`: nothing
     /// to show.
-    async fn preview(&self, _args: &Value) -> Option<gate::FileChange> {
+    async fn preview(&self, _args: &Value) -> Option<crate::policy::gate::FileChange> {
         None
     }
 

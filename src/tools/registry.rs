@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use super::envelope;
 use super::failure::FailureClass;
 pub use super::failure::canonical_arguments;
-use super::gate::{ApprovalDecision, Approver, FixedApprover};
 use super::validate;
 use super::visibility::DomainPolicy;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
+use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover};
 
 /// The result of running one call through the registry.
 #[derive(Debug, Clone)]

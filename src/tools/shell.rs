@@ -12,13 +12,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::{GateInfo, Risk};
 use super::live::LiveOutput;
 use super::output_view::{self, StreamView};
 use super::truncate::Keep;
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::capture::{Captured, Retain};
 use crate::exec::{ExecError, ExecutionContext, RunOutcome, RunRequest, humanize};
+use crate::policy::gate::{GateInfo, Risk};
 
 /// How `run_shell` waits for its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Default for ShellConfig {
     }
 }
 
-pub use super::denylist::denied_by;
+pub use crate::policy::denylist::denied_by;
 
 /// The parsed, validated arguments.
 struct Args {

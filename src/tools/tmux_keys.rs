@@ -11,10 +11,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::{GateInfo, Risk};
 use super::shell::{Wait, parse_wait};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::tmux::{TmuxError, TmuxManager};
+use crate::policy::gate::{GateInfo, Risk};
 
 /// Longest `delay` a tmux tool accepts.
 pub const MAX_DELAY: Duration = Duration::from_secs(60);

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gate::GateInfo;
 use super::tmux_keys::{check_metadata, failed, gate_info, metadata_properties, object, opt_str};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::tmux::TmuxManager;
+use crate::policy::gate::GateInfo;
 
 /// Which management action a [`TmuxManage`] tool performs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

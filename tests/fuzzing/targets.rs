@@ -10,21 +10,21 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use serde_json::Value;
-use vigil::agent::anthropic_wire::MessagesAssembler;
-use vigil::agent::json_tags::{self, TextFilter};
-use vigil::agent::sse::{StreamAssembler, parse_completion};
+use vigil::agent::model::anthropic_wire::MessagesAssembler;
+use vigil::agent::model::json_tags::{self, TextFilter};
+use vigil::agent::model::sse::{StreamAssembler, parse_completion};
 use vigil::config::Config;
 use vigil::console::panes::mirror::MirrorPane;
 use vigil::console::text;
 use vigil::console::theme::Theme;
 use vigil::exec::ExecutionContext;
 use vigil::exec::tmux::script::{MarkerScanner, decode_output, tq};
+use vigil::policy::risk::assess_command;
 use vigil::tools::ToolDefinition;
 use vigil::tools::ToolRegistry;
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::fetch::{FetchConfig, FetchUrl};
 use vigil::tools::files::{ReadFile, WriteFile};
-use vigil::tools::risk::assess_command;
 use vigil::tools::search::{SearchConfig, WebSearch};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
@@ -151,7 +151,8 @@ fn anthropic_sse() -> Target {
                     let _ = a.finish();
                 },
             );
-            let _ = vigil::agent::anthropic_wire::parse_message(&String::from_utf8_lossy(data));
+            let _ =
+                vigil::agent::model::anthropic_wire::parse_message(&String::from_utf8_lossy(data));
         },
     }
 }

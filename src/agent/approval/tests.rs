@@ -1,5 +1,5 @@
 use super::*;
-use crate::tools::risk::assess_command;
+use crate::policy::risk::assess_command;
 use std::sync::Arc;
 
 fn gate(action: &str) -> GateInfo {

@@ -354,7 +354,7 @@ fn yes_no(v: Option<bool>, theme: &Theme) -> Span<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::gate::GateInfo;
+    use crate::policy::gate::GateInfo;
 
     pub(crate) fn request(id: u64, action: &str) -> ApprovalRequest {
         ApprovalRequest {

@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 use super::modal::centered;
 use crate::console::text::{one_line, sanitize};
 use crate::console::theme::Theme;
-use crate::exec::leave::OnExit;
+use crate::event::OnExit;
 
 /// The footer's hint while the question is open.
 pub const HINT: &str = "k keep (Enter) · r remove · Esc back";

@@ -18,7 +18,7 @@ use ratatui_textarea::TextArea;
 use super::status::policy_label;
 use crate::console::theme::Theme;
 use crate::event::ApprovalPolicy;
-use crate::tools::prefix_rule;
+use crate::event::prefix_rule;
 
 /// The policy menu's entries (the timed one takes its minutes from the menu).
 pub const POLICIES: [ApprovalPolicy; 5] = [

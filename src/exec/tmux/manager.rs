@@ -112,6 +112,17 @@ pub struct TmuxManager {
     pub(super) fetch: super::fetch::Fetcher,
 }
 
+impl Drop for TmuxManager {
+    /// The command directory of a local target goes with the manager, on
+    /// every way out (a remote one is removed by [`Self::forget_dir`] when
+    /// vigil leaves). Sessions and panes stay: they are the operator's.
+    fn drop(&mut self) {
+        if self.transport.is_local() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
 impl TmuxManager {
     /// Connect to (or start) the private server and the default session.
     pub async fn start(

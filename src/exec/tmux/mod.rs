@@ -23,6 +23,7 @@ pub mod guard;
 pub mod manager;
 pub mod names;
 pub mod ops;
+pub mod pane_key;
 pub mod run;
 pub mod sandboxed;
 pub mod script;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use super::TmuxError;
 use super::control::Control;
 use super::manager::{SHARED, TmuxManager, canonical_pane, lock};
+use super::pane_key::PaneKey;
 use super::script::tq;
-use crate::event::PaneKey;
 use crate::exec::transport::sh_quote;
 
 /// Longest a helper process on the target may take.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::tools::gate::{ApprovalDecision, Approver, FixedApprover, GateInfo};
+use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover, GateInfo};
 
 /// Asks on the controlling terminal: `Run: <action> [y/N]`.
 pub struct TerminalApprover;

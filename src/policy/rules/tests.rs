@@ -14,7 +14,9 @@ fn globs_match_whole_texts() {
 fn bad_rules_name_the_file_and_line() {
     let text =
         "[agent]\nname = \"x\"\n\n[[approval.rules]]\ncommand = [\"git\"]\ndecision = \"allow\"\n";
-    let e = crate::config::Config::from_toml(text, std::path::Path::new("/etc/v.toml"))
+    let config =
+        crate::config::Config::from_toml(text, std::path::Path::new("/etc/v.toml")).unwrap();
+    let e = PolicyRules::check(&config.approval)
         .unwrap_err()
         .to_string();
     assert!(e.contains("/etc/v.toml:4"), "{e}");
@@ -53,7 +55,7 @@ fn deny_matches_anywhere_in_the_text_and_wins() {
             tool: "run_shell",
             gate: &g,
             script: Some(&script),
-            estimate: crate::tools::risk::assess(&script).risk,
+            estimate: crate::policy::risk::assess(&script).risk,
         };
         rules.decide(&call).map(|r| r.decision)
     };

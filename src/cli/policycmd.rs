@@ -11,11 +11,11 @@ use std::path::Path;
 use tokio::sync::mpsc;
 
 use crate::agent::approval::{ApprovalBroker, Outcome, Policy, Preview};
-use crate::agent::policy::PolicyRules;
 use crate::config::Config;
 use crate::event::AgentEvent;
+use crate::policy::gate::{ApprovalDecision, GateInfo};
+use crate::policy::rules::PolicyRules;
 use crate::shell;
-use crate::tools::gate::{ApprovalDecision, GateInfo};
 
 /// A broker with the config's rules and no operator.
 pub fn broker(config: &Config, policy: Policy, can_sandbox: bool) -> ApprovalBroker {

@@ -7,18 +7,24 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::agent::anthropic::AnthropicClient;
 use crate::agent::approval::{ApprovalBroker, Policy};
-use crate::agent::client::{ChatModel, ModelClient, ModelClientConfig};
+use crate::agent::model::ModelError;
+use crate::agent::model::anthropic::AnthropicClient;
+use crate::agent::model::retry::RetryPolicy;
+use crate::agent::model::{ChatModel, ModelClient, ModelClientConfig};
 use crate::agent::restore::Restored;
-use crate::agent::retry::RetryPolicy;
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
-use crate::agent::session::{SessionStore, tee};
+use crate::agent::session::SessionError;
+use crate::agent::session::{SessionStore, SessionWriter, tee};
+use crate::config::ConfigError;
 use crate::config::{ApiDialect, Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
 use crate::exec::ExecutionContext;
 use crate::exec::backend::CommandBackend;
+use crate::exec::container::ContainerError;
 use crate::exec::leave::Leave;
+use crate::exec::ssh::SshError;
+use crate::exec::tmux::TmuxError;
 use crate::exec::tmux::manager::TmuxManager;
 use crate::exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
 use crate::exec::transport::{Local, Transport};
@@ -38,6 +44,27 @@ use crate::tools::tmux_keys::SendKeys;
 use crate::tools::tmux_manage::TmuxManage;
 use crate::tools::visibility::DomainPolicy;
 use crate::tools::{Approver, ToolRegistry};
+
+/// Why the agent could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("choose one target: --ssh / [ssh] target or --container / [container] name")]
+    TwoTargets,
+    #[error(transparent)]
+    Ssh(#[from] SshError),
+    #[error(transparent)]
+    Container(#[from] ContainerError),
+    #[error("cannot start the managed tmux session: {0}")]
+    Tmux(TmuxError),
+    #[error("cannot start the demo model server: {0}")]
+    DemoServer(std::io::Error),
+    #[error("cannot build the HTTP client: {0}")]
+    Http(ModelError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
 
 /// The model name the demo reports.
 pub const DEMO_MODEL: &str = "vigil-demo (scripted)";
@@ -191,7 +218,11 @@ pub struct StartOptions {
 
 /// Start the agent for `config`. With `demo`, a scripted model server is
 /// started on loopback first and the client pointed at it.
-pub async fn start_agent(config: &Config, demo: bool, policy: Policy) -> Result<Running, String> {
+pub async fn start_agent(
+    config: &Config,
+    demo: bool,
+    policy: Policy,
+) -> Result<Running, StartError> {
     start_agent_with(config, demo, policy, StartOptions::default()).await
 }
 
@@ -225,25 +256,21 @@ impl From<ExecutionContext> for Target {
 /// when tmux is on (or, in auto mode, when the target has tmux and the shell
 /// is enabled). Connecting happens here, so a host-key, authentication or
 /// stopped-container problem is reported before the console opens.
-pub async fn build_exec(config: &Config) -> Result<Target, String> {
+pub async fn build_exec(config: &Config) -> Result<Target, StartError> {
     use crate::config::EngineSetting;
     use crate::exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
     use crate::exec::ssh::{SshOptions, SshTransport};
 
     // Every process started from here on gets the filtered environment.
-    crate::exec::env::install(config.env_policy().map_err(|e| e.to_string())?);
+    crate::exec::env::install(crate::exec::env::EnvPolicy::from_config(config)?);
     match (&config.ssh.target, &config.container.name) {
-        (Some(_), Some(_)) => {
-            Err("choose one target: --ssh / [ssh] target or --container / [container] name".into())
-        }
+        (Some(_), Some(_)) => Err(StartError::TwoTargets),
         (Some(target), None) => {
             let mut opts = SshOptions::new(target.clone());
             opts.identity_file = config.ssh.identity_file.clone();
             opts.options = config.ssh.options.clone();
             opts.connect_timeout = Duration::from_secs(config.ssh.connect_timeout_secs.max(1));
-            let transport = SshTransport::connect(opts)
-                .await
-                .map_err(|e| e.to_string())?;
+            let transport = SshTransport::connect(opts).await?;
             on_transport(config, Arc::new(transport)).await
         }
         (None, Some(name)) => {
@@ -257,8 +284,7 @@ pub async fn build_exec(config: &Config) -> Result<Target, String> {
                 engine,
                 global_args: config.container.engine_args.clone(),
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
             on_transport(config, Arc::new(transport)).await
         }
         (None, None) => on_transport(config, Arc::new(Local)).await,
@@ -266,7 +292,10 @@ pub async fn build_exec(config: &Config) -> Result<Target, String> {
 }
 
 /// Plain processes or a managed tmux pane over `transport`.
-async fn on_transport<T: Transport>(config: &Config, transport: Arc<T>) -> Result<Target, String> {
+async fn on_transport<T: Transport>(
+    config: &Config,
+    transport: Arc<T>,
+) -> Result<Target, StartError> {
     let plain = |notice: Option<String>| Target {
         exec: ExecutionContext::new(CommandBackend::new(transport.clone())),
         tmux: None,
@@ -316,7 +345,7 @@ async fn on_transport<T: Transport>(config: &Config, transport: Arc<T>) -> Resul
         Err(e) if config.tmux.mode == TmuxMode::Auto => Ok(plain(Some(format!(
             "the managed tmux session could not start ({e}); commands run as plain processes"
         )))),
-        Err(e) => Err(format!("cannot start the managed tmux session: {e}")),
+        Err(e) => Err(StartError::Tmux(e)),
     }
 }
 
@@ -347,40 +376,23 @@ pub async fn start_agent_with(
     config: &Config,
     demo: bool,
     policy: Policy,
-    options: StartOptions,
-) -> Result<Running, String> {
+    mut options: StartOptions,
+) -> Result<Running, StartError> {
     let Target {
         exec,
         tmux,
         notices,
         target_notices,
         leave,
-    } = match options.target {
+    } = match options.target.take() {
         Some(target) => target,
         None => build_exec(config).await?,
     };
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let (inner_tx, inner_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
-
-    let mut demo_server = None;
-    let (base_url, model_label, model_name) = if demo {
-        let server = ScriptedServer::start(Scenario::demo())
-            .await
-            .map_err(|e| format!("cannot start the demo model server: {e}"))?;
-        let url = server.base_url();
-        demo_server = Some(server);
-        (url, DEMO_MODEL.to_string(), "vigil-demo".to_string())
-    } else {
-        (
-            config.model.base_url.clone(),
-            config.model.model.clone(),
-            config.model.model.clone(),
-        )
-    };
-    let api_key = if demo { None } else { config.api_key() };
-    let redactor = Redactor::new(api_key.clone());
-    crate::redact::set_global(redactor.clone());
+    let model = build_model(config, demo).await?;
+    crate::redact::set_global(model.redactor.clone());
 
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(
@@ -389,7 +401,7 @@ pub async fn start_agent_with(
         policy,
     ));
     broker.set_can_sandbox(exec.can_sandbox());
-    broker.set_rules(crate::agent::policy::PolicyRules::from_config(
+    broker.set_rules(crate::policy::rules::PolicyRules::from_config(
         &config.approval,
     ));
     let registry = Arc::new(
@@ -402,62 +414,8 @@ pub async fn start_agent_with(
         )
         .await,
     );
-    let client_config = ModelClientConfig {
-        base_url,
-        model: model_name,
-        api_key,
-        connect_timeout: Duration::from_secs(config.model.connect_timeout_secs),
-        request_timeout: Duration::from_secs(config.model.idle_timeout_secs),
-    };
-    let model: Arc<dyn ChatModel> = match config.model.api {
-        ApiDialect::Anthropic if !demo => Arc::new(
-            AnthropicClient::new(client_config, config.model.max_tokens)
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
-        ),
-        _ => Arc::new(
-            ModelClient::new(client_config)
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))?
-                .with_tool_protocol(
-                    config.model.tool_protocol,
-                    config.model.json_tags_multiple_calls,
-                )
-                .with_max_tokens(Some(config.model.max_tokens)),
-        ),
-    };
-
-    let store = SessionStore::new(&config.data_dir());
-    let (session, restore) = match &options.resume {
-        Some(id) => {
-            let restored = Restored::load(&store, id).map_err(|e| e.to_string())?;
-            // The log is a file anyone with access can append to: what it
-            // says approves nothing until the operator confirms it.
-            broker.hold_restored(crate::agent::approval::Restored {
-                standing: restored.standing.clone(),
-                prefixes: restored.prefixes.clone(),
-            });
-            if options.trust_session_rules {
-                broker.confirm_restored();
-            }
-            let writer = store.reopen(id, redactor).map_err(|e| e.to_string())?;
-            (Some(Arc::new(writer)), Some(restored))
-        }
-        None => match store.create(&model_label, &target, redactor) {
-            Ok(w) => (Some(Arc::new(w)), None),
-            Err(e) => {
-                tracing::warn!("session recording disabled: {e}");
-                (None, None)
-            }
-        },
-    };
+    let (session, restore) = open_session(config, &options, &broker, &model, &target)?;
     let session_id = session.as_ref().map(|s| s.id().to_string());
-    if let Some(id) = &session_id {
-        let days = config.sessions.retention_days;
-        let max_age = (days > 0).then(|| Duration::from_secs(days * 86_400));
-        let pruned = store.prune(max_age, config.sessions.keep.max(1), id);
-        if pruned > 0 {
-            tracing::info!("pruned {pruned} old sessions");
-        }
-    }
     let spill_dir = match &session {
         Some(s) => s.spill_dir(),
         None => config.data_dir().join("spill"),
@@ -465,7 +423,7 @@ pub async fn start_agent_with(
     tokio::spawn(tee(inner_rx, session.clone(), event_tx));
 
     let setup = AgentSetup {
-        model,
+        model: model.chat,
         registry,
         broker: broker.clone(),
         system_prompt: config
@@ -480,7 +438,7 @@ pub async fn start_agent_with(
             max_delay: Duration::from_secs(config.model.retry_max_secs),
         },
         context_limit: config.model.context_limit,
-        model_label,
+        model_label: model.label,
         target,
         demo,
         mirror: exec.mirror(),
@@ -498,9 +456,116 @@ pub async fn start_agent_with(
         events: event_rx,
         commands: cmd_tx,
         task,
-        demo_server,
+        demo_server: model.demo_server,
         broker,
         session_id,
         leave,
     })
+}
+
+/// The model the agent talks to, with what goes along with it.
+struct BuiltModel {
+    chat: Arc<dyn ChatModel>,
+    /// The name shown to the operator and recorded in the session.
+    label: String,
+    /// Scrubs the API key from whatever is shown or recorded.
+    redactor: Redactor,
+    /// The scripted server `--demo` talks to (stopped when dropped).
+    demo_server: Option<ScriptedServer>,
+}
+
+/// The configured model client, or the demo's scripted server and a client
+/// for it.
+async fn build_model(config: &Config, demo: bool) -> Result<BuiltModel, StartError> {
+    let mut demo_server = None;
+    let (base_url, label, model_name) = if demo {
+        let server = ScriptedServer::start(Scenario::demo())
+            .await
+            .map_err(StartError::DemoServer)?;
+        let url = server.base_url();
+        demo_server = Some(server);
+        (url, DEMO_MODEL.to_string(), "vigil-demo".to_string())
+    } else {
+        (
+            config.model.base_url.clone(),
+            config.model.model.clone(),
+            config.model.model.clone(),
+        )
+    };
+    let api_key = if demo { None } else { config.api_key() };
+    let redactor = Redactor::new(api_key.clone());
+    let client_config = ModelClientConfig {
+        base_url,
+        model: model_name,
+        api_key,
+        connect_timeout: Duration::from_secs(config.model.connect_timeout_secs),
+        request_timeout: Duration::from_secs(config.model.idle_timeout_secs),
+    };
+    let chat: Arc<dyn ChatModel> = match config.model.api {
+        ApiDialect::Anthropic if !demo => Arc::new(
+            AnthropicClient::new(client_config, config.model.max_tokens)
+                .map_err(StartError::Http)?,
+        ),
+        _ => Arc::new(
+            ModelClient::new(client_config)
+                .map_err(StartError::Http)?
+                .with_tool_protocol(
+                    config.model.tool_protocol,
+                    config.model.json_tags_multiple_calls,
+                )
+                .with_max_tokens(Some(config.model.max_tokens)),
+        ),
+    };
+    Ok(BuiltModel {
+        chat,
+        label,
+        redactor,
+        demo_server,
+    })
+}
+
+/// The session to record into: the resumed one (its rules held for the
+/// operator to confirm) or a new one, older sessions pruned. A new session
+/// that cannot be created only disables recording.
+fn open_session(
+    config: &Config,
+    options: &StartOptions,
+    broker: &ApprovalBroker,
+    model: &BuiltModel,
+    target: &str,
+) -> Result<(Option<Arc<SessionWriter>>, Option<Restored>), StartError> {
+    let store = SessionStore::new(&config.data_dir());
+    let redactor = model.redactor.clone();
+    let (session, restore) = match &options.resume {
+        Some(id) => {
+            let restored = Restored::load(&store, id)?;
+            // The log is a file anyone with access can append to: what it
+            // says approves nothing until the operator confirms it.
+            broker.hold_restored(crate::agent::approval::Restored {
+                standing: restored.standing.clone(),
+                prefixes: restored.prefixes.clone(),
+            });
+            if options.trust_session_rules {
+                broker.confirm_restored();
+            }
+            let writer = store.reopen(id, redactor)?;
+            (Some(Arc::new(writer)), Some(restored))
+        }
+        None => match store.create(&model.label, target, redactor) {
+            Ok(w) => (Some(Arc::new(w)), None),
+            Err(e) => {
+                tracing::warn!("session recording disabled: {e}");
+                (None, None)
+            }
+        },
+    };
+    if let Some(s) = &session {
+        let days = config.sessions.retention_days;
+        let max_age = (days > 0).then(|| Duration::from_secs(days * 86_400));
+        let pruned = store.prune(max_age, config.sessions.keep.max(1), s.id());
+        if pruned > 0 {
+            tracing::info!("pruned {pruned} old sessions");
+        }
+    }
+    Ok((session, restore))
 }

@@ -12,10 +12,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::client::{ModelClient, ModelError};
+use super::error::ModelError;
 use super::types::{AssistantReply, ChatMessage, FunctionCall, Role, ToolCall};
 use crate::tools::ToolDefinition;
 use crate::tools::validate::example_args;
@@ -27,16 +26,7 @@ pub const CLOSE: &str = "</json>";
 /// the round fails.
 pub const MAX_CORRECTIONS: usize = 2;
 
-/// How tools are offered to the model (`[model] tool_protocol`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ToolProtocol {
-    /// The API's own `tools` / `tool_calls`.
-    #[default]
-    Native,
-    /// `<json>` blocks in the text.
-    JsonTags,
-}
+pub use crate::config::ToolProtocol;
 
 /// What a reply held.
 #[derive(Debug, Clone, PartialEq)]
@@ -406,8 +396,19 @@ fn bounded(text: &str, max: usize) -> String {
 /// malformed block is answered (up to [`MAX_CORRECTIONS`] times) and asked
 /// again without reaching the agent loop. The reply's text has the blocks
 /// removed; its calls are ordinary [`ToolCall`]s.
+/// One plain text round of the model, no tools offered: what json-tags mode
+/// wraps (the OpenAI client implements it).
+#[async_trait::async_trait]
+pub trait TextRound: Send + Sync {
+    async fn text_round(
+        &self,
+        messages: &[ChatMessage],
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<AssistantReply, ModelError>;
+}
+
 pub async fn complete(
-    client: &ModelClient,
+    client: &dyn TextRound,
     multiple: bool,
     messages: &[ChatMessage],
     tools: &[ToolDefinition],
@@ -423,7 +424,7 @@ pub async fn complete(
                     on_text(&s);
                 }
             };
-            client.complete_round(&convo, &[], &mut shown).await?.reply
+            client.text_round(&convo, &mut shown).await?
         };
         let rest = filter.finish();
         if !rest.is_empty() {

@@ -16,10 +16,11 @@
 //!
 //! It decides which rule applies; the broker turns that into a decision.
 
+use crate::config::ConfigError;
 use crate::config::approval::{ApprovalConfig, RuleDecision};
+use crate::policy::gate::{GateInfo, Risk};
+use crate::policy::prefix_rule;
 use crate::shell::Script;
-use crate::tools::gate::{GateInfo, Risk};
-use crate::tools::prefix_rule;
 
 /// A rule ready to match.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +67,30 @@ pub struct Call<'a> {
 }
 
 impl PolicyRules {
+    /// What the configuration's checks cannot know: an `allow` rule on a
+    /// bare program whose arguments can run any code is refused. The error
+    /// names the rule and where it was written.
+    pub fn check(config: &ApprovalConfig) -> Result<(), ConfigError> {
+        for (i, rule) in config.rules.iter().enumerate() {
+            let r = rule.get_ref();
+            if let Some(words) = &r.command
+                && r.decision == RuleDecision::Allow
+                && words.len() == 1
+                && prefix_rule::runs_code(&words[0])
+            {
+                return Err(ConfigError::Invalid {
+                    key: format!("approval.rules[{}] ({})", i + 1, config.origin(i)),
+                    message: format!(
+                        "an allow rule on bare `{}` is refused: its arguments can make it run \
+                         any code; allow longer prefixes (e.g. [\"{}\", \"status\"]) instead",
+                        words[0], words[0]
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub fn from_config(config: &ApprovalConfig) -> PolicyRules {
         let rules = config
             .rules

@@ -10,7 +10,7 @@
 use reqwest::header::AUTHORIZATION;
 use serde_json::Value;
 
-use super::client::ModelClientConfig;
+use super::http::ModelClientConfig;
 
 /// The context window the server publishes for the configured model (or
 /// for its only model), in tokens.

@@ -12,7 +12,9 @@ use eventsource_stream::Eventsource;
 use reqwest::header::ACCEPT;
 
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
-use super::client::{self, ChatModel, Completion, ModelClientConfig, ModelError, is_json};
+use super::chat::{self, ChatModel, Completion};
+use super::error::ModelError;
+use super::http::{self, ModelClientConfig, is_json};
 use super::sse::StreamError;
 use super::types::{AssistantReply, ChatMessage, Messages};
 use crate::tools::ToolDefinition;
@@ -85,7 +87,7 @@ impl AnthropicClient {
             .await
             .map_err(|_| ModelError::Timeout)?
             .map_err(|e| self.transport_error(&e, &url))?;
-        client::success_or_status(&self.config, resp).await
+        http::success_or_status(&self.config, resp).await
     }
 
     async fn streamed(
@@ -96,13 +98,13 @@ impl AnthropicClient {
     ) -> Result<AssistantReply, ModelError> {
         let resp = self.send(messages, tools, true).await?;
         if is_json(&resp) {
-            return Ok(client::told(self.read_whole(resp).await?, on_text));
+            return Ok(chat::told(self.read_whole(resp).await?, on_text));
         }
         let mut events = resp.bytes_stream().eventsource();
         let mut asm = MessagesAssembler::new();
         let mut any = false;
         while !asm.is_done() {
-            let Some(event) = client::next_sse_event(&self.config, &mut events).await? else {
+            let Some(event) = http::next_sse_event(&self.config, &mut events).await? else {
                 break;
             };
             any = true;
@@ -125,11 +127,11 @@ impl AnthropicClient {
     }
 
     fn stream_error(&self, e: StreamError) -> ModelError {
-        client::stream_error(&self.config, e)
+        http::stream_error(&self.config, e)
     }
 
     fn transport_error(&self, e: &reqwest::Error, url: &str) -> ModelError {
-        client::transport_error(&self.config, e, url)
+        http::transport_error(&self.config, e, url)
     }
 }
 

@@ -11,7 +11,8 @@
 
 use std::time::Duration;
 
-use super::client::{ChatModel, Completion, ModelError};
+use super::chat::{ChatModel, Completion};
+use super::error::ModelError;
 use super::types::Messages;
 use crate::event::AgentEvent;
 use crate::tools::ToolDefinition;

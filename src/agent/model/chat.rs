@@ -1,0 +1,81 @@
+//! The contract every model dialect implements ([`ChatModel`]: one round
+//! of a conversation with the tools offered, text streamed as it arrives)
+//! and what a round returns ([`Completion`]). Plain types and one shared
+//! ending of a round; no HTTP and no dialect lives here.
+
+use super::error::ModelError;
+use super::types::{AssistantReply, Messages};
+use crate::tools::ToolDefinition;
+
+/// One model dialect (OpenAI Chat Completions, Anthropic Messages): one round
+/// of a conversation with the tools offered, text streamed to `on_text`.
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync {
+    /// `messages` may carry their wire form ([`Messages::Wire`]): a dialect
+    /// that speaks that form sends it as is, the others use the typed
+    /// messages.
+    async fn complete_round(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
+    ) -> Result<Completion, ModelError>;
+
+    /// The model name sent with each request.
+    fn model_name(&self) -> &str;
+
+    /// The context window the server says it serves, in tokens, when it
+    /// publishes one (asked once, when no `context_limit` is configured).
+    async fn context_window(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// One successful round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub reply: AssistantReply,
+    /// The streaming request got an empty body and the reply came from the
+    /// non-streaming retry (its text was passed to `on_text` in one piece).
+    pub fell_back: bool,
+}
+
+impl Completion {
+    /// A streamed round, or, when the server answered the stream with an
+    /// empty body, the non-streaming retry (`whole`), its text passed to
+    /// `on_text` in one piece. Both dialects end a round through this.
+    pub(crate) async fn or_unstreamed<W>(
+        streamed: Result<AssistantReply, ModelError>,
+        whole: W,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, ModelError>
+    where
+        W: std::future::Future<Output = Result<AssistantReply, ModelError>>,
+    {
+        match streamed {
+            Err(ModelError::EmptyBody) => {
+                tracing::warn!("empty streamed answer; retrying without streaming");
+                Ok(Completion {
+                    reply: told(whole.await?, on_text),
+                    fell_back: true,
+                })
+            }
+            other => other.map(|reply| Completion {
+                reply,
+                fell_back: false,
+            }),
+        }
+    }
+}
+
+/// A reply that arrived whole (not streamed): its text goes to `on_text` in
+/// one piece, so the operator sees it like a streamed one.
+pub(crate) fn told(
+    reply: AssistantReply,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> AssistantReply {
+    if !reply.content.is_empty() {
+        on_text(&reply.content);
+    }
+    reply
+}

@@ -1,0 +1,162 @@
+//! The command line: what `vigil` accepts (clap), as plain data for the run
+//! modes. It parses and never runs anything.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::cli::headless::exit;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vigil",
+    version,
+    about = "Supervise an AI agent that runs commands on real machines"
+)]
+pub struct Cli {
+    /// Config file (default: the platform config dir's vigil/config.toml).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1.
+    #[arg(long, global = true, env = "VIGIL_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model name.
+    #[arg(long, global = true, env = "VIGIL_MODEL")]
+    pub model: Option<String>,
+    /// API key (prefer the environment variable).
+    #[arg(long, global = true, env = "VIGIL_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Where sessions, spill files and the log go.
+    #[arg(long, global = true, env = "VIGIL_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Use the built-in scripted model (no server, no key needed).
+    #[arg(long, global = true)]
+    pub demo: bool,
+    /// Approve every gated tool call without asking.
+    #[arg(long, global = true)]
+    pub auto_approve: bool,
+    /// Run commands in a managed tmux pane (optionally naming its session).
+    #[arg(long, global = true, value_name = "SESSION", num_args = 0..=1, conflicts_with = "no_tmux")]
+    pub tmux: Option<Option<String>>,
+    /// Run commands as plain local processes, even when tmux is installed.
+    #[arg(long, global = true)]
+    pub no_tmux: bool,
+    /// vigil's private tmux server (socket name or path).
+    #[arg(long, global = true, env = "VIGIL_TMUX_SOCKET", value_name = "NAME")]
+    pub tmux_socket: Option<String>,
+    /// More detail in the log file (-v debug, -vv trace); VIGIL_LOG wins.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Run commands on this SSH target (user@host[:port]) instead of here.
+    #[arg(
+        long,
+        global = true,
+        value_name = "USER@HOST[:PORT]",
+        conflicts_with = "container"
+    )]
+    pub ssh: Option<String>,
+    /// Run commands inside this running container (podman or docker).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub container: Option<String>,
+    /// No colours in the console (NO_COLOR=1 does the same).
+    #[arg(long, global = true)]
+    pub no_color: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one task headless: print assistant text and tool events as lines.
+    #[command(after_help = exit::TABLE)]
+    Exec {
+        /// What to ask the agent.
+        prompt: String,
+        /// Print every event as one JSON object per line (the AgentEvent
+        /// serde form, tagged by "type").
+        #[arg(long)]
+        json: bool,
+        /// Continue a recorded session (an id from `vigil sessions`, or "last").
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        /// With --resume: let the session rules read from its log approve
+        /// (without it they approve nothing: the log is only a file).
+        #[arg(long, requires = "resume")]
+        trust_session_rules: bool,
+    },
+    /// Resume a recorded session: its conversation, tool history and standing
+    /// approvals. In the console, or headless with --exec.
+    #[command(after_help = exit::TABLE)]
+    Resume {
+        /// The session id (see `vigil sessions`).
+        id: Option<String>,
+        /// Resume the most recent session.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// Run this prompt headless (like `vigil exec`) instead of the console.
+        #[arg(long, value_name = "PROMPT")]
+        exec: Option<String>,
+        /// With --exec: one JSON event per line.
+        #[arg(long, requires = "exec")]
+        json: bool,
+        /// With --exec: let the session rules read from the log approve
+        /// (the console asks the operator instead).
+        #[arg(long, requires = "exec")]
+        trust_session_rules: bool,
+    },
+    /// List recorded sessions: id, start time, model, turns, last message.
+    Sessions,
+    /// Inspect or call the registered tools directly.
+    Tool {
+        #[command(subcommand)]
+        action: ToolAction,
+    },
+    /// How the approval policy decides: check a command, or replay a session.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyAction {
+    /// Print the decision for a command, the rule that made it, how the
+    /// parser reads it and whether it would run sandboxed:
+    /// `vigil policy check -- git status -s`.
+    Check {
+        /// The command (several words are joined with spaces).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Run every gated call of a recorded session through the current
+    /// policy and print what would have run unasked.
+    Replay {
+        /// The session id (see `vigil sessions`), or "last".
+        session: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ToolAction {
+    /// Print every registered tool: name, what it does, its arguments.
+    List {
+        /// Print the full definitions (JSON schema) instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool through validation, approval and the envelope.
+    Call {
+        name: String,
+        /// The arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
+    },
+}
+
+/// What `vigil exec` (or `resume --exec`) runs.
+pub struct ExecArgs {
+    pub prompt: String,
+    pub json: bool,
+    pub resume: Option<String>,
+    pub trust_session_rules: bool,
+}

@@ -1,0 +1,32 @@
+//! The run modes and their wiring: building the registry, the execution
+//! context, the model and the agent from a [`Config`] ([`wiring`]), the
+//! headless `vigil exec` ([`headless`]), `vigil tool` ([`toolcmd`]) and
+//! `vigil policy` ([`policycmd`]), and the start-up check that lets each layer
+//! validate its own part of the configuration ([`check_config`]). It sits on
+//! top of every layer and is the only place that knows them all; nothing
+//! below imports it.
+
+pub mod args;
+pub mod headless;
+pub mod policycmd;
+pub mod run;
+pub mod toolcmd;
+pub mod wiring;
+
+use crate::config::{Config, ConfigError};
+
+/// The checks each layer makes on its own part of a loaded configuration,
+/// at start-up: the tool environment policy (exec), the approval rules that
+/// need to know what a program does (policy) and the key bindings
+/// (console). The configuration's own checks ran when it was read.
+pub fn check_config(config: &Config) -> Result<(), ConfigError> {
+    crate::exec::env::EnvPolicy::from_config(config)?;
+    crate::policy::rules::PolicyRules::check(&config.approval)?;
+    if let Err(e) = crate::console::keys::Keymap::from_config(&config.console.keys) {
+        return Err(ConfigError::Invalid {
+            key: format!("console.keys.{}", e.action),
+            message: e.message,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! The run modes behind the command line: the console, a headless `exec`
+//! (or `resume --exec`), the `sessions` list, a single `tool` call and the
+//! `policy` commands. Each returns the process's exit code; errors are
+//! printed here, once, and never panic.
+
+use crate::agent::approval::Policy;
+use crate::agent::session::SessionStore;
+use crate::cli::args::{Cli, Command, ExecArgs, PolicyAction, ToolAction};
+use crate::cli::headless::exit;
+use crate::cli::wiring::StartOptions;
+use crate::cli::{headless, toolcmd, wiring};
+use crate::config::{ApprovalMode, Config};
+use crate::console;
+use crate::exec::leave::OnExit;
+
+pub async fn run(cli: Cli, config: Config) -> i32 {
+    match cli.command {
+        None => run_console(&config, cli.demo, cli.auto_approve, cli.no_color, None).await,
+        Some(Command::Exec {
+            prompt,
+            json,
+            resume,
+            trust_session_rules,
+        }) => {
+            let resume = match resume.map(|id| resolve_session(&config, &id)).transpose() {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
+            let exec = ExecArgs {
+                prompt,
+                json,
+                resume,
+                trust_session_rules,
+            };
+            run_exec(&config, cli.demo, cli.auto_approve, exec).await
+        }
+        Some(Command::Resume {
+            id,
+            last,
+            exec,
+            json,
+            trust_session_rules,
+        }) => {
+            let wanted = match (id, last) {
+                (Some(id), _) => id,
+                (None, true) => "last".to_string(),
+                (None, false) => {
+                    eprintln!(
+                        "vigil: say which session: `vigil resume ID` or `vigil resume --last`"
+                    );
+                    return exit::USAGE;
+                }
+            };
+            let id = match resolve_session(&config, &wanted) {
+                Ok(id) => id,
+                Err(code) => return code,
+            };
+            match exec {
+                Some(prompt) => {
+                    let exec = ExecArgs {
+                        prompt,
+                        json,
+                        resume: Some(id),
+                        trust_session_rules,
+                    };
+                    run_exec(&config, cli.demo, cli.auto_approve, exec).await
+                }
+                None => {
+                    run_console(&config, cli.demo, cli.auto_approve, cli.no_color, Some(id)).await
+                }
+            }
+        }
+        Some(Command::Sessions) => list_sessions(&config),
+        Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
+        Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action),
+    }
+}
+
+/// The approval policy at start-up: `--auto-approve`, else the demo's
+/// auto_low, else `[agent] approval`.
+fn startup_policy(config: &Config, demo: bool, auto_approve: bool) -> Policy {
+    if auto_approve {
+        Policy::ApproveAll
+    } else if demo {
+        Policy::AutoApproveLow
+    } else {
+        match config.agent.approval {
+            ApprovalMode::Ask => Policy::Ask,
+            ApprovalMode::AutoLow => Policy::AutoApproveLow,
+            ApprovalMode::ApproveAll => Policy::ApproveAll,
+        }
+    }
+}
+
+fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -> i32 {
+    use crate::cli::policycmd;
+    let policy = startup_policy(config, false, auto_approve);
+    let can_sandbox = crate::exec::ExecutionContext::local().can_sandbox();
+    let broker = policycmd::broker(config, policy, can_sandbox);
+    let mut out = std::io::stdout();
+    match action {
+        PolicyAction::Check { command } => {
+            policycmd::check(&broker, can_sandbox, &command.join(" "), &mut out);
+            exit::OK
+        }
+        PolicyAction::Replay { session } => {
+            let id = match resolve_session(config, &session) {
+                Ok(id) => id,
+                Err(code) => return code,
+            };
+            let events = SessionStore::new(&config.data_dir())
+                .dir_of(&id)
+                .join("events.jsonl");
+            match policycmd::replay(&broker, can_sandbox, &events, &mut out) {
+                Ok(_) => exit::OK,
+                Err(e) => {
+                    eprintln!("vigil: cannot read {}: {e}", events.display());
+                    exit::FAILED
+                }
+            }
+        }
+    }
+}
+
+/// "last" → the newest session id; an id → itself when it exists.
+fn resolve_session(config: &Config, wanted: &str) -> Result<String, i32> {
+    let store = SessionStore::new(&config.data_dir());
+    let found = if wanted == "last" {
+        store.latest()
+    } else if store.dir_of(wanted).join("meta.json").exists() {
+        Ok(wanted.to_string())
+    } else {
+        Err(crate::agent::session::SessionError::NotFound(
+            wanted.to_string(),
+        ))
+    };
+    found.map_err(|e| {
+        eprintln!("vigil: {e}");
+        exit::USAGE
+    })
+}
+
+async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArgs) -> i32 {
+    let ExecArgs {
+        prompt,
+        json,
+        resume,
+        trust_session_rules,
+    } = args;
+    // The demo runs its low-risk calls by itself here too, as in the console.
+    let policy = startup_policy(config, demo, auto_approve);
+    let running = match wiring::start_agent_with(
+        config,
+        demo,
+        policy,
+        StartOptions {
+            resume,
+            trust_session_rules,
+            ..Default::default()
+        },
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    let held = running.broker.held();
+    let n = held.standing.len() + held.prefixes.len();
+    if n > 0 {
+        eprintln!(
+            "vigil: {n} session rules in the log approve nothing in this run \
+             (pass --trust-session-rules to let them)"
+        );
+    }
+    let mut stdout = std::io::stdout();
+    let options = headless::DriveOptions { auto_approve, json };
+    let code = headless::drive(
+        running.events,
+        running.commands.clone(),
+        prompt,
+        options,
+        &mut stdout,
+    )
+    .await;
+    let _ = running.commands.send(crate::event::AgentCommand::Quit);
+    // Headless: remote managed sessions are kept (nothing is lost; the
+    // line says how to reach them), and the connection is closed.
+    if let Some(said) = running.leave.finish(OnExit::Keep).await {
+        eprintln!("vigil: {said}");
+    }
+    code
+}
+
+fn list_sessions(config: &Config) -> i32 {
+    let store = SessionStore::new(&config.data_dir());
+    match store.list() {
+        Ok(list) if list.is_empty() => {
+            println!("no sessions in {}", store.root().display());
+            exit::OK
+        }
+        Ok(list) => {
+            println!(
+                "{:<24} {:<20} {:<24} {:>5}  LAST MESSAGE",
+                "ID", "STARTED (UTC)", "MODEL", "TURNS"
+            );
+            for s in list {
+                let started = crate::tools::time::UtcTime::from_unix_millis(s.started_ms as i64);
+                let last: String = s.last_message.replace('\n', " ").chars().take(60).collect();
+                println!(
+                    "{:<24} {:<20} {:<24} {:>5}  {}",
+                    s.id,
+                    format!("{} {}", started.date(), started.time()),
+                    s.model,
+                    s.turns,
+                    last
+                );
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+async fn run_console(
+    config: &Config,
+    demo: bool,
+    auto_approve: bool,
+    no_color: bool,
+    resume: Option<String>,
+) -> i32 {
+    let mut opts = match console::ConsoleOptions::from_config(&config.console, no_color) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::USAGE;
+        }
+    };
+    let policy = startup_policy(config, demo, auto_approve);
+    let running = match wiring::start_agent_with(
+        config,
+        demo,
+        policy.clone(),
+        StartOptions {
+            resume,
+            ..Default::default()
+        },
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    opts.initial_message = demo.then(|| "Show me what you can do.".to_string());
+    opts.initial_policy = Some(match policy {
+        Policy::Ask => crate::event::ApprovalPolicy::Ask,
+        Policy::AutoApproveLow => crate::event::ApprovalPolicy::AutoApproveLow,
+        _ => crate::event::ApprovalPolicy::ApproveAll,
+    });
+    opts.mirror = running.mirror.clone();
+    opts.ask_on_exit = running.leave.question();
+    let result = console::run(running.events, running.commands.clone(), opts).await;
+    let _ = running.commands.send(crate::event::AgentCommand::Quit);
+    let choice = result.as_ref().map_or(OnExit::Keep, |c| *c);
+    if let Some(said) = running.leave.finish(choice).await {
+        eprintln!("vigil: {said}");
+    }
+    match result {
+        Ok(_) => exit::OK,
+        Err(e) => {
+            eprintln!("vigil: console error: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
+    let target = match wiring::build_exec(config).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    let registry = wiring::build_registry_async(
+        config,
+        &target.exec,
+        target.tmux.as_ref(),
+        toolcmd::approver(auto_approve),
+        Some(toolcmd::mcp_state_to_stderr()),
+    )
+    .await;
+    match action {
+        ToolAction::List { json: false } => {
+            print!("{}", toolcmd::listing(&registry.definitions()));
+            exit::OK
+        }
+        ToolAction::List { json: true } => {
+            let defs = registry.definitions();
+            match serde_json::to_string_pretty(&defs) {
+                Ok(text) => {
+                    println!("{text}");
+                    exit::OK
+                }
+                Err(e) => {
+                    eprintln!("vigil: {e}");
+                    exit::FAILED
+                }
+            }
+        }
+        ToolAction::Call { name, arguments } => {
+            let dir = config.data_dir().join("spill");
+            let ctx = crate::tools::ToolContext::new("cli").with_spill_dir(dir);
+            let run = registry.execute_with_context(&name, &arguments, &ctx).await;
+            println!("{}", run.model_text);
+            if run.denied() {
+                exit::APPROVAL_REQUIRED
+            } else if run.ok() {
+                exit::OK
+            } else {
+                exit::FAILED
+            }
+        }
+    }
+}
