@@ -165,6 +165,7 @@ fn flood() {
                             duration_ms: start.elapsed().as_millis() as u64,
                             truncated: true,
                             spill: vec![],
+                            seen: Vec::new(),
                             error: None,
                         },
                     });

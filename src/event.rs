@@ -18,6 +18,7 @@ pub use crate::exec::{MirrorTarget, OutputStream};
 pub use crate::policy::gate::{ApprovalDecision, ApprovalRequest, FileChange, Risk};
 pub use crate::policy::prefix_rule;
 pub use crate::tools::mcp::McpState;
+pub use crate::tools::truncate::ModelSaw;
 
 /// Identifies one tool call within a session (the model's call id).
 pub type CallId = String;
@@ -33,6 +34,10 @@ pub struct ToolSummary {
     pub truncated: bool,
     /// Where the full output was kept, if it was cut for the model.
     pub spill: Vec<std::path::PathBuf>,
+    /// What the model saw of each `spill` file (same order; missing: not
+    /// known, e.g. a session recorded before vigil said).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen: Vec<ModelSaw>,
     /// Error text when `ok` is false (denied, invalid arguments, failure).
     pub error: Option<String>,
 }
@@ -49,6 +54,7 @@ impl ToolSummary {
             duration_ms: 0,
             truncated: false,
             spill: Vec::new(),
+            seen: Vec::new(),
             error: Some(Self::CANCELLED.into()),
         }
     }

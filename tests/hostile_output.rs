@@ -341,6 +341,7 @@ fn every_pane_but_the_mirror_renders_escapes_as_nothing() {
                 duration_ms: 5,
                 truncated: true,
                 spill: vec![format!("/tmp/spill{HOSTILE}").into()],
+                seen: Vec::new(),
                 error: Some(format!("error{HOSTILE}")),
             },
         },

@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     // The console: a client of the contract.
     &["console"],
     // The wiring and the run modes.
-    &["cli", "main", "lib"],
+    &["cli", "main", "lib", "bin"],
 ];
 
 /// Layers the console may read besides its own: the contract and plain data.

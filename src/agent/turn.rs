@@ -321,6 +321,7 @@ async fn run_call(
             duration_ms,
             truncated: output.is_some_and(|o| o.truncated),
             spill: output.map(|o| o.spill.clone()).unwrap_or_default(),
+            seen: output.map(|o| o.seen.clone()).unwrap_or_default(),
             error,
         },
     });

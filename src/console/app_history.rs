@@ -14,6 +14,7 @@ use super::panes::modal::Modal;
 use super::panes::tools::CallStatus;
 use super::panes::viewer::{ModelView, Section, Viewer, build};
 use crate::event::AgentCommand;
+use crate::event::ModelSaw;
 
 impl App {
     pub(crate) fn on_history_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
@@ -83,10 +84,8 @@ impl App {
                 let files = s
                     .spill
                     .iter()
-                    .map(|p| {
-                        let label = spill_label(p);
-                        (label.clone(), p.clone(), model_view(&record.tool, &label))
-                    })
+                    .enumerate()
+                    .map(|(i, p)| (spill_label(p), p.clone(), model_view(s.seen.get(i))))
                     .collect();
                 self.io.push(IoRequest::LoadOutput {
                     call_id: call_id.clone(),
@@ -151,26 +150,16 @@ fn spill_label(path: &std::path::Path) -> String {
     }
 }
 
-/// Which part of a spilled output the model saw, from the tool's limits.
-fn model_view(tool: &str, label: &str) -> ModelView {
-    use crate::tools::truncate::Keep;
-    let cfg = crate::tools::shell::ShellConfig::default();
-    let (limit, keep) = match tool {
-        "run_shell" if label.ends_with("stderr") => (cfg.stderr_limit, cfg.keep),
-        "run_shell" => (cfg.stdout_limit, cfg.keep),
-        "read_file" => (crate::tools::files::READ_LIMIT, Keep::Head),
-        _ => return ModelView::Unknown,
-    };
-    match keep {
-        Keep::Head => ModelView::Head(limit),
-        Keep::Tail => ModelView::HeadTail {
-            head: 0,
-            tail: limit,
+/// Which part of a spilled output the model saw, as the call's summary
+/// says (unknown for a session recorded before it did).
+fn model_view(seen: Option<&ModelSaw>) -> ModelView {
+    match seen {
+        Some(ModelSaw::Head { chars }) => ModelView::Head(*chars),
+        Some(ModelSaw::HeadTail { head, tail }) => ModelView::HeadTail {
+            head: *head,
+            tail: *tail,
         },
-        Keep::HeadTail => ModelView::HeadTail {
-            head: limit / 2,
-            tail: limit - limit / 2,
-        },
+        None => ModelView::Unknown,
     }
 }
 

@@ -44,6 +44,7 @@ fn busy() -> App {
                 duration_ms: 5,
                 truncated: false,
                 spill: vec![],
+                seen: Vec::new(),
                 error: None,
             },
         });

@@ -72,6 +72,7 @@ fn finished_call(
             duration_ms: 12,
             truncated,
             spill,
+            seen: Vec::new(),
             error: None,
         },
     });

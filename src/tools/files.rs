@@ -137,6 +137,10 @@ impl Tool for ReadFile {
             truncated: cut.truncated(),
             result: Value::String(cut.text),
             exit_code: None,
+            seen: spill
+                .iter()
+                .map(|_| truncate::ModelSaw::of(READ_LIMIT, Keep::Head))
+                .collect(),
             spill: spill.into_iter().collect(),
             timeline: Some(format!("read {path} ({} bytes)", bytes.len())),
         })

@@ -210,6 +210,9 @@ pub struct ToolOutput {
     pub truncated: bool,
     /// Files holding the full text of anything that was cut.
     pub spill: Vec<PathBuf>,
+    /// What the model saw of each file in `spill` (same order; shorter when
+    /// not known).
+    pub seen: Vec<truncate::ModelSaw>,
     /// What the console's timeline shows instead of the full result (e.g.
     /// `read /etc/motd (120 bytes)` rather than the content). `None`: the
     /// console shows the result itself.

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::live::LiveOutput;
 use super::output_view::{self, StreamView};
-use super::truncate::Keep;
+use super::truncate::{Keep, ModelSaw};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::capture::{Captured, Retain};
 use crate::exec::{ExecError, ExecutionContext, RunOutcome, RunRequest, humanize};
@@ -424,6 +424,14 @@ impl RunShell {
             result,
             exit_code: None,
             truncated: out.cut.removed > 0 || err.cut.removed > 0,
+            seen: [
+                (&out.spill, self.config.stdout_limit),
+                (&err.spill, self.config.stderr_limit),
+            ]
+            .into_iter()
+            .filter(|(spill, _)| spill.is_some())
+            .map(|(_, limit)| ModelSaw::of(limit, keep))
+            .collect(),
             spill: out.spill.into_iter().chain(err.spill).collect(),
             timeline: None,
         }

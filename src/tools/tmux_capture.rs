@@ -176,6 +176,7 @@ impl Tool for CapturePane {
                 exit_code: None,
                 truncated: c.truncated(),
                 spill: spilled.into_iter().collect(),
+                seen: Vec::new(),
                 timeline: None,
             })
         };

@@ -336,6 +336,7 @@ impl ToolsPane {
             duration_ms: 0,
             truncated: false,
             spill: Vec::new(),
+            seen: Vec::new(),
             error: None,
         });
     }
@@ -499,6 +500,7 @@ mod tests {
             duration_ms: 0,
             truncated: false,
             spill: vec![],
+            seen: Vec::new(),
             error: Some("denied".into()),
         };
         p.completed("c1", "run_shell", &summary);
