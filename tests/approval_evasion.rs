@@ -18,29 +18,13 @@ mod table;
 use std::path::Path;
 use std::process::Output;
 
-use table::{Case, TABLE};
+use table::{Case, TABLE, USUAL_RULES, gate};
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, NO_SANDBOX, Outcome, Policy};
 use vigil::config::Config;
-use vigil::policy::gate::GateInfo;
 use vigil::policy::gate::Risk;
 use vigil::policy::rules::PolicyRules;
 use vigil::scripted::{Scenario, ScriptedServer};
-
-/// Prefix rules an operator might well have approved during a session.
-const USUAL_RULES: &[&str] = &[
-    "git status",
-    "git log",
-    "git diff",
-    "git push origin",
-    "ls",
-    "cat",
-    "echo",
-    "find .",
-    "sed -n",
-    "sort",
-    "grep -r",
-];
 
 /// A row's command for the decision layer (placeholders filled with
 /// plausible values).
@@ -50,17 +34,6 @@ fn filled(case: &Case, dir: &Path, sleep: &str) -> String {
         .replace("{V}", &dir.join("victim").display().to_string())
         .replace("{DIR}", &dir.display().to_string())
         .replace("{SLEEP}", sleep)
-}
-
-fn gate(command: &str) -> GateInfo {
-    GateInfo {
-        action: command.to_string(),
-        model_risk: Some(Risk::Low),
-        mutation: Some(false),
-        privesc: Some(false),
-        why: Some("looks harmless".into()),
-        editable_field: Some("command".into()),
-    }
 }
 
 #[test]

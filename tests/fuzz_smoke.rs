@@ -106,3 +106,8 @@ fn json_tags() {
 fn risk() {
     smoke("risk", iters(20_000));
 }
+
+#[test]
+fn shell() {
+    smoke("shell", iters(20_000));
+}

@@ -81,8 +81,9 @@ pub struct ApprovalBroker {
     pending: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
     /// (tool, action) pairs approved for the rest of the session.
     standing: Mutex<HashSet<(String, String)>>,
-    /// (tool, prefix) rules approved for the rest of the session.
-    prefixes: Mutex<HashSet<(String, String)>>,
+    /// (tool, prefix) rules approved for the rest of the session, with the
+    /// prefix's literal words (parsed once, when the rule is made).
+    prefixes: Mutex<HashMap<(String, String), Vec<String>>>,
     policy: Mutex<Policy>,
     /// The policy file's rules.
     rules: Mutex<PolicyRules>,
@@ -130,7 +131,7 @@ impl ApprovalBroker {
             next_id: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
             standing: Mutex::new(HashSet::new()),
-            prefixes: Mutex::new(HashSet::new()),
+            prefixes: Mutex::new(HashMap::new()),
             policy: Mutex::new(policy),
             rules: Mutex::new(PolicyRules::default()),
             can_sandbox: AtomicBool::new(false),
@@ -197,33 +198,44 @@ impl ApprovalBroker {
     /// the session (restored prefix rules on resume). A prefix that could
     /// not be a rule (empty, chaining) is ignored.
     pub fn add_prefix(&self, tool: &str, prefix: &str) {
-        if prefix_rule::rule_error(prefix, prefix).is_none() {
-            lock(&self.prefixes).insert((tool.to_string(), prefix.to_string()));
+        if let Ok(words) = prefix_rule::rule_words(prefix) {
+            lock(&self.prefixes).insert((tool.to_string(), prefix.to_string()), words);
         }
     }
 
     /// The `(tool, prefix)` rules approved for the session, sorted.
     pub fn prefixes(&self) -> Vec<(String, String)> {
-        let mut v: Vec<_> = lock(&self.prefixes).iter().cloned().collect();
+        let mut v: Vec<_> = lock(&self.prefixes).keys().cloned().collect();
         v.sort();
         v
     }
 
     /// The standing approval or prefix rule covering this request, if any.
-    fn covered(&self, request: &ApprovalRequest) -> Option<DecidedBy> {
+    fn covered(
+        &self,
+        request: &ApprovalRequest,
+        script: Option<&shell::Script>,
+    ) -> Option<DecidedBy> {
         let key = (request.tool.clone(), request.gate.action.clone());
         if lock(&self.standing).contains(&key) {
             return Some(DecidedBy::SessionRule { rule: key.1 });
         }
-        if !is_command(&request.tool, &request.gate) || request.estimate == Risk::High {
+        if request.estimate == Risk::High {
             return None;
         }
-        lock(&self.prefixes)
+        let words = prefix_rule::plain_words(script?)?;
+        let prefixes = lock(&self.prefixes);
+        let mut covering: Vec<&String> = prefixes
             .iter()
-            .find(|(tool, prefix)| *tool == request.tool && prefix_rule::covers(prefix, &key.1))
-            .map(|(_, prefix)| DecidedBy::SessionRule {
-                rule: format!("{prefix} …"),
+            .filter(|((tool, _), rule)| {
+                *tool == request.tool && prefix_rule::covers_plain(rule, &words)
             })
+            .map(|((_, prefix), _)| prefix)
+            .collect();
+        covering.sort_unstable();
+        covering.first().map(|prefix| DecidedBy::SessionRule {
+            rule: format!("{prefix} …"),
+        })
     }
 
     /// Withdraw a session rule (exact action, or word prefix); true when it
@@ -231,7 +243,7 @@ impl ApprovalBroker {
     pub fn revoke(&self, tool: &str, rule: &str, prefix: bool) -> bool {
         let key = (tool.to_string(), rule.to_string());
         let removed = if prefix {
-            lock(&self.prefixes).remove(&key)
+            lock(&self.prefixes).remove(&key).is_some()
         } else {
             lock(&self.standing).remove(&key)
         };
@@ -277,7 +289,7 @@ impl ApprovalBroker {
                 if is_command(&request.tool, &request.gate)
                     && prefix_rule::rule_error(prefix, action).is_none() =>
             {
-                lock(&self.prefixes).insert((request.tool.clone(), prefix.clone()));
+                self.add_prefix(&request.tool, prefix);
             }
             // Not a prefix of this command: the call runs once, no rule.
             _ => {}
@@ -318,9 +330,8 @@ impl ApprovalBroker {
     /// What this broker would do with the call now (nothing is recorded,
     /// nobody is asked).
     pub fn preview(&self, tool: &str, gate: &GateInfo) -> Preview {
-        let request = self.request(0, "", tool, gate);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let assessment = assessment(tool, gate, script.as_ref());
+        let (request, assessment) = self.request(0, "", tool, gate, script.as_ref());
         let outcome = self.outcome(&request, script.as_ref());
         Preview {
             assessment,
@@ -328,20 +339,28 @@ impl ApprovalBroker {
         }
     }
 
-    fn request(&self, id: u64, call_id: &str, tool: &str, gate: &GateInfo) -> ApprovalRequest {
-        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let a = assessment(tool, gate, script.as_ref());
-        ApprovalRequest {
+    /// The request for the operator, and vigil's estimate in it.
+    fn request(
+        &self,
+        id: u64,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        script: Option<&shell::Script>,
+    ) -> (ApprovalRequest, Assessment) {
+        let a = assessment(tool, gate, script);
+        let request = ApprovalRequest {
             id,
             call_id: call_id.to_string(),
             tool: tool.to_string(),
             target: self.target.clone(),
             gate: gate.clone(),
             estimate: a.risk,
-            estimate_reason: a.reason,
+            estimate_reason: a.reason.clone(),
             automatic: false,
             change: None,
-        }
+        };
+        (request, a)
     }
 
     fn outcome(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
@@ -376,7 +395,7 @@ impl ApprovalBroker {
         if let Some(rule) = rule {
             return Outcome::Unasked(DecidedBy::PolicyRule { rule: rule.label() });
         }
-        if let Some(by) = self.covered(request) {
+        if let Some(by) = self.covered(request, script) {
             return Outcome::Unasked(by);
         }
         match policy {
@@ -424,8 +443,8 @@ impl Approver for ApprovalBroker {
         change: Option<FileChange>,
     ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = self.request(id, call_id, tool, gate);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref());
         let automatic = self.automatic(self.outcome(&request, script.as_ref()));
         let request = ApprovalRequest {
             automatic: automatic.is_some(),

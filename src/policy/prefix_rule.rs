@@ -18,7 +18,7 @@
 //! broker also asks for anything vigil rates high) and never runs anything.
 
 use super::allow_list;
-use crate::shell::{self, Redirect, SimpleCommand};
+use crate::shell::{self, Redirect, Script, SimpleCommand};
 
 /// Programs whose arguments can make them run other code (or that run
 /// another program given as an argument).
@@ -108,7 +108,11 @@ pub fn runs_code(program: &str) -> bool {
 /// The one plain simple command `text` is, with nothing assigned and
 /// nothing redirected except to /dev/null or onto a descriptor.
 fn plain_command(text: &str) -> Option<(SimpleCommand, Vec<String>)> {
-    let script = shell::parse(text);
+    plain_of(&shell::parse(text))
+}
+
+/// [`plain_command`] of an already parsed script.
+fn plain_of(script: &Script) -> Option<(SimpleCommand, Vec<String>)> {
     let cmd = script.single()?.clone();
     let clean = cmd.assignments.is_empty()
         && cmd
@@ -129,16 +133,19 @@ pub fn covers(prefix: &str, command: &str) -> bool {
 
 /// Whether a rule of these literal words covers `command`.
 pub fn covers_words(rule: &[String], command: &str) -> bool {
-    match plain_command(command) {
-        Some((_, words)) => words.starts_with(rule) && rest_allowed(&words, rule.len()).is_ok(),
-        None => false,
-    }
+    plain_words(&shell::parse(command)).is_some_and(|words| covers_plain(rule, &words))
 }
 
-/// The literal words of `command` when it is one plain simple command with
-/// nothing assigned and nothing redirected except to /dev/null.
-pub fn plain_words(command: &str) -> Option<Vec<String>> {
-    plain_command(command).map(|(_, w)| w)
+/// Whether a rule of these literal words covers a command whose
+/// [`plain_words`] are `words` (parse once, try many rules).
+pub fn covers_plain(rule: &[String], words: &[String]) -> bool {
+    words.starts_with(rule) && rest_allowed(words, rule.len()).is_ok()
+}
+
+/// The literal words of the parsed command when it is one plain simple
+/// command with nothing assigned and nothing redirected except to /dev/null.
+pub fn plain_words(script: &Script) -> Option<Vec<String>> {
+    plain_of(script).map(|(_, w)| w)
 }
 
 /// Why the words after the prefix are not allowed for unasked running.
@@ -159,7 +166,7 @@ fn rest_allowed(words: &[String], prefix_len: usize) -> Result<(), String> {
 }
 
 /// The literal words of a rule, or why `prefix` cannot be one.
-fn rule_words(prefix: &str) -> Result<Vec<String>, String> {
+pub fn rule_words(prefix: &str) -> Result<Vec<String>, String> {
     if prefix.trim().is_empty() {
         return Err("the prefix is empty".into());
     }

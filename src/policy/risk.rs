@@ -8,7 +8,9 @@
 //! allowed program with allowed flags ([`super::allow_list`]). Everything
 //! else is medium, and high when it is recognisably destructive (privilege
 //! escalation, disk tools, `rm -rf`, a download piped into a shell, writes
-//! to system paths, a fork bomb). It decides nothing itself: the approval
+//! to system paths, a fork bomb) or when the parser rejects the text (vigil
+//! cannot tell what it would do, so it assumes the worst; the reason names
+//! the parse error for the operator). It decides nothing itself: the approval
 //! broker and the console use the estimate.
 
 use super::allow_list;
@@ -60,6 +62,14 @@ pub fn assess_command(command: &str) -> Risk {
 
 /// Estimate the risk of a parsed command, with the reason.
 pub fn assess(script: &Script) -> Assessment {
+    if script.error.is_some()
+        && let Some(why) = script.not_plain_reason()
+    {
+        return Assessment {
+            risk: Risk::High,
+            reason: why,
+        };
+    }
     if let Some(why) = high(script) {
         return Assessment {
             risk: Risk::High,
@@ -108,9 +118,6 @@ pub fn low_command(cmd: &SimpleCommand) -> Result<(), String> {
 }
 
 fn high(script: &Script) -> Option<String> {
-    if script.error.is_some() {
-        return high_unparsed(&script.text);
-    }
     let f = &script.features;
     if f.function && f.background {
         return Some("it defines a function and starts background jobs (a fork bomb?)".into());
@@ -139,16 +146,6 @@ fn high(script: &Script) -> Option<String> {
         }
     }
     None
-}
-
-/// A text the parser rejects has no commands to read: any of its words
-/// could be a program, so each is judged as one (`sudo` anywhere is high).
-fn high_unparsed(text: &str) -> Option<String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    (0..words.len()).find_map(|i| {
-        let base = words[i].rsplit('/').next().unwrap_or(words[i]);
-        high_simple(base, &words[i + 1..])
-    })
 }
 
 fn touches_system(word: &str) -> bool {
@@ -242,7 +239,7 @@ mod tests {
             ("sed -i s/a/b/ file", Risk::Medium),
             ("rm file.txt", Risk::Medium),
             ("echo $(whoami)", Risk::Medium),
-            ("echo 'unclosed", Risk::Medium),
+            ("echo 'unclosed", Risk::High),
             ("sudo apt-get install x", Risk::High),
             ("rm -rf build", Risk::High),
             ("rm -r -f /", Risk::High),

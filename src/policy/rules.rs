@@ -10,7 +10,7 @@
 //! - `allow` matches only a command the parser fully understands: one plain
 //!   simple command whose literal words start with the rule's words and
 //!   whose remaining words are allowed for unasked running (the prefix-rule
-//!   test, [`prefix_rule::covers_words`]), or whose literal words match the
+//!   test, [`prefix_rule::covers_plain`]), or whose literal words match the
 //!   `pattern`; never one vigil rates high.
 //! - `path` globs match a file tool's path as its approval shows it.
 //!
@@ -148,7 +148,7 @@ impl Rule {
             (Matcher::Path(glob), _) => action.split_whitespace().any(|w| glob_match(glob, w)),
             (_, None) => false,
             (m, Some(script)) if self.decision == RuleDecision::Allow => {
-                call.estimate != Risk::High && allow_matches(m, action, script)
+                call.estimate != Risk::High && allow_matches(m, script)
             }
             (m, Some(script)) => loose_runs(script, action).iter().any(|words| match m {
                 Matcher::Command(rule) => starts_with(words, rule),
@@ -159,14 +159,16 @@ impl Rule {
     }
 }
 
-fn allow_matches(m: &Matcher, action: &str, script: &Script) -> bool {
+fn allow_matches(m: &Matcher, script: &Script) -> bool {
     if script.single().is_none() {
         return false;
     }
     match m {
-        Matcher::Command(rule) => prefix_rule::covers_words(rule, action),
+        Matcher::Command(rule) => {
+            prefix_rule::plain_words(script).is_some_and(|w| prefix_rule::covers_plain(rule, &w))
+        }
         Matcher::Pattern(glob) => {
-            prefix_rule::plain_words(action).is_some_and(|w| glob_match(glob, &w.join(" ")))
+            prefix_rule::plain_words(script).is_some_and(|w| glob_match(glob, &w.join(" ")))
         }
         Matcher::Path(_) => false,
     }

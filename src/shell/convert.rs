@@ -18,6 +18,33 @@ const MAX_DEPTH: usize = 8;
 /// operator still sees it and decides).
 const MAX_LEN: usize = 64 * 1024;
 
+/// Deepest nesting of `(` read at all. brush-parser's arithmetic grammar
+/// backtracks exponentially in the nesting depth (found by fuzzing: ~30
+/// nested `((` kept the parser busy for minutes), so deeper text is
+/// reported as a parse error, counted on the raw text (parentheses inside
+/// quotes count too: that errs towards asking).
+const MAX_PARENS: usize = 10;
+
+/// Why `text` is not even handed to the parser, if it is not.
+fn too_hard(text: &str) -> Option<String> {
+    let mut depth = 0usize;
+    for ch in text.chars() {
+        match ch {
+            '(' => {
+                depth += 1;
+                if depth > MAX_PARENS {
+                    return Some(format!(
+                        "parentheses nested deeper than {MAX_PARENS}, more than vigil reads"
+                    ));
+                }
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 pub(super) fn parse(text: &str) -> Script {
     let mut script = Script {
         text: text.to_string(),
@@ -25,6 +52,10 @@ pub(super) fn parse(text: &str) -> Script {
         features: Features::default(),
         error: None,
     };
+    if let Some(why) = too_hard(text) {
+        script.error = Some(why);
+        return script;
+    }
     let mut walker = Walker {
         options: ParserOptions::default(),
         commands: Vec::new(),

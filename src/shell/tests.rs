@@ -128,3 +128,24 @@ fn a_plain_single_command_is_one() {
     assert!(parse("git status | cat").single().is_none());
     assert!(parse("").commands.is_empty());
 }
+
+#[test]
+fn deep_parentheses_are_an_error_not_a_hang() {
+    // brush-parser backtracks exponentially on nested arithmetic.
+    for open in ["$((", "((", "(", "$("] {
+        let text = format!(
+            "echo {}1{}",
+            open.repeat(30),
+            ")".repeat(30 * open.matches('(').count())
+        );
+        let start = std::time::Instant::now();
+        let script = parse(&text);
+        assert!(script.error.is_some(), "{text}");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(1),
+            "{text}"
+        );
+    }
+    let ok = parse("echo $(( (1 + (2 * (3 - 1))) ))");
+    assert!(ok.error.is_none(), "{:?}", ok.error);
+}

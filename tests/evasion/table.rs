@@ -5,6 +5,20 @@
 //! `{SLEEP}` a sleep length unique to the run (a process left behind is
 //! found by it).
 
+use vigil::policy::gate::{GateInfo, Risk};
+
+/// A `run_shell` call's gate as the model fills it in: says low, harmless.
+pub fn gate(command: &str) -> GateInfo {
+    GateInfo {
+        action: command.to_string(),
+        model_risk: Some(Risk::Low),
+        mutation: Some(false),
+        privesc: Some(false),
+        why: Some("looks harmless".into()),
+        editable_field: Some("command".into()),
+    }
+}
+
 /// One hostile command.
 pub struct Case {
     /// The class of bypass it tries.
@@ -29,6 +43,21 @@ const fn r(rule: &'static str, command: &'static str) -> Case {
         rule: Some(rule),
     }
 }
+
+/// Prefix rules an operator might well have approved during a session.
+pub const USUAL_RULES: &[&str] = &[
+    "git status",
+    "git log",
+    "git diff",
+    "git push origin",
+    "ls",
+    "cat",
+    "echo",
+    "find .",
+    "sed -n",
+    "sort",
+    "grep -r",
+];
 
 pub const TABLE: &[Case] = &[
     // Wrappers not looked through.

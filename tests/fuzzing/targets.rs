@@ -53,6 +53,7 @@ pub fn all() -> Vec<Target> {
         theme(),
         json_tags(),
         risk(),
+        shell(),
     ]
 }
 
@@ -476,4 +477,71 @@ fn risk() -> Target {
             assert!(with_sudo >= base, "sudo cannot lower risk");
         },
     }
+}
+
+/// The one shell reader (`vigil::shell`) and what reads it: any text parses
+/// or comes back with an error the operator is shown; a text the parser
+/// rejects is never low, never covered by a rule, and the broker asks.
+fn shell() -> Target {
+    Target {
+        name: "shell",
+        seeds: list(&[
+            "ls -la /tmp | grep x && echo done",
+            "git log --oneline -3 2>/dev/null",
+            "cat <<'EOF'\nhi $(x)\nEOF",
+            "echo $'\\x74' \"${x:-$(id)}\" `w` {a,b} *.rs ~root",
+            "f() { ls; }; (cd / && ls) & coproc x; [[ -n $y ]]; (( 1+2 ))",
+            "for i in 1 2; do case $i in 1) echo;; esac; done <(ls) >&3 2>&1",
+        ]),
+        tokens: list(&[
+            "$(", "`", "${", "}", "((", "))", "<<", "<<<", "<(", ">&", "&", "|", ";", "'", "\"",
+            "\\\n", "$'", "\\x", "{", "*", "~", "=", "if ", "fi", "do ", "done", "\n",
+        ]),
+        run: |data| {
+            let text = String::from_utf8_lossy(data);
+            let script = vigil::shell::parse(&text);
+            if let Some(error) = &script.error {
+                let why = vigil::policy::risk::low(&script).expect_err("rejected text is not low");
+                assert!(
+                    why.contains(error.as_str()),
+                    "the parse error is shown: {why}"
+                );
+                assert!(vigil::policy::prefix_rule::plain_words(&script).is_none());
+                let preview =
+                    shell_broker().preview("run_shell", &vigil::cli::policycmd::shell_gate(&text));
+                assert!(
+                    matches!(preview.outcome, vigil::agent::approval::Outcome::Ask(_)),
+                    "rejected text is asked for: {:?}",
+                    preview.outcome
+                );
+                assert!(preview.assessment.reason.contains(error.as_str()));
+            }
+            if vigil::policy::risk::low(&script).is_ok() {
+                assert!(script.is_plain(), "low implies plain");
+                assert!(
+                    script
+                        .commands
+                        .iter()
+                        .all(|c| c.assignments.is_empty() && c.literal_words().is_some())
+                );
+            }
+        },
+    }
+}
+
+/// auto_low, a sandbox, a session rule: the most permissive broker.
+fn shell_broker() -> &'static vigil::agent::approval::ApprovalBroker {
+    static BROKER: OnceLock<vigil::agent::approval::ApprovalBroker> = OnceLock::new();
+    BROKER.get_or_init(|| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::mem::forget(rx);
+        let broker = vigil::agent::approval::ApprovalBroker::new(
+            tx,
+            "local".into(),
+            vigil::agent::approval::Policy::AutoApproveLow,
+        );
+        broker.set_can_sandbox(true);
+        broker.add_prefix("run_shell", "ls");
+        broker
+    })
 }
