@@ -257,7 +257,7 @@ fn runs_sleep_300_below(root: u32) -> bool {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\0300\0")
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00300\x00")
         })
         .any(|mut pid| {
             while let Some(p) = parent(pid) {

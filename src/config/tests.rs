@@ -99,14 +99,16 @@ fn missing_explicit_file_is_a_clear_error() {
 
 #[test]
 fn tool_environment_settings_are_checked_and_used() {
-    let err = parse("[tools]\nenv_exclude = [\"A B\"]\n")
+    // The tool environment is exec's to check, at start-up.
+    let checked = |text: &str| parse(text).and_then(|c| crate::cli::check_config(&c).map(|()| c));
+    let err = checked("[tools]\nenv_exclude = [\"A B\"]\n")
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("tools.env_exclude") && err.contains("A B"),
         "{err}"
     );
-    let err = parse("[tools]\nenv_passthrough = [\"*\"]\n")
+    let err = checked("[tools]\nenv_passthrough = [\"*\"]\n")
         .unwrap_err()
         .to_string();
     assert!(err.contains("tools.env_passthrough"), "{err}");

@@ -59,17 +59,8 @@ impl App {
             self.quit = true;
             return vec![AgentCommand::Quit];
         }
-        if let Some(ask) = &self.leaving {
-            match ask.on_key(key) {
-                Answer::Quit(choice) => {
-                    self.on_exit = choice;
-                    self.quit = true;
-                    return vec![AgentCommand::Quit];
-                }
-                Answer::Back => self.leaving = None,
-                Answer::Stay => {}
-            }
-            return Vec::new();
+        if let Some(out) = self.on_leave_key(key) {
+            return out;
         }
         if self.modal.is_some() {
             return self.on_modal_key(key);
@@ -84,39 +75,8 @@ impl App {
             Overlay::Rules => return self.on_rules_key(key),
             Overlay::None => {}
         }
-        // Typed characters belong to the input box, whatever they are bound to.
-        let typing = self.focus == Focus::Input
-            && matches!(key.code, KeyCode::Char(_))
-            && !key
-                .modifiers
-                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        let global = if typing {
-            None
-        } else {
-            self.keys.action(&key, Scope::Global)
-        };
-        match global {
-            Some(Action::NextPane) => {
-                // What the footer promises: Tab from the box reaches a
-                // waiting approval at once.
-                let next = if self.focus == Focus::Input && self.approvals.unanswered() > 0 {
-                    Focus::Approvals
-                } else {
-                    self.focus.next()
-                };
-                self.set_focus(next);
-                return Vec::new();
-            }
-            Some(Action::PrevPane) => {
-                self.set_focus(self.focus.prev());
-                return Vec::new();
-            }
-            Some(Action::Back) => {
-                self.back();
-                return Vec::new();
-            }
-            Some(Action::Cancel) => return self.cancel_key(confirming),
-            _ => {}
+        if let Some(out) = self.on_global_key(&key, confirming) {
+            return out;
         }
         if self.focus == Focus::Input {
             return match self.input.on_key(key) {
@@ -133,67 +93,10 @@ impl App {
         }
         // Approval keys work from every pane (the oldest waiting request
         // unless another is selected); with none waiting they say so.
-        match self.keys.action(&key, Scope::Approvals) {
-            Some(Action::Quit) => {
-                if let Some(what) = &self.ask_on_exit {
-                    self.leaving = Some(LeaveAsk::new(what));
-                    return Vec::new();
-                }
-                self.quit = true;
-                return vec![AgentCommand::Quit];
-            }
-            Some(Action::FocusInput) => {
-                self.set_focus(Focus::Input);
-                return Vec::new();
-            }
-            Some(Action::Rules) => {
-                self.overlay = Overlay::Rules;
-                return Vec::new();
-            }
-            Some(Action::Copy) => {
-                self.copy_selected();
-                return Vec::new();
-            }
-            Some(Action::Help) => {
-                self.overlay = Overlay::Help { scroll: 0 };
-                return Vec::new();
-            }
-            Some(Action::Zoom) => {
-                self.zoom = match self.zoom {
-                    Some(z) if z == self.focus => None,
-                    _ => Some(self.focus),
-                };
-                return Vec::new();
-            }
-            Some(Action::CycleTheme) => {
-                self.cycle_theme();
-                return Vec::new();
-            }
-            Some(Action::Policy) => {
-                self.modal = Some(Modal::policy(self.status.policy));
-                return Vec::new();
-            }
-            Some(Action::History) => {
-                self.overlay = Overlay::History { viewer: None };
-                return Vec::new();
-            }
-            Some(Action::Retry) => return vec![AgentCommand::Retry],
-            Some(Action::Compact) => return vec![AgentCommand::Compact],
-            Some(Action::Follow) => {
-                match self.focus {
-                    Focus::Tools => self.tools.scroll.end(),
-                    _ => self.conversation.scroll.end(),
-                }
-                return Vec::new();
-            }
-            Some(
-                a @ (Action::Approve
-                | Action::ApproveSession
-                | Action::Deny
-                | Action::DenyReason
-                | Action::Edit),
-            ) => return self.on_approval_action(a),
-            _ => {}
+        if let Some(action) = self.keys.action(&key, Scope::Approvals)
+            && let Some(out) = self.on_action(action)
+        {
+            return out;
         }
         if key
             .modifiers
@@ -201,7 +104,134 @@ impl App {
         {
             return Vec::new();
         }
-        match (self.focus, key.code) {
+        self.on_pane_key(key.code);
+        Vec::new()
+    }
+
+    /// The quit question, when it is open: it takes every key.
+    fn on_leave_key(&mut self, key: KeyEvent) -> Option<Vec<AgentCommand>> {
+        let ask = self.leaving.as_ref()?;
+        match ask.on_key(key) {
+            Answer::Quit(choice) => {
+                self.on_exit = choice;
+                self.quit = true;
+                return Some(vec![AgentCommand::Quit]);
+            }
+            Answer::Back => self.leaving = None,
+            Answer::Stay => {}
+        }
+        Some(Vec::new())
+    }
+
+    /// Keys that act the same in every pane (moving between panes, back,
+    /// cancel); `None` when the key is not one of them.
+    fn on_global_key(&mut self, key: &KeyEvent, confirming: bool) -> Option<Vec<AgentCommand>> {
+        // Typed characters belong to the input box, whatever they are bound to.
+        let typing = self.focus == Focus::Input
+            && matches!(key.code, KeyCode::Char(_))
+            && !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let global = if typing {
+            None
+        } else {
+            self.keys.action(key, Scope::Global)
+        };
+        match global {
+            Some(Action::NextPane) => {
+                // What the footer promises: Tab from the box reaches a
+                // waiting approval at once.
+                let next = if self.focus == Focus::Input && self.approvals.unanswered() > 0 {
+                    Focus::Approvals
+                } else {
+                    self.focus.next()
+                };
+                self.set_focus(next);
+                return Some(Vec::new());
+            }
+            Some(Action::PrevPane) => {
+                self.set_focus(self.focus.prev());
+                return Some(Vec::new());
+            }
+            Some(Action::Back) => {
+                self.back();
+                return Some(Vec::new());
+            }
+            Some(Action::Cancel) => return Some(self.cancel_key(confirming)),
+            _ => {}
+        }
+        None
+    }
+
+    /// A bound action outside the message box; `None` when it does nothing
+    /// here (the key then goes to the focused pane).
+    fn on_action(&mut self, action: Action) -> Option<Vec<AgentCommand>> {
+        match action {
+            Action::Quit => {
+                if let Some(what) = &self.ask_on_exit {
+                    self.leaving = Some(LeaveAsk::new(what));
+                    return Some(Vec::new());
+                }
+                self.quit = true;
+                return Some(vec![AgentCommand::Quit]);
+            }
+            Action::FocusInput => {
+                self.set_focus(Focus::Input);
+                return Some(Vec::new());
+            }
+            Action::Rules => {
+                self.overlay = Overlay::Rules;
+                return Some(Vec::new());
+            }
+            Action::Copy => {
+                self.copy_selected();
+                return Some(Vec::new());
+            }
+            Action::Help => {
+                self.overlay = Overlay::Help { scroll: 0 };
+                return Some(Vec::new());
+            }
+            Action::Zoom => {
+                self.zoom = match self.zoom {
+                    Some(z) if z == self.focus => None,
+                    _ => Some(self.focus),
+                };
+                return Some(Vec::new());
+            }
+            Action::CycleTheme => {
+                self.cycle_theme();
+                return Some(Vec::new());
+            }
+            Action::Policy => {
+                self.modal = Some(Modal::policy(self.status.policy));
+                return Some(Vec::new());
+            }
+            Action::History => {
+                self.overlay = Overlay::History { viewer: None };
+                return Some(Vec::new());
+            }
+            Action::Retry => return Some(vec![AgentCommand::Retry]),
+            Action::Compact => return Some(vec![AgentCommand::Compact]),
+            Action::Follow => {
+                match self.focus {
+                    Focus::Tools => self.tools.scroll.end(),
+                    _ => self.conversation.scroll.end(),
+                }
+                return Some(Vec::new());
+            }
+            a @ (Action::Approve
+            | Action::ApproveSession
+            | Action::Deny
+            | Action::DenyReason
+            | Action::Edit) => return Some(self.on_approval_action(a)),
+            _ => {}
+        }
+        None
+    }
+
+    /// Scrolling and selection keys of the focused pane.
+    fn on_pane_key(&mut self, code: KeyCode) {
+        match (self.focus, code) {
             (Focus::Conversation, code) => {
                 self.conversation.scroll.on_key(code);
             }
@@ -225,7 +255,6 @@ impl App {
             (_, KeyCode::Enter) if self.focus != Focus::Approvals => self.set_focus(Focus::Input),
             _ => {}
         }
-        Vec::new()
     }
 
     fn cycle_theme(&mut self) {

@@ -71,8 +71,15 @@ fn finished_call(
             exit_code: Some(0),
             duration_ms: 12,
             truncated,
+            // What run_shell reports of a cut stdout with the default limits.
+            seen: spill
+                .iter()
+                .map(|_| {
+                    let cfg = crate::tools::shell::ShellConfig::default();
+                    crate::event::ModelSaw::of(cfg.stdout_limit, cfg.keep)
+                })
+                .collect(),
             spill,
-            seen: Vec::new(),
             error: None,
         },
     });

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use super::TmuxError;
 use super::control::{Control, Event};
 use super::guard::guard_shared_shell;
-use super::manager::{PaneRef, PaneSlot, TmuxManager};
+use super::manager::{PaneRef, PaneSlot, PaneState, TmuxManager};
 use super::script::{self, CmdFiles, Marker, MarkerScanner, is_shell, tq};
 use super::stream::Streamer;
 use crate::exec::process::outcome;
@@ -145,8 +145,75 @@ pub async fn run_in_pane(
         .map_err(ExecError::from)?;
     let _turn = pane.slot.run.lock().await;
     let mut notes = pane.slot.take_notes();
+    let state = ready_pane(mgr, &pane).await?;
 
-    let mut state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
+    let id = mgr.next_id();
+    let files = CmdFiles {
+        dir: mgr.dir().to_string(),
+        id,
+    };
+    let token = format!("{}:{id}", mgr.secret());
+    let events = pane.control.subscribe();
+    let mut guard = type_command(mgr, &pane, &req, &files, &token).await?;
+    if req.detach {
+        guard.armed = false;
+        return Ok(hand_off_detached(
+            mgr, &pane, &req, files, token, events, notes,
+        ));
+    }
+
+    let local = mgr.transport().is_local();
+    let streamer = Streamer::new(
+        on_output,
+        req.retain.as_ref(),
+        local,
+        (local && state.tty.starts_with('/')).then(|| state.tty.clone()),
+        files.path("live"),
+    );
+    let (waited, streamer) =
+        wait_for_exit(mgr, &pane, &req, &files, &token, events, streamer).await;
+    let rc = match waited {
+        Ok(Some(rc)) => Some(rc),
+        Ok(None) => {
+            // Timed out: interrupt it, and give it a moment to flush.
+            pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
+            pane.slot.dirty.store(true, Ordering::SeqCst);
+            guard.armed = false;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let stores = collect(mgr, &files, streamer, &req).await;
+            return Err(ExecError::Timeout {
+                limit: req.timeout.unwrap_or_default(),
+                partial: Box::new(outcome(None, stores, notes)),
+            });
+        }
+        Err(e) => {
+            guard.armed = false;
+            return Err(e);
+        }
+    };
+    guard.armed = false;
+    drop(guard);
+
+    let (stores, after) = tokio::join!(collect(mgr, &files, streamer, &req), mgr.pane_state(&pane));
+    if let Ok(st) = after
+        && st.alternate_on
+    {
+        notes.push(format!(
+            "a full-screen program (`{}`) was left on the pane's alternate screen; its screen \
+             is not part of this output. Use capture-pane (include_alternate_screen: true) to \
+             see it and send-keys to quit it",
+            st.current_command
+        ));
+    }
+    Ok(outcome(rc, stores, notes))
+}
+
+/// The pane's state once it is ready to take a command: a finished detached
+/// command forgotten, copy mode left, the prompt confirmed when needed. A
+/// pane that is busy or holds a full-screen program is refused, with what
+/// to do about it.
+async fn ready_pane(mgr: &TmuxManager, pane: &PaneRef) -> Result<PaneState, ExecError> {
+    let mut state = mgr.pane_state(pane).await.map_err(ExecError::from)?;
     let detached = pane.slot.busy.lock().map(|b| b.clone()).unwrap_or(None);
     if let Some((_, cmd, when)) = detached {
         // Right after dispatch the shell may not have started the command
@@ -154,7 +221,7 @@ pub async fn run_in_pane(
         let settle = when + DETACH_SETTLE;
         if is_shell(&state.current_command) && std::time::Instant::now() < settle {
             tokio::time::sleep_until(settle.into()).await;
-            state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
+            state = mgr.pane_state(pane).await.map_err(ExecError::from)?;
         }
         if !is_shell(&state.current_command) {
             return Err(ExecError::Failed(format!(
@@ -183,8 +250,8 @@ pub async fn run_in_pane(
         && is_shell(&state.current_command)
         && !state.alternate_on;
     if pane.slot.dirty.load(Ordering::SeqCst) || typed {
-        confirm_prompt(mgr, &pane).await?;
-        state = mgr.pane_state(&pane).await.map_err(ExecError::from)?;
+        confirm_prompt(mgr, pane).await?;
+        state = mgr.pane_state(pane).await.map_err(ExecError::from)?;
     }
     if state.alternate_on {
         return Err(ExecError::Failed(format!(
@@ -201,77 +268,98 @@ pub async fn run_in_pane(
             pane.name, state.current_command
         )));
     }
+    Ok(state)
+}
 
-    let id = mgr.next_id();
-    let files = CmdFiles {
-        dir: mgr.dir().to_string(),
-        id,
-    };
-    let token = format!("{}:{id}", mgr.secret());
+/// Save the command and its wrapper on the target and type the line that
+/// sources the wrapper. The guard interrupts the command if the call is
+/// dropped before it ends.
+async fn type_command(
+    mgr: &TmuxManager,
+    pane: &PaneRef,
+    req: &RunRequest,
+    files: &CmdFiles,
+    token: &str,
+) -> Result<CancelGuard, ExecError> {
     let wrapper = if req.detach {
         mgr.prepare_fifos(&[files.path("of"), files.path("ef")]);
-        script::wrapper_detached(&files, &token)
+        script::wrapper_detached(files, token)
     } else {
-        script::wrapper(&files, &token)
+        script::wrapper(files, token)
     };
-    let mut events = pane.control.subscribe();
-    let buffer = format!("vigil-{id}");
+    let buffer = format!("vigil-{}", files.id);
     let mut lines = Vec::with_capacity(8);
     lines.extend(save_lines(&buffer, &files.path("c"), &req.command));
     lines.extend(save_lines(&buffer, &files.path("sh"), &wrapper));
     lines.push(format!("delete-buffer -b {buffer}"));
     lines.extend(type_lines(&pane.id, &format!(" . {}", files.path("sh"))));
-    let mut guard = CancelGuard {
+    let guard = CancelGuard {
         control: pane.control.clone(),
         pane: pane.id.clone(),
         slot: pane.slot.clone(),
         armed: true,
     };
     all_ok(&pane.control, lines).await?;
+    Ok(guard)
+}
 
-    if req.detach {
-        guard.armed = false;
-        if let Ok(mut b) = pane.slot.busy.lock() {
-            *b = Some((
-                token.clone(),
-                req.command.clone(),
-                std::time::Instant::now(),
-            ));
-        }
-        tokio::spawn(watch_detached(
-            events,
-            token,
-            pane.id.clone(),
-            pane.slot.clone(),
-            files.all(),
-            mgr.transport().is_local(),
+/// A detached command: mark the pane busy, watch for its end in the
+/// background, and tell the model how to follow it.
+fn hand_off_detached(
+    mgr: &TmuxManager,
+    pane: &PaneRef,
+    req: &RunRequest,
+    files: CmdFiles,
+    token: String,
+    events: tokio::sync::mpsc::Receiver<Event>,
+    notes: Vec<String>,
+) -> RunOutcome {
+    if let Ok(mut b) = pane.slot.busy.lock() {
+        *b = Some((
+            token.clone(),
+            req.command.clone(),
+            std::time::Instant::now(),
         ));
-        let mut msg = format!(
-            "command dispatched to tmux pane {} (`{}` in session {}); it runs in the background \
-             of the conversation. Poll its output with capture-pane (e.g. {{\"delay\": \"5s\"}}), \
-             stop it with send-keys {{\"keys\": [\"C-c\"]}}",
-            pane.id, pane.name, pane.session
-        );
-        for n in &notes {
-            msg.push_str("\nnote: ");
-            msg.push_str(n);
-        }
-        return Ok(RunOutcome {
-            dispatched: Some(msg),
-            notes,
-            ..Default::default()
-        });
     }
-
-    let mut scanner = MarkerScanner::new(&token);
-    let local = mgr.transport().is_local();
-    let mut streamer = Streamer::new(
-        on_output,
-        req.retain.as_ref(),
-        local,
-        (local && state.tty.starts_with('/')).then(|| state.tty.clone()),
-        files.path("live"),
+    tokio::spawn(watch_detached(
+        events,
+        token,
+        pane.id.clone(),
+        pane.slot.clone(),
+        files.all(),
+        mgr.transport().is_local(),
+    ));
+    let mut msg = format!(
+        "command dispatched to tmux pane {} (`{}` in session {}); it runs in the background \
+         of the conversation. Poll its output with capture-pane (e.g. {{\"delay\": \"5s\"}}), \
+         stop it with send-keys {{\"keys\": [\"C-c\"]}}",
+        pane.id, pane.name, pane.session
     );
+    for n in &notes {
+        msg.push_str("\nnote: ");
+        msg.push_str(n);
+    }
+    RunOutcome {
+        dispatched: Some(msg),
+        notes,
+        ..Default::default()
+    }
+}
+
+/// Follow the command until its exit marker: `Ok(Some(code))` when it
+/// ended, `Ok(None)` when the timeout passed first, an error when the pane
+/// or the server went away. Output is followed on the way.
+async fn wait_for_exit(
+    mgr: &TmuxManager,
+    pane: &PaneRef,
+    req: &RunRequest,
+    files: &CmdFiles,
+    token: &str,
+    mut events: tokio::sync::mpsc::Receiver<Event>,
+    mut streamer: Streamer,
+) -> (Result<Option<i32>, ExecError>, Streamer) {
+    let mut scanner = MarkerScanner::new(token);
+    let local = mgr.transport().is_local();
     // Following the files costs a read per tick on this machine and a
     // process elsewhere; commands shorter than one tick never pay it.
     let follow = local || streamer.has_output_fn();
@@ -283,80 +371,47 @@ pub async fn run_in_pane(
     let deadline = req.timeout.map(|t| Instant::now() + t);
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let mut next_pull = Instant::now() + tick;
-    let mut rc: Option<i32> = None;
     let mut lagged = false;
-
-    let timed_out = loop {
-        if rc.is_some() {
-            break false;
-        }
+    loop {
         tokio::select! {
             ev = events.recv() => match ev {
                 Some(Event::Output { pane: p, data }) if p == pane.id => {
                     for m in scanner.push(&data) {
                         if let Marker::Exit(code) = m {
-                            rc = Some(code);
+                            return (Ok(Some(code)), streamer);
                         }
                     }
                 }
                 Some(Event::Output { .. }) => {}
                 Some(Event::Lagged) => lagged = true,
                 Some(Event::Changed) => {
-                    if !mgr.pane_exists(&pane).await {
-                        guard.armed = false;
+                    if !mgr.pane_exists(pane).await {
                         mgr.remove(&files.all()).await;
-                        return Err(lost(&pane, "the pane was killed"));
+                        return (Err(lost(pane, "the pane was killed")), streamer);
                     }
                 }
                 Some(Event::Closed) | None => {
-                    guard.armed = false;
-                    return Err(lost(&pane, "the tmux server or session went away"));
+                    return (Err(lost(pane, "the tmux server or session went away")), streamer);
                 }
             },
             _ = tokio::time::sleep_until(next_pull), if follow || lagged => {
                 if follow {
-                    streamer.pull(mgr, &files, true).await;
+                    streamer.pull(mgr, files, true).await;
                 }
                 if lagged {
                     // The exit marker may have been in output tmux or a full
                     // channel dropped: the wrapper's status file tells.
-                    rc = exit_file(mgr, &files).await;
+                    if let Some(code) = exit_file(mgr, files).await {
+                        return (Ok(Some(code)), streamer);
+                    }
                 }
                 next_pull = Instant::now() + tick;
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
-                break true;
+                return (Ok(None), streamer);
             }
         }
-    };
-
-    if timed_out {
-        pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
-        pane.slot.dirty.store(true, Ordering::SeqCst);
-        guard.armed = false;
-        // Give the interrupted command a moment to flush what it wrote.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let stores = collect(mgr, &files, streamer, &req).await;
-        return Err(ExecError::Timeout {
-            limit: req.timeout.unwrap_or_default(),
-            partial: Box::new(outcome(None, stores, notes)),
-        });
     }
-    guard.armed = false;
-    drop(guard);
-
-    let (stores, after) = tokio::join!(collect(mgr, &files, streamer, &req), mgr.pane_state(&pane));
-    if let Ok(st) = after {
-        if st.alternate_on {
-            notes.push(format!(
-                "a full-screen program (`{}`) was left on the pane's alternate screen; its screen \
-                 is not part of this output. Use capture-pane (include_alternate_screen: true) to \
-                 see it and send-keys to quit it",
-                st.current_command
-            ));
-        }
-    }
-    Ok(outcome(rc, stores, notes))
 }
 
 /// Take the rest of both output files, move a file that outgrew the
