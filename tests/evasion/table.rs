@@ -184,6 +184,11 @@ pub const TABLE: &[Case] = &[
     c("shell state", "fc -s ls"),
     // Background processes that outlive the call.
     c("background", "sleep {SLEEP} &"),
+    // `sleep` became low (it only waits): nothing may ride it.
+    c("background", "sleep 0 & touch {M}"),
+    c("background", "sleep {SLEEP} & disown"),
+    c("substitution", "sleep $(touch {M}; echo 0)"),
+    c("chaining", "sleep 0;touch {M}"),
     c("background", "(sleep {SLEEP} &)"),
     c("background", "nohup sleep {SLEEP} &"),
     c("background", "coproc sleep {SLEEP}"),
