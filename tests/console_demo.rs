@@ -91,3 +91,113 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
     assert_eq!(tmux.display("demo", "#{alternate_on}"), "0");
 }
+
+/// Send `next` from the message box and wait for step `n` of the tour.
+fn next_step(tmux: &Tmux, n: u32) -> String {
+    tmux.type_text("demo", "next");
+    tmux.keys("demo", &["Enter"]);
+    tmux.wait_text("demo", &format!("Tour {n}/8"), WAIT)
+}
+
+/// Wait for the turn to end with nothing left to decide.
+fn settled(tmux: &Tmux) -> String {
+    tmux.wait_for("demo", "the step to finish", WAIT, |s| {
+        s.contains("│ idle") && s.contains("no pending approvals")
+    })
+}
+
+#[test]
+fn the_demo_tour_reaches_every_operator_job() {
+    let data = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("demo-tour");
+    let _agent_tmux = start_demo(&tmux, data.path());
+    tmux.wait_text("demo", "approvals (1)", WAIT);
+    tmux.keys("demo", &["y"]);
+    tmux.wait_text("demo", "guided tour", WAIT);
+    settled(&tmux);
+
+    // 1, 2: a write and an edit are reviewed as a diff, then approved.
+    next_step(&tmux, 1);
+    let card = tmux.wait_text("demo", "approvals (1)", WAIT);
+    assert!(
+        card.contains("workers = 2"),
+        "the new file's content:\n{card}"
+    );
+    tmux.keys("demo", &["y"]);
+    settled(&tmux);
+    next_step(&tmux, 2);
+    let card = tmux.wait_text("demo", "approvals (1)", WAIT);
+    assert!(card.contains("workers = 4"), "the edited line:\n{card}");
+    tmux.keys("demo", &["y"]);
+    settled(&tmux);
+    let notes = std::fs::read_to_string("/tmp/vigil-demo/notes.txt").unwrap_or_default();
+    assert!(notes.contains("workers = 4"), "{notes}");
+
+    // 3, 4: a prefix rule for the session, then a call it covers runs by
+    // itself.
+    next_step(&tmux, 3);
+    tmux.wait_text("demo", "approvals (1)", WAIT);
+    tmux.keys("demo", &["a"]);
+    tmux.wait_text("demo", "this exact command", WAIT);
+    tmux.keys("demo", &["Tab"]);
+    tmux.wait_text("demo", "commands starting with `cksum`", WAIT);
+    tmux.keys("demo", &["Enter"]);
+    settled(&tmux);
+    next_step(&tmux, 4);
+    let screen = tmux.wait_text("demo", "by session rule `cksum …`", WAIT);
+    assert!(!screen.contains("approvals (1)"), "{screen}");
+    settled(&tmux);
+
+    // 5: deny with a reason the model reads.
+    next_step(&tmux, 5);
+    tmux.wait_text("demo", "approvals (1)", WAIT);
+    tmux.keys("demo", &["r"]);
+    tmux.wait_text("demo", "deny with a reason", WAIT);
+    tmux.type_text("demo", "keep the demo files");
+    tmux.keys("demo", &["Enter"]);
+    settled(&tmux);
+    assert!(std::path::Path::new("/tmp/vigil-demo/notes.txt").exists());
+
+    // 6: edit the command before it runs.
+    next_step(&tmux, 6);
+    tmux.wait_text("demo", "approvals (1)", WAIT);
+    tmux.keys("demo", &["e"]);
+    tmux.wait_text("demo", "edit the command", WAIT);
+    tmux.keys("demo", &["C-u"]);
+    tmux.type_text("demo", "ls -l /tmp/vigil-demo");
+    tmux.keys("demo", &["Enter"]);
+    let screen = settled(&tmux);
+    assert!(screen.contains("edited by operator"), "{screen}");
+
+    // 7: the full output of a cut command, opened and searched.
+    next_step(&tmux, 7);
+    settled(&tmux);
+    // Esc leaves the message box (sent alone: Esc then h would read as Alt-h).
+    tmux.keys("demo", &["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys("demo", &["h"]);
+    tmux.wait_text("demo", "history ·", WAIT);
+    tmux.keys("demo", &["Enter"]);
+    tmux.wait_text("demo", "run_shell-stdout", WAIT);
+    tmux.keys("demo", &["/"]);
+    tmux.type_text("demo", "123456");
+    tmux.keys("demo", &["Enter"]);
+    tmux.wait_text("demo", "/123456 1/", WAIT);
+    for _ in 0..3 {
+        tmux.keys("demo", &["Escape"]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // 8: a runaway command, cancelled with x pressed twice.
+    tmux.keys("demo", &["i"]);
+    next_step(&tmux, 8);
+    tmux.wait_text("demo", "running", WAIT);
+    tmux.keys("demo", &["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys("demo", &["x"]);
+    std::thread::sleep(Duration::from_millis(200));
+    tmux.keys("demo", &["x"]);
+    tmux.wait_text("demo", "cancelled", WAIT);
+    tmux.keys("demo", &["q"]);
+    assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
+}
