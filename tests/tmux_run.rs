@@ -346,9 +346,25 @@ async fn the_operator_sees_output_in_the_pane_while_it_runs() {
     assert_eq!(out.stdout, b"live-line\nend\n");
     // Shown once, not again by the wrapper at the end.
     let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
-    assert_eq!(screen.matches("live-line").count(), 1, "{screen}");
+    assert_eq!(
+        screen.lines().filter(|l| *l == "live-line").count(),
+        1,
+        "{screen}"
+    );
     // Short commands are shown by the wrapper itself.
     run(&b, "echo short-one").await;
     let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
     assert!(screen.lines().any(|l| l == "short-one"), "{screen}");
+    // The pane shows the command, not the script line vigil typed; control
+    // characters in it are not passed to the terminal.
+    run(&b, "printf 'x\\n' # \u{1b}]0;evil\u{7} tail").await;
+    let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
+    assert!(screen.lines().any(|l| l == "$ echo short-one"), "{screen}");
+    assert!(
+        screen.contains("$ printf 'x\\n' # ]0;evil tail"),
+        "{screen}"
+    );
+    // (The very first line typed into a fresh shell can stay: the shell may
+    // print its first prompt late. Every later one is replaced.)
+    assert!(screen.matches(". /tmp/vigil-").count() <= 1, "{screen}");
 }

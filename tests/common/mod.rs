@@ -42,6 +42,10 @@ impl Tmux {
     pub fn cmd(&self) -> Command {
         let mut c = Command::new("tmux");
         c.arg("-L").arg(&self.socket).arg("-f").arg("/dev/null");
+        // Shells started here (and by vigil inside) read the machine's
+        // rc files; where those run `pyenv rehash`, a lock left by a shell
+        // killed mid-rehash makes every new shell wait 60 s. Cap the wait.
+        c.env("PYENV_REHASH_TIMEOUT", "1");
         c
     }
 

@@ -95,6 +95,17 @@ fn source_line(files: &CmdFiles, out: &str, err: &str) -> String {
     )
 }
 
+/// Show the command where the pane showed the line vigil typed (` . N.sh`):
+/// that line is cleared and the command's first line printed in its place
+/// (control characters dropped, at most 200 characters), so the operator
+/// watching the pane reads what runs.
+fn show_command(files: &CmdFiles) -> String {
+    format!(
+        "printf '\\033[1A\\r\\033[2K$ %s\\n' \"$(head -n 1 -- {c} | tr -d '\\000-\\037\\177' | cut -c 1-200)\"\n",
+        c = files.path("c")
+    )
+}
+
 /// The script the pane's shell sources for a command vigil waits for.
 ///
 /// The command text lives in its own file (`N.c`) so a syntax error in it
@@ -108,10 +119,11 @@ fn source_line(files: &CmdFiles, out: &str, err: &str) -> String {
 pub fn wrapper(files: &CmdFiles, token: &str) -> String {
     let (o, e, live) = (files.path("o"), files.path("e"), files.path("live"));
     format!(
-        "{src}__vigil_rc=$?\n\
+        "{show}{src}__vigil_rc=$?\n\
          if [ ! -e {live} ] && {{ [ -s {o} ] || [ -s {e} ]; }}; then tail -q -c 65536 -- {o} {e}; fi\n\
          printf '%s\\n' \"$__vigil_rc\" >{rc}\n\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$__vigil_rc\"; unset __vigil_rc\n",
+        show = show_command(files),
         src = source_line(files, &o, &e),
         rc = files.path("rc"),
     )
@@ -125,12 +137,13 @@ pub fn wrapper_detached(files: &CmdFiles, token: &str) -> String {
     format!(
         "[ -p {of} ] || mkfifo {of} {ef}\n\
          ( tee {o} <{of} & tee {e} <{ef} >&2 & )\n\
-         {src}\
+         {show}{src}\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$?\"\n",
         of = p("of"),
         ef = p("ef"),
         o = p("o"),
         e = p("e"),
+        show = show_command(files),
         src = source_line(files, &p("of"), &p("ef")),
     )
 }
