@@ -163,11 +163,12 @@ fn the_demo_tour_reaches_every_operator_job() {
     tmux.wait_text("demo", "approvals (1)", WAIT);
     tmux.keys("demo", &["e"]);
     tmux.wait_text("demo", "edit the command", WAIT);
-    tmux.keys("demo", &["C-u"]);
-    tmux.type_text("demo", "ls -l /tmp/vigil-demo");
+    tmux.keys("demo", &["BSpace", "BSpace", "BSpace", "BSpace"]);
+    tmux.type_text("demo", "demo");
     tmux.keys("demo", &["Enter"]);
     let screen = settled(&tmux);
     assert!(screen.contains("edited by operator"), "{screen}");
+    assert!(screen.contains("notes.txt"), "the edited command ran:\n{screen}");
 
     // 7: the full output of a cut command, opened and searched.
     next_step(&tmux, 7);

@@ -110,6 +110,8 @@ pub struct TmuxManager {
     pub(super) controls_epoch: AtomicU64,
     /// Output files on a remote target, without a process per read.
     pub(super) fetch: super::fetch::Fetcher,
+    /// The default session's name, held against other vigils.
+    _claim: Option<super::claim::Claim>,
 }
 
 impl Drop for TmuxManager {
@@ -130,9 +132,9 @@ impl TmuxManager {
         opts: TmuxOptions,
     ) -> Result<Arc<TmuxManager>, TmuxError> {
         let prefix = owner_prefix(&opts.agent_name);
-        let default_session = match &opts.session {
-            Some(s) if !s.trim().is_empty() => canonical_session(&prefix, s),
-            _ => prefix.clone(),
+        let (default_session, claim) = match &opts.session {
+            Some(s) if !s.trim().is_empty() => (canonical_session(&prefix, s), None),
+            _ => super::claim::claim(&transport.label(), &opts.socket, &prefix),
         };
         let dir = format!(
             "/tmp/vigil-{}-{}",
@@ -155,6 +157,7 @@ impl TmuxManager {
             shared_pane: Mutex::new(String::new()),
             next_id: AtomicU64::new(1),
             changes,
+            _claim: claim,
         });
         mgr.make_dir().await?;
         let pane = mgr.resolve(None, None).await?;

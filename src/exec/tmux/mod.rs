@@ -16,6 +16,7 @@
 //! command output by scraping the screen.
 
 pub mod backend;
+pub mod claim;
 pub mod control;
 pub mod feed;
 pub mod fetch;

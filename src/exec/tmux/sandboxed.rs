@@ -38,22 +38,56 @@ async fn where_is(pane: &PaneRef) -> Result<(String, String), ExecError> {
     Ok((cwd.to_string(), tty.to_string()))
 }
 
-/// Writes what the run shows to the pane's terminal (best effort: a
-/// terminal that went away only loses the echo).
-fn pane_echo(tty: &str) -> Option<Arc<Mutex<std::fs::File>>> {
+/// The pane's terminal, written without ever blocking the run: when the
+/// terminal cannot take more (tmux is slow to read it), the rest of the
+/// echo is dropped and counted. The run's output itself is never affected.
+struct PaneEcho {
+    file: std::fs::File,
+    dropped: u64,
+}
+
+type Echo = Option<Arc<Mutex<PaneEcho>>>;
+
+/// Opens the pane's terminal for the echo (best effort: a terminal that
+/// went away only loses the echo).
+fn pane_echo(tty: &str) -> Echo {
+    use std::os::unix::fs::OpenOptionsExt;
     if !tty.starts_with("/dev/") {
         return None;
     }
-    let f = std::fs::OpenOptions::new().append(true).open(tty).ok()?;
-    Some(Arc::new(Mutex::new(f)))
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(tty)
+        .ok()?;
+    Some(Arc::new(Mutex::new(PaneEcho { file, dropped: 0 })))
 }
 
-fn show(tty: &Option<Arc<Mutex<std::fs::File>>>, text: &str) {
-    if let Some(t) = tty {
-        if let Ok(mut f) = t.lock() {
-            let _ = f.write_all(text.as_bytes());
+fn show(tty: &Echo, text: &str) {
+    let Some(t) = tty else { return };
+    let Ok(mut e) = t.lock() else { return };
+    if e.dropped > 0 {
+        e.dropped += text.len() as u64;
+        return;
+    }
+    let mut rest = text.as_bytes();
+    while !rest.is_empty() {
+        match e.file.write(rest) {
+            Ok(0) | Err(_) => {
+                e.dropped += rest.len() as u64;
+                return;
+            }
+            Ok(n) => rest = &rest[n..],
         }
     }
+}
+
+/// Say how much of the echo the pane did not get, once the run is over.
+fn dropped_note(tty: &Echo) -> Option<String> {
+    let t = tty.as_ref()?;
+    let mut e = t.lock().ok()?;
+    let n = std::mem::take(&mut e.dropped);
+    (n > 0).then(|| format!("\n[vigil: {n} bytes not shown in the pane]\n"))
 }
 
 /// The first line of `command`, marked when more follows.
@@ -112,6 +146,11 @@ pub async fn run_sandboxed(
         retain,
     )
     .await;
+    if let Some(note) = dropped_note(&echo) {
+        // The terminal may still be full: give it a moment, best effort.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        show(&echo, &note);
+    }
     let end = match &result {
         Ok(out) => match out.exit_code {
             Some(code) => format!("[vigil: sandboxed run exited {code}]\n"),
