@@ -168,7 +168,10 @@ fn the_demo_tour_reaches_every_operator_job() {
     tmux.keys("demo", &["Enter"]);
     let screen = settled(&tmux);
     assert!(screen.contains("edited by operator"), "{screen}");
-    assert!(screen.contains("notes.txt"), "the edited command ran:\n{screen}");
+    assert!(
+        screen.contains("notes.txt"),
+        "the edited command ran:\n{screen}"
+    );
 
     // 7: the full output of a cut command, opened and searched.
     next_step(&tmux, 7);

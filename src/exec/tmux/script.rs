@@ -137,13 +137,12 @@ pub fn wrapper_detached(files: &CmdFiles, token: &str) -> String {
     format!(
         "[ -p {of} ] || mkfifo {of} {ef}\n\
          ( tee {o} <{of} & tee {e} <{ef} >&2 & )\n\
-         {show}{src}\
+         {src}\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$?\"\n",
         of = p("of"),
         ef = p("ef"),
         o = p("o"),
         e = p("e"),
-        show = show_command(files),
         src = source_line(files, &p("of"), &p("ef")),
     )
 }
