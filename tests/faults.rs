@@ -304,7 +304,11 @@ fn managed_pane_fault(tag: &str, inject: impl Fn(&Console, &str)) {
     // The model's reply to the failure names it too.
     c.wait_for("the model told", |s| s.matches("TOOL SAID").count() >= 2);
     c.send("recover");
-    c.wait("pane-recreated-7");
+    // The model's answer to the call: the call is over and recorded (its
+    // output shows live before the result is written).
+    c.wait_for("the recovered call's answer", |s| {
+        s.contains("TOOL SAID") && s.matches("pane-recreated-7").count() >= 2
+    });
     // A new server reuses pane ids: the shell's pid tells panes apart.
     let panes = c
         .agent_tmux
