@@ -1,5 +1,6 @@
 //! Shared by the MCP tests: the real `@modelcontextprotocol/server-everything`
-//! from npm, installed into `tests/.mcp` (by `.ci/run`, or here on first use).
+//! from npm, installed into `tests/.mcp` (by `.ci/run`, or here on first use)
+//! with `npm ci` from the committed lock, which pins every package by hash.
 //! A failed install fails the test with npm's reason; it never skips.
 #![allow(dead_code)]
 
@@ -18,9 +19,8 @@ pub fn everything_js() -> PathBuf {
         return js;
     }
     let out = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .args(["ci", "--no-audit", "--no-fund", "--prefix"])
         .arg(&root)
-        .arg("@modelcontextprotocol/server-everything")
         .output()
         .unwrap_or_else(|e| panic!("cannot run npm to install the MCP test server: {e}"));
     assert!(
