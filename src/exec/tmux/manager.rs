@@ -86,6 +86,8 @@ pub struct PaneState {
     pub current_command: String,
     /// The pane's terminal device on the target (`/dev/pts/N`).
     pub tty: String,
+    /// The cursor's column: 0 while a shell has not printed its prompt yet.
+    pub cursor_x: u32,
 }
 
 const LOST: &str = "terminal state (working directory, environment, shell variables, running \
@@ -569,15 +571,16 @@ impl TmuxManager {
         let out = pane
             .control
             .cmd(&format!(
-                "display -p -t {} \"#{{pane_in_mode}} #{{alternate_on}} #{{pane_tty}} #{{pane_current_command}}\"",
+                "display -p -t {} \"#{{pane_in_mode}} #{{alternate_on}} #{{cursor_x}} #{{pane_tty}} #{{pane_current_command}}\"",
                 pane.id
             ))
             .await?
             .join("");
-        let mut it = out.splitn(4, ' ');
+        let mut it = out.splitn(5, ' ');
         Ok(PaneState {
             in_mode: it.next() == Some("1"),
             alternate_on: it.next() == Some("1"),
+            cursor_x: it.next().and_then(|x| x.parse().ok()).unwrap_or(0),
             tty: it.next().unwrap_or_default().to_string(),
             current_command: it.next().unwrap_or_default().trim().to_string(),
         })

@@ -33,6 +33,10 @@ const PROBE_TRIES: usize = 3;
 /// How long after a detached dispatch the pane's foreground process is
 /// not trusted yet.
 const DETACH_SETTLE: Duration = Duration::from_millis(300);
+/// How long to wait for a shell's prompt before typing (see `prompt_printed`).
+const PROMPT_WAIT: Duration = Duration::from_millis(150);
+/// The same for a shell that was just started or interrupted (checked once).
+const PROMPT_WAIT_NEW: Duration = Duration::from_millis(1000);
 
 /// Sends Ctrl-C to the pane when a run is abandoned (future dropped).
 struct CancelGuard {
@@ -250,6 +254,10 @@ async fn ready_pane(mgr: &TmuxManager, pane: &PaneRef) -> Result<PaneState, Exec
         && is_shell(&state.current_command)
         && !state.alternate_on;
     if pane.slot.dirty.load(Ordering::SeqCst) || typed {
+        if state.cursor_x == 0 {
+            // A new pane's shell may still be reading its rc files.
+            prompt_printed(pane, PROMPT_WAIT_NEW).await;
+        }
         confirm_prompt(mgr, pane).await?;
         state = mgr.pane_state(pane).await.map_err(ExecError::from)?;
     }
@@ -268,7 +276,29 @@ async fn ready_pane(mgr: &TmuxManager, pane: &PaneRef) -> Result<PaneState, Exec
             pane.name, state.current_command
         )));
     }
+    if state.cursor_x == 0 {
+        prompt_printed(pane, PROMPT_WAIT).await;
+    }
     Ok(state)
+}
+
+/// Right after a command's exit marker the shell may not have printed its
+/// prompt yet; a line typed then is echoed by the terminal as well as by the
+/// shell, and the pane keeps a stray ` . N.sh` line. Wait a moment for the
+/// prompt's bytes (a prompt that ends the line, or an empty one, costs at
+/// most `wait`).
+async fn prompt_printed(pane: &PaneRef, wait: Duration) {
+    let mut events = pane.control.subscribe();
+    let _ = tokio::time::timeout(wait, async {
+        loop {
+            match events.recv().await {
+                Some(Event::Output { pane: p, .. }) if p == pane.id => return,
+                Some(Event::Closed) | None => return,
+                Some(_) => {}
+            }
+        }
+    })
+    .await;
 }
 
 /// Save the command and its wrapper on the target and type the line that

@@ -147,9 +147,13 @@ pub fn wrapper_detached(files: &CmdFiles, token: &str) -> String {
     )
 }
 
-/// The script a probe sources: prints only a marker.
+/// The script a probe sources: erases the line vigil typed to source it
+/// (the operator sees no plumbing) and prints a marker.
 pub fn probe(token: &str) -> String {
-    format!("{}\n", marker_printf(token, "probe", false))
+    format!(
+        "printf '\\033[1A\\r\\033[2K'\n{}\n",
+        marker_printf(token, "probe", false)
+    )
 }
 
 /// What a marker said.
