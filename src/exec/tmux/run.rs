@@ -94,35 +94,24 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
     for attempt in 0..PROBE_TRIES {
         let id = mgr.next_id();
         let token = format!("{}:{id}", mgr.secret());
-        let path = format!("{}/{id}.sh", mgr.dir());
-        let mut events = pane.control.subscribe();
-        let mut lines = save_lines(&format!("vigil-{id}"), &path, &script::probe(&token)).to_vec();
+        let (path, ok) = (
+            format!("{}/{id}.sh", mgr.dir()),
+            format!("{}/{id}.ok", mgr.dir()),
+        );
+        let events = pane.control.subscribe();
+        let script = script::probe(&token, &ok);
+        let mut lines = save_lines(&format!("vigil-{id}"), &path, &script).to_vec();
         lines.push(format!("delete-buffer -b vigil-{id}"));
         lines.extend(type_lines(&pane.id, &format!(" . {path}")));
         all_ok(&pane.control, lines).await?;
-        let mut scanner = MarkerScanner::new(&token);
         let wait = if attempt == 0 {
             PROBE_WAIT * 2
         } else {
             PROBE_WAIT
         };
-        let deadline = Instant::now() + wait;
-        let seen = loop {
-            tokio::select! {
-                ev = events.recv() => match ev {
-                    Some(Event::Output { pane: p, data }) if p == pane.id => {
-                        if scanner.push(&data).contains(&Marker::Probe) {
-                            break true;
-                        }
-                    }
-                    Some(Event::Closed) | None => return Err(lost(pane, "the tmux server went away")),
-                    Some(_) => {}
-                },
-                _ = tokio::time::sleep_until(deadline) => break false,
-            }
-        };
-        mgr.remove(&[path]).await;
-        if seen {
+        let seen = probe_seen(mgr, pane, events, &token, &ok, wait).await;
+        mgr.remove(&[path, ok]).await;
+        if seen? {
             pane.slot.dirty.store(false, Ordering::SeqCst);
             pane.slot.typed.store(false, Ordering::SeqCst);
             return Ok(());
@@ -134,6 +123,35 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
          capture-pane and get it back with send-keys (e.g. C-c, q, or Enter)",
         pane.name
     )))
+}
+
+/// Whether the probe ran within `wait`: its marker in the pane's output, or,
+/// when output was dropped (a paused pane under load), its `ok` file.
+async fn probe_seen(
+    mgr: &TmuxManager,
+    pane: &PaneRef,
+    mut events: tokio::sync::mpsc::Receiver<Event>,
+    token: &str,
+    ok: &str,
+    wait: Duration,
+) -> Result<bool, ExecError> {
+    let mut scanner = MarkerScanner::new(token);
+    let deadline = Instant::now() + wait;
+    loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Some(Event::Output { pane: p, data }) if p == pane.id => {
+                    if scanner.push(&data).contains(&Marker::Probe) {
+                        return Ok(true);
+                    }
+                }
+                Some(Event::Lagged) if !mgr.read_from(ok, 0).await.is_empty() => return Ok(true),
+                Some(Event::Closed) | None => return Err(lost(pane, "the tmux server went away")),
+                Some(_) => {}
+            },
+            _ = tokio::time::sleep_until(deadline) => return Ok(!mgr.read_from(ok, 0).await.is_empty()),
+        }
+    }
 }
 
 /// Run one command in a managed pane.

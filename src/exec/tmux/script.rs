@@ -148,10 +148,12 @@ pub fn wrapper_detached(files: &CmdFiles, token: &str) -> String {
 }
 
 /// The script a probe sources: erases the line vigil typed to source it
-/// (the operator sees no plumbing) and prints a marker.
-pub fn probe(token: &str) -> String {
+/// (the operator sees no plumbing), leaves `ok` (for when flow control
+/// dropped the marker) and prints a marker.
+pub fn probe(token: &str, ok: &str) -> String {
     format!(
-        "printf '\\033[1A\\r\\033[2K'\n{}\n",
+        "printf '\\033[1A\\r\\033[2K'\nprintf 1 >{}\n{}\n",
+        tq(ok),
         marker_printf(token, "probe", false)
     )
 }
