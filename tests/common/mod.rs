@@ -311,7 +311,10 @@ pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Opt
 
 static N: AtomicUsize = AtomicUsize::new(0);
 
-/// Kills its private tmux server when dropped.
+/// Kills its private tmux server when dropped, and removes the command
+/// folders vigil made for it (`/tmp/vigil-<socket>-*`: a local target's goes
+/// with its manager, but a target reached through ssh or a container keeps
+/// its own until vigil leaves it, which a test does not do).
 pub struct Server {
     pub socket: String,
 }
@@ -322,6 +325,12 @@ impl Drop for Server {
             .args(["-L", &self.socket, "kill-server"])
             .env_remove("TMUX")
             .output();
+        let prefix = format!("vigil-{}-", self.socket);
+        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 }
 
