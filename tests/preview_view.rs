@@ -116,6 +116,7 @@ async fn touch_shows_one_created_file() {
     assert_eq!(changes(&r, &repo), [(EffectKind::Created, "new".into())]);
     assert_eq!(r.output_head, "done\n");
     assert_eq!(r.files[0].new.as_ref().unwrap().size, 0);
+    assert_eq!(r.files[0].note.as_deref(), Some("empty"));
 }
 
 #[tokio::test]

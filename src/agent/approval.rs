@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::approval::RuleDecision;
-use crate::event::{AgentEvent, DecidedBy};
+use crate::event::{AgentEvent, DecidedBy, PreviewOutcome};
 use crate::policy::gate::{
     ApprovalDecision, ApprovalRequest, Approver, FileChange, GateInfo, Risk,
 };
@@ -93,6 +93,10 @@ pub struct ApprovalBroker {
     told_no_sandbox: AtomicBool,
     /// Rules read from a session log, waiting for the operator's word.
     held: Mutex<Restored>,
+    /// Requests waiting for the operator, for a preview to read.
+    waiting: Mutex<HashMap<u64, ApprovalRequest>>,
+    /// Waiting requests whose preview reached the operator.
+    previewed: Mutex<HashSet<u64>>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -137,6 +141,8 @@ impl ApprovalBroker {
             can_sandbox: AtomicBool::new(false),
             told_no_sandbox: AtomicBool::new(false),
             held: Mutex::new(Restored::default()),
+            waiting: Mutex::new(HashMap::new()),
+            previewed: Mutex::new(HashSet::new()),
         }
     }
 
@@ -318,11 +324,39 @@ impl ApprovalBroker {
     }
 
     fn announce(&self, id: u64, decision: &ApprovalDecision, decided_by: DecidedBy) {
+        lock(&self.waiting).remove(&id);
+        let previewed = lock(&self.previewed).remove(&id);
         let _ = self.events.send(AgentEvent::ApprovalResolved {
             id,
             decision: decision.clone(),
             decided_by,
+            previewed,
         });
+    }
+
+    /// The request `id` while it waits for the operator.
+    pub fn waiting(&self, id: u64) -> Option<ApprovalRequest> {
+        lock(&self.waiting).get(&id).cloned()
+    }
+
+    /// Whether the target is this machine with the kernel sandbox (what a
+    /// preview needs too).
+    pub fn can_sandbox(&self) -> bool {
+        self.can_sandbox.load(Ordering::Relaxed)
+    }
+
+    /// Send a preview's outcome to the operator; a report is remembered
+    /// for the decision record. False when the request no longer waits.
+    pub fn deliver_preview(&self, id: u64, outcome: PreviewOutcome) -> bool {
+        if !lock(&self.waiting).contains_key(&id) {
+            return false;
+        }
+        if matches!(outcome, PreviewOutcome::Report { .. }) {
+            lock(&self.previewed).insert(id);
+        }
+        self.events
+            .send(AgentEvent::PreviewReady { id, outcome })
+            .is_ok()
     }
 }
 
@@ -460,6 +494,7 @@ impl Approver for ApprovalBroker {
         }
 
         let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id, request.clone());
         lock(&self.pending).insert(id, tx);
         // If the waiting future is dropped (the turn was cancelled), take the
         // request out of the queue so the operator's later key does nothing.

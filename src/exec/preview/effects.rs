@@ -284,6 +284,10 @@ fn file_content(
         Some(_) => std::fs::read(&lower_path).unwrap_or_default(),
         None => Vec::new(),
     };
+    if new.is_empty() && old.is_empty() {
+        e.note = Some("empty".into());
+        return;
+    }
     let (Some(new), Some(old)) = (as_text(&new), as_text(&old)) else {
         e.note = Some("binary".into());
         return;
