@@ -284,3 +284,54 @@ fn policy_check_preview_prints_the_effects_from_the_command_line() {
     assert!(text.contains("cannot reproduce network effects"), "{text}");
     assert_eq!(before, fingerprint(&repo));
 }
+
+#[tokio::test]
+async fn a_preview_rule_previews_for_real_and_the_decision_records_it() {
+    use std::sync::Arc;
+    use vigil::agent::approval::{ApprovalBroker, Policy};
+    use vigil::event::{AgentEvent, ApprovalDecision, PreviewOutcome};
+    use vigil::policy::gate::{Approver, GateInfo};
+    use vigil::policy::rules::PolicyRules;
+
+    sandbox::set_helper(common::sandbox_helper_bin());
+    let text = "[[approval.rules]]\ncommand = [\"rm\"]\ndecision = \"ask\"\npreview = true\n";
+    let config = vigil::config::Config::from_toml(text, Path::new("p.toml")).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+    broker.set_rules(PolicyRules::from_config(&config.approval));
+    broker.set_can_sandbox(true);
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let gate = GateInfo {
+        action: format!("rm -f {}", victim.display()),
+        model_risk: None,
+        mutation: Some(true),
+        privesc: Some(false),
+        why: None,
+        editable_field: Some("command".into()),
+    };
+    let b = broker.clone();
+    let task = tokio::spawn(async move { b.decide("c1", "run_shell", &gate).await });
+    let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+        panic!("a request")
+    };
+    let ready = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
+    let Ok(Some(AgentEvent::PreviewReady { id, outcome })) = ready else {
+        panic!("the automatic preview: {ready:?}")
+    };
+    assert_eq!(id, request.id);
+    let PreviewOutcome::Report { report } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(report.files.len(), 1, "{}", report.to_text());
+    assert_eq!(report.files[0].kind, EffectKind::Deleted);
+    assert_eq!(report.files[0].path, victim.canonicalize().unwrap());
+    assert!(victim.exists(), "the preview removed the real file");
+    broker.resolve(id, ApprovalDecision::Deny);
+    task.await.unwrap();
+    let Some(AgentEvent::ApprovalResolved { previewed, .. }) = rx.recv().await else {
+        panic!("the decision")
+    };
+    assert!(previewed, "the record says a preview was seen");
+}

@@ -20,14 +20,16 @@
 //! high-risk command: the operator approved that very text.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+use super::preview::PreviewDesk;
+
 use crate::config::approval::RuleDecision;
-use crate::event::{AgentEvent, DecidedBy, PreviewOutcome};
+use crate::event::{AgentEvent, DecidedBy};
 use crate::policy::gate::{
     ApprovalDecision, ApprovalRequest, Approver, FileChange, GateInfo, Risk,
 };
@@ -93,10 +95,8 @@ pub struct ApprovalBroker {
     told_no_sandbox: AtomicBool,
     /// Rules read from a session log, waiting for the operator's word.
     held: Mutex<Restored>,
-    /// Requests waiting for the operator, for a preview to read.
-    waiting: Mutex<HashMap<u64, ApprovalRequest>>,
-    /// Waiting requests whose preview reached the operator.
-    previewed: Mutex<HashSet<u64>>,
+    /// Waiting requests, for previews to read and answer.
+    desk: Arc<PreviewDesk>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -130,6 +130,7 @@ pub struct Preview {
 impl ApprovalBroker {
     pub fn new(events: mpsc::UnboundedSender<AgentEvent>, target: String, policy: Policy) -> Self {
         ApprovalBroker {
+            desk: Arc::new(PreviewDesk::new(events.clone())),
             events,
             target,
             next_id: AtomicU64::new(1),
@@ -141,8 +142,6 @@ impl ApprovalBroker {
             can_sandbox: AtomicBool::new(false),
             told_no_sandbox: AtomicBool::new(false),
             held: Mutex::new(Restored::default()),
-            waiting: Mutex::new(HashMap::new()),
-            previewed: Mutex::new(HashSet::new()),
         }
     }
 
@@ -324,8 +323,7 @@ impl ApprovalBroker {
     }
 
     fn announce(&self, id: u64, decision: &ApprovalDecision, decided_by: DecidedBy) {
-        lock(&self.waiting).remove(&id);
-        let previewed = lock(&self.previewed).remove(&id);
+        let previewed = self.desk.forget(id);
         let _ = self.events.send(AgentEvent::ApprovalResolved {
             id,
             decision: decision.clone(),
@@ -334,29 +332,15 @@ impl ApprovalBroker {
         });
     }
 
-    /// The request `id` while it waits for the operator.
-    pub fn waiting(&self, id: u64) -> Option<ApprovalRequest> {
-        lock(&self.waiting).get(&id).cloned()
+    /// Where previews of waiting requests are read and answered.
+    pub fn desk(&self) -> Arc<PreviewDesk> {
+        self.desk.clone()
     }
 
     /// Whether the target is this machine with the kernel sandbox (what a
     /// preview needs too).
     pub fn can_sandbox(&self) -> bool {
         self.can_sandbox.load(Ordering::Relaxed)
-    }
-
-    /// Send a preview's outcome to the operator; a report is remembered
-    /// for the decision record. False when the request no longer waits.
-    pub fn deliver_preview(&self, id: u64, outcome: PreviewOutcome) -> bool {
-        if !lock(&self.waiting).contains_key(&id) {
-            return false;
-        }
-        if matches!(outcome, PreviewOutcome::Report { .. }) {
-            lock(&self.previewed).insert(id);
-        }
-        self.events
-            .send(AgentEvent::PreviewReady { id, outcome })
-            .is_ok()
     }
 }
 
@@ -395,6 +379,18 @@ impl ApprovalBroker {
             change: None,
         };
         (request, a)
+    }
+
+    /// Whether a `preview = true` rule matches the call (it is previewed
+    /// as soon as it waits).
+    fn wants_preview(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> bool {
+        let call = Call {
+            tool: &request.tool,
+            gate: &request.gate,
+            script,
+            estimate: request.estimate,
+        };
+        lock(&self.rules).wants_preview(&call)
     }
 
     fn outcome(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
@@ -494,8 +490,11 @@ impl Approver for ApprovalBroker {
         }
 
         let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id, request.clone());
+        self.desk.wait(request.clone());
         lock(&self.pending).insert(id, tx);
+        if self.wants_preview(&request, script.as_ref()) {
+            super::preview::start(&self.desk, self.can_sandbox(), id);
+        }
         // If the waiting future is dropped (the turn was cancelled), take the
         // request out of the queue so the operator's later key does nothing.
         let guard = PendingGuard { broker: self, id };

@@ -176,7 +176,7 @@ async fn run_agent(
                     }
                 }
                 Some(AgentCommand::Preview { id }) => {
-                    if !super::preview::start(&broker, id) {
+                    if !super::preview::start(&broker.desk(), broker.can_sandbox(), id) {
                         shared.emit(AgentEvent::Notice {
                             text: format!("approval #{id} is no longer pending: nothing to preview"),
                         });
