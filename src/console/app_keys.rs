@@ -253,7 +253,8 @@ impl App {
             (Focus::Approvals, KeyCode::End) => {
                 self.approvals.scroll_diff(isize::MAX / 2);
             }
-            (_, KeyCode::Enter) if self.focus != Focus::Approvals => self.set_focus(Focus::Input),
+            (Focus::Approvals, KeyCode::Enter) => self.open_preview(),
+            (_, KeyCode::Enter) => self.set_focus(Focus::Input),
             _ => {}
         }
     }

@@ -45,6 +45,10 @@ pub fn card(outcome: &PreviewOutcome) -> DiffCard {
     };
     let l = &mut card.lines;
     l.push(line(DiffKind::Hunk, &report.headline()));
+    l.push(line(
+        DiffKind::Context,
+        "Enter: the whole report in the viewer (search, save, copy)",
+    ));
     for note in report.limit_notes() {
         l.push(line(DiffKind::Note, &note));
     }

@@ -95,7 +95,9 @@ fn v_asks_for_a_preview_and_the_card_shows_its_effects_100x30() {
     let shown = screen(&app, 100, 30);
     app.on_key(key(KeyCode::Char('z')));
     let zoomed = screen(&app, 100, 30);
-    insta::assert_snapshot!(format!("{running}\n{shown}\n{zoomed}"));
+    app.on_key(key(KeyCode::Enter));
+    let viewer = screen(&app, 100, 30);
+    insta::assert_snapshot!(format!("{running}\n{shown}\n{zoomed}\n{viewer}"));
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub const DIFF_MAX_BYTES: usize = 64 * 1024;
 /// Largest file hashed.
 const HASH_MAX: u64 = 256 * 1024 * 1024;
 /// How long one diff may take before it falls back to a coarser one.
-const DIFF_TIMEOUT: Duration = Duration::from_millis(100);
+const DIFF_TIMEOUT: Duration = Duration::from_millis(30);
 
 /// Caps on what the walk collects, and how diffs name files.
 #[derive(Debug, Clone, Copy)]
@@ -327,12 +327,18 @@ pub fn unified(old: &str, new: &str, name: &str, existed: bool) -> (String, bool
     } else {
         "/dev/null".into()
     };
-    let text = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(&from, &format!("b/{name}"))
-        .to_string();
-    cut_at_line(text, DIFF_MAX_BYTES)
+    let mut text = format!("--- {from}\n+++ b/{name}\n");
+    let mut udiff = diff.unified_diff();
+    udiff.context_radius(3);
+    // Hunk by hunk, stopping at the cap: a file whose every line changed
+    // is not laid out whole only to be cut.
+    for hunk in udiff.iter_hunks() {
+        text.push_str(&hunk.to_string());
+        if text.len() > DIFF_MAX_BYTES {
+            return cut_at_line(text, DIFF_MAX_BYTES);
+        }
+    }
+    (text, false)
 }
 
 fn cut_at_line(mut text: String, max: usize) -> (String, bool) {
