@@ -335,3 +335,43 @@ async fn a_preview_rule_previews_for_real_and_the_decision_records_it() {
     };
     assert!(previewed, "the record says a preview was seen");
 }
+
+/// Not root: the helper makes a user namespace (mapping the user to 0) and
+/// mounts the overlay with `userxattr`. Run as `nobody` on the user's own
+/// file.
+#[test]
+fn an_unprivileged_user_previews_through_a_user_namespace() {
+    use std::os::unix::fs::chown;
+    let dir = tempfile::tempdir().unwrap();
+    let staging = tempfile::tempdir_in("/dev/shm").unwrap();
+    for d in [dir.path(), staging.path()] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let f = dir.path().join("f");
+    std::fs::write(&f, "hello\n").unwrap();
+    chown(&f, Some(65534), Some(65534)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::sandbox_helper_bin())
+        .args(["__sandbox", "--preview", "--staging"])
+        .arg(staging.path())
+        .arg("--cwd")
+        .arg(dir.path())
+        .arg("--root")
+        .arg(dir.path())
+        .args(["--time-ms", "5000", "--size", "8388608", "--"])
+        .args(["/bin/sh", "-c", "sed -i s/hello/bye/ f"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json = std::fs::read(staging.path().join("report.json")).unwrap();
+    let r: PreviewReport = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        changes(&r, dir.path()),
+        [(EffectKind::Modified, "f".into())]
+    );
+    assert!(r.files[0].diff.as_deref().unwrap().contains("+bye"));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "hello\n");
+}

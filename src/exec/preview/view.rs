@@ -117,15 +117,16 @@ pub fn main(args: &[OsString]) -> i32 {
         Ok(f) => f,
         Err(e) => return fail(&format!("cannot write the report file: {e}")),
     };
-    if let Err(e) = enter_namespaces() {
-        return fail(&e);
-    }
+    let userns = match enter_namespaces() {
+        Ok(userns) => userns,
+        Err(e) => return fail(&e),
+    };
     // SAFETY: the helper is single-threaded here; the child only runs
     // Rust code of this process and exits with `_exit`.
     match unsafe { libc::fork() } {
         -1 => fail(&os_err("cannot fork the view's first process")),
         0 => {
-            let code = match pid1(&req, report) {
+            let code = match pid1(&req, report, userns) {
                 Ok(()) => 0,
                 Err(e) => fail(&e),
             };
@@ -151,9 +152,9 @@ fn wait_exit(child: libc::pid_t) -> i32 {
     }
 }
 
-/// New mount, PID and network namespaces (user too when not root); our
-/// death kills the view.
-fn enter_namespaces() -> Result<(), String> {
+/// New mount, PID and network namespaces (user too when not root: then
+/// `Ok(true)`); our death kills the view.
+fn enter_namespaces() -> Result<bool, String> {
     // SAFETY: process-attribute calls with integer arguments.
     let (uid, gid) = unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -180,7 +181,7 @@ fn enter_namespaces() -> Result<(), String> {
             "cannot create the mount, PID and network namespaces",
         ));
     }
-    Ok(())
+    Ok(uid != 0)
 }
 
 fn mount(
@@ -263,7 +264,7 @@ fn via(fd: &File) -> PathBuf {
 }
 
 /// The view's PID 1 (see the module doc).
-fn pid1(req: &Request, mut report_file: File) -> Result<(), String> {
+fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String> {
     // SAFETY: process-attribute calls with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -285,7 +286,7 @@ fn pid1(req: &Request, mut report_file: File) -> Result<(), String> {
     )?;
     let staging = hold(&req.staging)?;
     for (i, root) in req.roots.iter().enumerate() {
-        overlay(&req.staging, i, root)?;
+        overlay(&req.staging, i, root, userns)?;
     }
     // Hide the layers from the command (PID 1 keeps its handle).
     mount(
@@ -340,8 +341,9 @@ fn pid1(req: &Request, mut report_file: File) -> Result<(), String> {
         .map_err(|e| format!("cannot write the report: {e}"))
 }
 
-/// Mount root `i`'s overlay (upper and work directories on the tmpfs).
-fn overlay(staging: &Path, i: usize, root: &Path) -> Result<(), String> {
+/// Mount root `i`'s overlay (upper and work directories on the tmpfs); in
+/// a user namespace overlay keeps its marks in `user.` xattrs.
+fn overlay(staging: &Path, i: usize, root: &Path, userns: bool) -> Result<(), String> {
     let (upper, work) = (staging.join(format!("u{i}")), staging.join(format!("w{i}")));
     for d in [&upper, &work] {
         std::fs::create_dir(d).map_err(|e| format!("cannot make {}: {e}", d.display()))?;
@@ -353,8 +355,16 @@ fn overlay(staging: &Path, i: usize, root: &Path) -> Result<(), String> {
             root.display()
         ));
     }
+    // No redirects, no metadata-only copies: every changed file is whole
+    // in the upper layer. A user namespace has neither (they need trusted
+    // xattrs) and refuses the options.
+    let extra = if userns {
+        "userxattr"
+    } else {
+        "redirect_dir=off,metacopy=off,index=off"
+    };
     let data = format!(
-        "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off",
+        "lowerdir={},upperdir={},workdir={},{extra}",
         root.display(),
         upper.display(),
         work.display()
