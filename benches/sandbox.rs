@@ -12,17 +12,13 @@
 //! VIGIL_BENCH_HELPER, default the small `vigil-sandbox`; give it the
 //! `vigil` binary to measure the full binary's `__sandbox` mode).
 
+#[path = "support/stats.rs"]
+mod stats;
+
 use std::time::{Duration, Instant};
 
+use stats::{load, ms, pct};
 use vigil::exec::{ExecutionContext, RunRequest, sandbox};
-
-fn pct(sorted: &[Duration], p: usize) -> Duration {
-    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 /// User + system time of every reaped child so far.
 fn children_cpu() -> Duration {
@@ -31,15 +27,6 @@ fn children_cpu() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[derive(Default)]

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::exec::leave::OnExit;
+pub use crate::exec::preview::{EffectKind, FileEffect, PreviewReport, RefusedConnection};
 pub use crate::exec::tmux::pane_key::PaneKey;
 pub use crate::exec::{MirrorTarget, OutputStream};
 
@@ -125,7 +126,14 @@ pub enum AgentEvent {
         /// read as the operator).
         #[serde(default)]
         decided_by: DecidedBy,
+        /// The operator had a preview of the command's effects in front of
+        /// them when deciding ([`AgentEvent::PreviewReady`]).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        previewed: bool,
     },
+    /// The preview the operator (or a `preview = true` rule) asked for a
+    /// waiting approval: the effects, or why there is none.
+    PreviewReady { id: u64, outcome: PreviewOutcome },
     /// The operator cancelled the turn while this call waited or ran: it
     /// did not finish (its process group was killed) and the model is told
     /// so. Sent once per such call, before `TurnFinished { Cancelled }`.
@@ -202,6 +210,17 @@ pub enum AgentEvent {
         /// "projections" (old tool results shortened) or "summary".
         method: String,
     },
+}
+
+/// What became of a preview.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PreviewOutcome {
+    /// The command ran in the view; these are its effects.
+    Report { report: Box<PreviewReport> },
+    /// No preview was made (another target, not a command, the view could
+    /// not be built): why, in words.
+    Unavailable { why: String },
 }
 
 /// How a gated call was decided: the record the tools pane and history
@@ -345,6 +364,9 @@ pub enum AgentCommand {
     UserMessage { text: String },
     /// The operator's answer to an approval request.
     Approval { id: u64, decision: ApprovalDecision },
+    /// Preview what a waiting command would do, in a throwaway view;
+    /// answered by [`AgentEvent::PreviewReady`].
+    Preview { id: u64 },
     /// Cancel the running turn (stop the stream, kill the running command).
     Cancel,
     /// Run the last failed model round again.

@@ -20,11 +20,13 @@
 //! high-risk command: the operator approved that very text.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
+
+use super::preview::PreviewDesk;
 
 use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy};
@@ -93,6 +95,8 @@ pub struct ApprovalBroker {
     told_no_sandbox: AtomicBool,
     /// Rules read from a session log, waiting for the operator's word.
     held: Mutex<Restored>,
+    /// Waiting requests, for previews to read and answer.
+    desk: Arc<PreviewDesk>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -126,6 +130,7 @@ pub struct Preview {
 impl ApprovalBroker {
     pub fn new(events: mpsc::UnboundedSender<AgentEvent>, target: String, policy: Policy) -> Self {
         ApprovalBroker {
+            desk: Arc::new(PreviewDesk::new(events.clone())),
             events,
             target,
             next_id: AtomicU64::new(1),
@@ -318,11 +323,24 @@ impl ApprovalBroker {
     }
 
     fn announce(&self, id: u64, decision: &ApprovalDecision, decided_by: DecidedBy) {
+        let previewed = self.desk.forget(id);
         let _ = self.events.send(AgentEvent::ApprovalResolved {
             id,
             decision: decision.clone(),
             decided_by,
+            previewed,
         });
+    }
+
+    /// Where previews of waiting requests are read and answered.
+    pub fn desk(&self) -> Arc<PreviewDesk> {
+        self.desk.clone()
+    }
+
+    /// Whether the target is this machine with the kernel sandbox (what a
+    /// preview needs too).
+    pub fn can_sandbox(&self) -> bool {
+        self.can_sandbox.load(Ordering::Relaxed)
     }
 }
 
@@ -361,6 +379,18 @@ impl ApprovalBroker {
             change: None,
         };
         (request, a)
+    }
+
+    /// Whether a `preview = true` rule matches the call (it is previewed
+    /// as soon as it waits).
+    fn wants_preview(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> bool {
+        let call = Call {
+            tool: &request.tool,
+            gate: &request.gate,
+            script,
+            estimate: request.estimate,
+        };
+        lock(&self.rules).wants_preview(&call)
     }
 
     fn outcome(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
@@ -460,7 +490,11 @@ impl Approver for ApprovalBroker {
         }
 
         let (tx, rx) = oneshot::channel();
+        self.desk.wait(request.clone());
         lock(&self.pending).insert(id, tx);
+        if self.wants_preview(&request, script.as_ref()) {
+            super::preview::start(&self.desk, self.can_sandbox(), id);
+        }
         // If the waiting future is dropped (the turn was cancelled), take the
         // request out of the queue so the operator's later key does nothing.
         let guard = PendingGuard { broker: self, id };

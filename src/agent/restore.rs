@@ -306,6 +306,7 @@ mod tests {
                 id,
                 decision,
                 decided_by: Default::default(),
+                previewed: false,
             },
         };
         let events = vec![

@@ -175,6 +175,13 @@ async fn run_agent(
                         });
                     }
                 }
+                Some(AgentCommand::Preview { id }) => {
+                    if !super::preview::start(&broker.desk(), broker.can_sandbox(), id) {
+                        shared.emit(AgentEvent::Notice {
+                            text: format!("approval #{id} is no longer pending: nothing to preview"),
+                        });
+                    }
+                }
                 Some(AgentCommand::PaneKeys { keys }) => match &pane_keys {
                     // The operator types: never gated, never queued behind a turn.
                     Some(tx) => {

@@ -124,6 +124,17 @@ pub enum PolicyAction {
     /// parser reads it and whether it would run sandboxed:
     /// `vigil policy check -- git status -s`.
     Check {
+        /// Also run the command in a throwaway copy-on-write view of this
+        /// machine and print its effects (files, output, refused network
+        /// attempts, leftover processes); nothing reaches the real system.
+        #[arg(long)]
+        preview: bool,
+        /// The preview's wall-clock limit, in seconds.
+        #[arg(long, default_value_t = 10, requires = "preview", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        time_limit: u64,
+        /// The size of the preview's writable layer, in MB.
+        #[arg(long, default_value_t = 256, requires = "preview", value_parser = clap::value_parser!(u64).range(1..=65536))]
+        size_limit: u64,
         /// The command (several words are joined with spaces).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,

@@ -1,9 +1,10 @@
 //! `vigil policy check -- CMD…` and `vigil policy replay SESSION`: how the
 //! current approval policy (the mode, the `[[approval.rules]]` and the
 //! target's sandbox) would decide a command, or every gated call of a
-//! recorded session. It asks the same broker the agent uses
-//! ([`ApprovalBroker::preview`]) and only prints; it never runs a call and
-//! never changes a session.
+//! recorded session; `check --preview` also previews the command in a
+//! throwaway view ([`crate::exec::preview`]). It asks the same broker the agent uses
+//! ([`ApprovalBroker::preview`]) and only prints; it never runs a call
+//! outside a preview's view and never changes a session.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,6 +14,7 @@ use tokio::sync::mpsc;
 use crate::agent::approval::{ApprovalBroker, Outcome, Policy, Preview};
 use crate::config::Config;
 use crate::event::AgentEvent;
+use crate::exec::preview::PreviewOptions;
 use crate::policy::gate::{ApprovalDecision, GateInfo};
 use crate::policy::rules::PolicyRules;
 use crate::shell;
@@ -95,6 +97,28 @@ pub fn check(broker: &ApprovalBroker, can_sandbox: bool, command: &str, out: &mu
     );
     let _ = writeln!(out, "decision:  {decision}");
     let _ = writeln!(out, "sandboxed: {sandboxed}");
+}
+
+/// Preview `command` in the current directory and print the report;
+/// the exit status of `vigil policy check --preview`.
+pub async fn preview(command: &str, opts: PreviewOptions, out: &mut dyn Write) -> i32 {
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("vigil: cannot read the current directory: {e}");
+            return crate::cli::headless::exit::FAILED;
+        }
+    };
+    match crate::exec::preview::preview(command, &cwd, opts).await {
+        Ok(report) => {
+            let _ = writeln!(out, "\n{}", report.to_text());
+            crate::cli::headless::exit::OK
+        }
+        Err(e) => {
+            let _ = writeln!(out, "\npreview:   not made ({e})");
+            crate::cli::headless::exit::FAILED
+        }
+    }
 }
 
 /// Replay every gated call recorded in `events` (a session's

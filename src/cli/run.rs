@@ -72,7 +72,7 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
         }
         Some(Command::Sessions) => list_sessions(&config),
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
-        Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action),
+        Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,
     }
 }
 
@@ -92,16 +92,29 @@ fn startup_policy(config: &Config, demo: bool, auto_approve: bool) -> Policy {
     }
 }
 
-fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -> i32 {
+async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -> i32 {
     use crate::cli::policycmd;
     let policy = startup_policy(config, false, auto_approve);
     let can_sandbox = crate::exec::ExecutionContext::local().can_sandbox();
     let broker = policycmd::broker(config, policy, can_sandbox);
     let mut out = std::io::stdout();
     match action {
-        PolicyAction::Check { command } => {
-            policycmd::check(&broker, can_sandbox, &command.join(" "), &mut out);
-            exit::OK
+        PolicyAction::Check {
+            command,
+            preview,
+            time_limit,
+            size_limit,
+        } => {
+            let command = command.join(" ");
+            policycmd::check(&broker, can_sandbox, &command, &mut out);
+            if !preview {
+                return exit::OK;
+            }
+            let opts = crate::exec::preview::PreviewOptions {
+                time_limit: std::time::Duration::from_secs(time_limit),
+                size_limit: size_limit * 1024 * 1024,
+            };
+            policycmd::preview(&command, opts, &mut out).await
         }
         PolicyAction::Replay { session } => {
             let id = match resolve_session(config, &session) {

@@ -36,6 +36,10 @@ pub struct RuleConfig {
     #[serde(default)]
     pub path: Option<String>,
     pub decision: RuleDecision,
+    /// Preview the command's effects in a throwaway view as soon as it
+    /// waits for the operator (with `decision = "ask"` only).
+    #[serde(default)]
+    pub preview: bool,
 }
 
 fn default_tool() -> String {
@@ -107,6 +111,13 @@ impl RuleConfig {
             return Err("`tool` must not be empty".into());
         }
         let shell = self.tool == "run_shell";
+        if self.preview && (self.decision != RuleDecision::Ask || !shell) {
+            return Err(
+                "`preview = true` needs `decision = \"ask\"` on run_shell (a command the operator \
+                 decides after seeing its effects)"
+                    .into(),
+            );
+        }
         if let Some(words) = &self.command {
             if !shell {
                 return Err("`command` is for run_shell; use `path` for file tools".into());

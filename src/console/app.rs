@@ -328,14 +328,22 @@ impl App {
                     self.set_focus(Focus::Approvals);
                 }
             }
+            AgentEvent::PreviewReady { id, outcome } => {
+                self.approvals.set_preview(id, &outcome);
+            }
             AgentEvent::ApprovalResolved {
                 id,
                 decision,
                 decided_by,
+                previewed,
             } => {
                 if let Some(request) = self.approvals.resolve(id) {
                     let call = &request.call_id;
-                    self.tools.decided(call, &decided_by.describe(&decision));
+                    let mut record = decided_by.describe(&decision);
+                    if previewed {
+                        record.push_str(" after a preview");
+                    }
+                    self.tools.decided(call, &record);
                     if decided_by == DecidedBy::Cancelled {
                         self.tools.cancelled(call, &request.tool);
                     } else if !decision.is_approved() {

@@ -1,6 +1,7 @@
 //! The history view's and the full-output viewer's keys for the [`App`]:
 //! selecting a call, opening its full output (spill files read off the UI
-//! task), searching, saving and copying it.
+//! task) or a waiting command's whole preview, searching, saving and
+//! copying it.
 //!
 //! It only changes view state and queues I/O requests; it never reads a
 //! file itself.
@@ -97,6 +98,28 @@ impl App {
         if let Overlay::History { viewer: slot } = &mut self.overlay {
             *slot = Some(viewer);
         }
+    }
+
+    /// Open the selected approval's preview whole in the viewer (search,
+    /// save and copy work as for an output).
+    pub(crate) fn open_preview(&mut self) {
+        let Some(p) = self.approvals.selected() else {
+            return;
+        };
+        let Some(report) = p.preview.as_deref() else {
+            self.flash = Some("no preview to open: v previews the command".into());
+            return;
+        };
+        let title = format!("preview of approval #{}", p.request.id);
+        let mut viewer = Viewer::loading(&p.request.call_id, &title);
+        viewer.set_content(build(&[Section {
+            label: String::new(),
+            text: report.to_text(),
+            view: ModelView::Unknown,
+        }]));
+        self.overlay = Overlay::History {
+            viewer: Some(viewer),
+        };
     }
 
     /// The output the tools pane kept for a call, as viewer content.

@@ -223,7 +223,8 @@ impl App {
             | Action::ApproveSession
             | Action::Deny
             | Action::DenyReason
-            | Action::Edit) => return Some(self.on_approval_action(a)),
+            | Action::Edit
+            | Action::Preview) => return Some(self.on_approval_action(a)),
             _ => {}
         }
         None
@@ -252,7 +253,8 @@ impl App {
             (Focus::Approvals, KeyCode::End) => {
                 self.approvals.scroll_diff(isize::MAX / 2);
             }
-            (_, KeyCode::Enter) if self.focus != Focus::Approvals => self.set_focus(Focus::Input),
+            (Focus::Approvals, KeyCode::Enter) => self.open_preview(),
+            (_, KeyCode::Enter) => self.set_focus(Focus::Input),
             _ => {}
         }
     }
@@ -318,8 +320,20 @@ impl App {
             }
             Action::Deny => ApprovalDecision::Deny,
             Action::DenyReason => {
-                self.modal = Some(Modal::reason(id));
+                // A preview the operator saw is offered as the reason.
+                let quoted = self.approvals.selected().and_then(|p| p.preview.as_deref());
+                let text = quoted.map(crate::console::preview_card::deny_reason);
+                self.modal = Some(Modal::reason_with(id, text.as_deref().unwrap_or("")));
                 return Vec::new();
+            }
+            Action::Preview => {
+                return match self.approvals.start_preview() {
+                    Some(id) => vec![AgentCommand::Preview { id }],
+                    None => {
+                        self.flash = Some("this request already has its card".into());
+                        Vec::new()
+                    }
+                };
             }
             Action::Edit => {
                 if request.gate.editable_field.is_none() {

@@ -75,6 +75,7 @@ fn the_cancel_key_asks_first_and_marks_calls_cancelled() {
         id: 2,
         decision: ApprovalDecision::DenyWithReason("cancelled".into()),
         decided_by: DecidedBy::Cancelled,
+        previewed: false,
     });
     assert_eq!(
         app.tools.call("c2").map(|c| &c.status),
@@ -161,6 +162,7 @@ fn decisions_are_marked_on_the_call_and_in_history() {
             id,
             decision,
             decided_by: by,
+            previewed: false,
         });
         let shown = app.tools.call(&call).and_then(|c| c.decided.clone());
         assert_eq!(shown.as_deref(), Some(mark));

@@ -169,6 +169,7 @@ fn resolution_updates_tools_and_returns_focus_to_input() {
         id: 3,
         decision: ApprovalDecision::Deny,
         decided_by: Default::default(),
+        previewed: false,
     });
     assert_eq!(
         app.tools.call("c1").map(|c| &c.status),
@@ -204,6 +205,7 @@ fn a_request_the_agent_decides_itself_never_queues_rings_or_takes_focus() {
         id: 4,
         decision: ApprovalDecision::Deny,
         decided_by: Default::default(),
+        previewed: false,
     });
     assert_eq!(
         app.tools.call("c1").map(|c| &c.status),

@@ -37,9 +37,11 @@ pub struct DiffCard {
     pub lines: Vec<DiffLine>,
     pub added: usize,
     pub removed: usize,
+    /// The card's title word (empty: "diff").
+    pub label: &'static str,
 }
 
-fn line(kind: DiffKind, text: &str) -> DiffLine {
+pub fn line(kind: DiffKind, text: &str) -> DiffLine {
     DiffLine {
         kind,
         text: sanitize(text.strip_suffix('\n').unwrap_or(text)),
@@ -62,6 +64,7 @@ impl DiffCard {
                     lines,
                     added,
                     removed: 0,
+                    label: "",
                 }
             }
             FileChange::Modify { before, after, .. } => unified(before, after),
@@ -69,6 +72,7 @@ impl DiffCard {
                 lines: vec![line(DiffKind::Note, &format!("no diff: {why}"))],
                 added: 0,
                 removed: 0,
+                label: "",
             },
         }
     }

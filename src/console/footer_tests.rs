@@ -88,6 +88,7 @@ fn build(state: State) -> App {
                 id,
                 decision: ApprovalDecision::Deny,
                 decided_by: Default::default(),
+                previewed: false,
             });
         }
         a.set_focus(Focus::Approvals);

@@ -47,6 +47,8 @@ pub enum Action {
     Copy,
     /// Mark the first line of a range to copy in the viewer.
     Mark,
+    /// Preview the waiting command's effects in a throwaway view.
+    Preview,
 }
 
 /// Where an action's key is looked up; keys only clash within one scope.
@@ -61,7 +63,7 @@ pub enum Scope {
 }
 
 impl Action {
-    pub const ALL: [Action; 26] = [
+    pub const ALL: [Action; 27] = [
         Action::Quit,
         Action::NextPane,
         Action::PrevPane,
@@ -88,6 +90,7 @@ impl Action {
         Action::Rules,
         Action::Copy,
         Action::Mark,
+        Action::Preview,
     ];
 
     /// The name used in `[console.keys]`.
@@ -119,6 +122,7 @@ impl Action {
             Action::Rules => "rules",
             Action::Copy => "copy",
             Action::Mark => "mark",
+            Action::Preview => "preview",
         }
     }
 
@@ -151,6 +155,7 @@ impl Action {
             Action::Rules => "standing approvals (session rules), revoke one",
             Action::Copy => "copy the selected command or output (OSC 52)",
             Action::Mark => "mark a line range to copy",
+            Action::Preview => "preview the command's effects in a throwaway view",
         }
     }
 
@@ -160,7 +165,8 @@ impl Action {
             | Action::ApproveSession
             | Action::Deny
             | Action::DenyReason
-            | Action::Edit => Scope::Approvals,
+            | Action::Edit
+            | Action::Preview => Scope::Approvals,
             Action::Search
             | Action::SearchNext
             | Action::SearchPrev
@@ -198,6 +204,7 @@ impl Action {
             Action::Rules => "A",
             Action::Copy => "c",
             Action::Mark => "v",
+            Action::Preview => "v",
         }
     }
 

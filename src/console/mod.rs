@@ -30,6 +30,7 @@ pub mod keys;
 pub mod markdown;
 pub mod panes;
 pub mod passthrough;
+pub mod preview_card;
 pub mod terminal;
 pub mod text;
 pub mod theme;
@@ -44,6 +45,8 @@ mod diff_snapshots;
 mod footer_tests;
 #[cfg(test)]
 mod overlay_snapshots;
+#[cfg(test)]
+mod preview_snapshots;
 #[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]

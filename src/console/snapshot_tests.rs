@@ -120,6 +120,7 @@ fn turn_finished() -> App {
             id: 1,
             decision: ApprovalDecision::ApproveOnce,
             decided_by: Default::default(),
+            previewed: false,
         },
         AgentEvent::ToolStarted {
             call_id: "c2".into(),

@@ -141,6 +141,7 @@ fn esc_closes_a_modal_without_answering() {
         id: 1,
         decision: ApprovalDecision::DenyWithReason("cancelled".into()),
         decided_by: Default::default(),
+        previewed: false,
     });
     assert!(app.modal.is_none());
 }

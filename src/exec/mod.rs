@@ -12,6 +12,7 @@ pub mod capture;
 pub mod container;
 pub mod env;
 pub mod leave;
+pub mod preview;
 pub mod process;
 pub mod sandbox;
 pub mod ssh;

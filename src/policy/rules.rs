@@ -30,6 +30,8 @@ pub struct Rule {
     pub name: Option<String>,
     pub tool: String,
     pub decision: RuleDecision,
+    /// Preview the command before asking (`preview = true`).
+    pub preview: bool,
     matcher: Matcher,
     /// `file:line`.
     pub origin: String,
@@ -109,6 +111,7 @@ impl PolicyRules {
                     name: r.name.clone(),
                     tool: r.tool.clone(),
                     decision: r.decision,
+                    preview: r.preview,
                     matcher,
                     origin: config.origin(i),
                 }
@@ -135,6 +138,13 @@ impl PolicyRules {
             .filter(|r| r.decision == RuleDecision::Deny)
             .find(|r| r.matches(call));
         Some(deny.unwrap_or(first))
+    }
+}
+
+impl PolicyRules {
+    /// Whether a `preview = true` rule matches `call`.
+    pub fn wants_preview(&self, call: &Call) -> bool {
+        self.0.iter().any(|r| r.preview && r.matches(call))
     }
 }
 

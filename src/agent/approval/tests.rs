@@ -271,3 +271,53 @@ decision = "ask"
     let p = broker.preview("run_shell", &gate("ls; rm x"));
     assert!(matches!(p.outcome, Outcome::Ask(Some(_))), "{p:?}");
 }
+
+fn preview_rules() -> PolicyRules {
+    let text = "[[approval.rules]]\nname = \"migrations\"\ncommand = [\"make\"]\n\
+                decision = \"ask\"\npreview = true\n";
+    let config = crate::config::Config::from_toml(text, std::path::Path::new("p.toml")).unwrap();
+    PolicyRules::from_config(&config.approval)
+}
+
+#[tokio::test]
+async fn a_preview_rule_previews_before_asking_and_says_when_it_cannot() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    // An ssh or container target: no kernel view there.
+    let broker = Arc::new(ApprovalBroker::new(tx, "ssh web-1".into(), Policy::Ask));
+    broker.set_rules(preview_rules());
+    let b = broker.clone();
+    let t = tokio::spawn(async move { b.decide("c1", "run_shell", &gate("make migrate")).await });
+    let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+        panic!("expected a request")
+    };
+    let Some(AgentEvent::PreviewReady { id, outcome }) = rx.recv().await else {
+        panic!("expected the automatic preview")
+    };
+    assert_eq!(id, request.id);
+    let crate::event::PreviewOutcome::Unavailable { why } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        why.starts_with("preview unavailable on this target"),
+        "{why}"
+    );
+    broker.resolve(id, ApprovalDecision::Deny);
+    t.await.unwrap();
+    // Only a report counts as a preview seen.
+    let Some(AgentEvent::ApprovalResolved { previewed, .. }) = rx.recv().await else {
+        panic!()
+    };
+    assert!(!previewed);
+    // A command no preview rule matches gets no preview.
+    let b = broker.clone();
+    let t = tokio::spawn(async move { b.decide("c2", "run_shell", &gate("ls -l")).await });
+    let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+        panic!()
+    };
+    broker.resolve(request.id, ApprovalDecision::Deny);
+    t.await.unwrap();
+    assert!(matches!(
+        rx.recv().await,
+        Some(AgentEvent::ApprovalResolved { .. })
+    ));
+}

@@ -12,9 +12,10 @@ use ratatui::widgets::Paragraph;
 
 use super::{diff_card, pane_block};
 use crate::console::diff::DiffCard;
+use crate::console::preview_card;
 use crate::console::text::{one_line, sanitize, wrap};
 use crate::console::theme::Theme;
-use crate::event::{ApprovalDecision, ApprovalRequest, Risk};
+use crate::event::{ApprovalDecision, ApprovalRequest, PreviewOutcome, PreviewReport, Risk};
 
 /// Lines of action text shown for the selected request.
 const ACTION_LINES: usize = 3;
@@ -26,8 +27,11 @@ pub struct Pending {
     pub request: ApprovalRequest,
     /// The operator answered; waiting for the agent to confirm.
     pub answered: Option<ApprovalDecision>,
-    /// What a file-changing call would do, laid out once.
+    /// What a file-changing call would do, laid out once; for a command,
+    /// its preview card once the operator asked for one.
     pub diff: Option<DiffCard>,
+    /// The preview's report, when one arrived (a deny can quote it).
+    pub preview: Option<Box<PreviewReport>>,
 }
 
 #[derive(Debug, Default)]
@@ -86,6 +90,31 @@ impl ApprovalsPane {
         }
         self.selected = self.selected.min(self.queue.len().saturating_sub(1));
         Some(pending.request)
+    }
+
+    /// Show that the selected request's preview runs; its id, or `None`
+    /// when nothing open is selected or a preview is already there.
+    pub fn start_preview(&mut self) -> Option<u64> {
+        let p = self.queue.get_mut(self.selected)?;
+        if p.answered.is_some() || p.diff.is_some() {
+            return None;
+        }
+        p.diff = Some(preview_card::running());
+        Some(p.request.id)
+    }
+
+    /// A preview arrived for request `id`: it becomes the request's card.
+    pub fn set_preview(&mut self, id: u64, outcome: &PreviewOutcome) {
+        let Some(p) = self.queue.iter_mut().find(|p| p.request.id == id) else {
+            return;
+        };
+        p.diff = Some(preview_card::card(outcome));
+        if let PreviewOutcome::Report { report } = outcome {
+            p.preview = Some(report.clone());
+        }
+        if self.diff_scroll.0 == id {
+            self.diff_scroll = (id, 0);
+        }
     }
 
     pub fn select_next(&mut self) {
@@ -223,6 +252,7 @@ impl ApprovalsPane {
 fn request_pending(request: ApprovalRequest) -> Pending {
     Pending {
         diff: request.change.as_ref().map(DiffCard::of),
+        preview: None,
         request,
         answered: None,
     }

@@ -32,7 +32,12 @@ pub fn lines(
     let total = card.lines.len();
     let first = first_row(card, scroll, rows);
     let shown = rows.min(total - first.min(total));
-    let mut title = vec![Span::styled("  diff", theme.dim)];
+    let label = if card.label.is_empty() {
+        "diff"
+    } else {
+        card.label
+    };
+    let mut title = vec![Span::styled(format!("  {label}"), theme.dim)];
     if card.added + card.removed > 0 {
         title.push(Span::styled(format!(" +{}", card.added), theme.ok));
         title.push(Span::styled(format!(" -{}", card.removed), theme.bad));

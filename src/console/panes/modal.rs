@@ -104,9 +104,14 @@ fn text_area(initial: &str) -> TextArea<'static> {
 
 impl Modal {
     pub fn reason(id: u64) -> Modal {
+        Modal::reason_with(id, "")
+    }
+
+    /// The reason box holding `text` to edit (a preview's summary).
+    pub fn reason_with(id: u64, text: &str) -> Modal {
         Modal::Reason {
             id,
-            area: text_area(""),
+            area: text_area(text),
         }
     }
 

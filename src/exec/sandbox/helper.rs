@@ -9,7 +9,9 @@
 //! ([`super::confine`]); start PROGRAM with a clean environment and a fixed
 //! `PATH`; wait for it; then kill whatever it left behind (nothing can
 //! leave the group, and every orphan is re-parented here) and exit with
-//! its status. `__sandbox --probe` confines itself and exits 0, or prints
+//! its status. `__sandbox --preview …` builds a preview's throwaway view
+//! instead ([`crate::exec::preview::view`]). `__sandbox --probe` confines
+//! itself and exits 0, or prints
 //! why it cannot and exits 1. It must never run PROGRAM unconfined: any
 //! failure before the start exits [`SETUP_FAILED`] with the reason on
 //! stderr.
@@ -23,6 +25,10 @@ use super::{SAFE_PATH, clean_env};
 
 /// The helper's hidden subcommand.
 pub const MODE: &str = "__sandbox";
+
+/// The flag (right after [`MODE`]) of the preview mode: build a
+/// throwaway view and run the command there ([`crate::exec::preview::view`]).
+pub const PREVIEW: &str = "--preview";
 
 /// Exit status when the sandbox could not be set up (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -68,6 +74,9 @@ pub fn main_if_requested() -> Option<i32> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) != Some(MODE) {
         return None;
+    }
+    if args.get(2).and_then(|a| a.to_str()) == Some(PREVIEW) {
+        return Some(crate::exec::preview::view::main(&args[3..]));
     }
     Some(match parse(&args[2..]) {
         Ok(req) => run(req),

@@ -34,7 +34,7 @@ const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
 const KILL: u32 = libc::SECCOMP_RET_KILL_PROCESS;
 
-fn errno(e: i32) -> u32 {
+pub(crate) fn errno(e: i32) -> u32 {
     libc::SECCOMP_RET_ERRNO | (e as u32 & libc::SECCOMP_RET_DATA)
 }
 
@@ -51,13 +51,9 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// The filter program (see the module doc).
-pub fn program() -> Vec<libc::sock_filter> {
-    let denied: [(i64, i32); 3] = [
-        (libc::SYS_setsid, libc::EPERM),
-        (libc::SYS_setpgid, libc::EPERM),
-        (libc::SYS_io_uring_setup, libc::EPERM),
-    ];
+/// The common start of vigil's filters: kill a system call of another ABI,
+/// then load the system call number.
+pub(crate) fn prologue() -> Vec<libc::sock_filter> {
     let mut p = vec![
         stmt(LD_W_ABS, OFF_ARCH),
         jump(JEQ_K, AUDIT_ARCH, 1, 0),
@@ -69,9 +65,29 @@ pub fn program() -> Vec<libc::sock_filter> {
         p.push(jump(JGE_K, 0x4000_0000, 0, 1));
         p.push(stmt(RET_K, KILL));
     }
+    p
+}
+
+/// Answer `action` for system call `nr` (the number must be loaded).
+pub(crate) fn on_call(nr: i64, action: u32) -> [libc::sock_filter; 2] {
+    [jump(JEQ_K, nr as u32, 0, 1), stmt(RET_K, action)]
+}
+
+/// Allow whatever reached this point.
+pub(crate) fn allow_rest() -> libc::sock_filter {
+    stmt(RET_K, ALLOW)
+}
+
+/// The filter program (see the module doc).
+pub fn program() -> Vec<libc::sock_filter> {
+    let denied: [(i64, i32); 3] = [
+        (libc::SYS_setsid, libc::EPERM),
+        (libc::SYS_setpgid, libc::EPERM),
+        (libc::SYS_io_uring_setup, libc::EPERM),
+    ];
+    let mut p = prologue();
     for (nr, e) in denied {
-        p.push(jump(JEQ_K, nr as u32, 0, 1));
-        p.push(stmt(RET_K, errno(e)));
+        p.extend(on_call(nr, errno(e)));
     }
     p.push(jump(JEQ_K, libc::SYS_socket as u32, 1, 0));
     p.push(stmt(RET_K, ALLOW));
@@ -83,9 +99,13 @@ pub fn program() -> Vec<libc::sock_filter> {
     p
 }
 
-/// Load the filter into the calling thread (and what it starts).
-pub fn load() -> Result<(), SandboxError> {
-    let mut filter = program();
+/// Load `filter` into the calling thread (and what it starts) with
+/// `flags`; returns what the kernel returned (a listener descriptor with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`).
+pub(crate) fn install(
+    filter: &mut [libc::sock_filter],
+    flags: libc::c_ulong,
+) -> std::io::Result<i32> {
     let prog = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_mut_ptr(),
@@ -96,12 +116,19 @@ pub fn load() -> Result<(), SandboxError> {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            0,
+            flags,
             &prog as *const libc::sock_fprog,
         )
     };
-    if rc != 0 {
-        return Err(SandboxError::Seccomp(std::io::Error::last_os_error()));
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    Ok(())
+    Ok(rc as i32)
+}
+
+/// Load the filter into the calling thread (and what it starts).
+pub fn load() -> Result<(), SandboxError> {
+    install(&mut program(), 0)
+        .map(|_| ())
+        .map_err(SandboxError::Seccomp)
 }

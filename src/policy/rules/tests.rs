@@ -34,20 +34,24 @@ fn bad_rules_name_the_file_and_line() {
     }
 }
 
+/// A `run_shell` call's gate for `action`.
+fn gate(action: &str) -> GateInfo {
+    GateInfo {
+        action: action.into(),
+        model_risk: None,
+        mutation: None,
+        privesc: None,
+        why: None,
+        editable_field: Some("command".into()),
+    }
+}
+
 #[test]
 fn deny_matches_anywhere_in_the_text_and_wins() {
     let text = "[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"allow\"\n\
                 [[approval.rules]]\ncommand = [\"curl\"]\ndecision = \"deny\"\n";
     let config = crate::config::Config::from_toml(text, std::path::Path::new("v.toml")).unwrap();
     let rules = PolicyRules::from_config(&config.approval);
-    let gate = |a: &str| GateInfo {
-        action: a.into(),
-        model_risk: None,
-        mutation: None,
-        privesc: None,
-        why: None,
-        editable_field: Some("command".into()),
-    };
     let decide = |a: &str| {
         let g = gate(a);
         let script = crate::shell::parse(a);
@@ -64,4 +68,32 @@ fn deny_matches_anywhere_in_the_text_and_wins() {
     assert_eq!(decide("ls; 'curl' x"), Some(RuleDecision::Deny));
     assert_eq!(decide("ls 'unclosed; curl x"), Some(RuleDecision::Deny));
     assert_eq!(decide("ls | sh"), None, "allow needs one plain command");
+}
+
+#[test]
+fn preview_is_only_for_commands_the_operator_decides() {
+    for bad in [
+        "[[approval.rules]]\ncommand = [\"make\"]\ndecision = \"allow\"\npreview = true\n",
+        "[[approval.rules]]\ncommand = [\"make\"]\ndecision = \"deny\"\npreview = true\n",
+        "[[approval.rules]]\ntool = \"write_file\"\npath = \"/etc/*\"\ndecision = \"ask\"\npreview = true\n",
+    ] {
+        let e = crate::config::Config::from_toml(bad, std::path::Path::new("v.toml")).unwrap_err();
+        assert!(e.to_string().contains("preview = true"), "{e}");
+    }
+    let text = "[[approval.rules]]\ncommand = [\"make\"]\ndecision = \"ask\"\npreview = true\n";
+    let config = crate::config::Config::from_toml(text, std::path::Path::new("v.toml")).unwrap();
+    let rules = PolicyRules::from_config(&config.approval);
+    let wants = |a: &str| {
+        let script = crate::shell::parse(a);
+        let g = gate(a);
+        rules.wants_preview(&Call {
+            tool: "run_shell",
+            gate: &g,
+            script: Some(&script),
+            estimate: Risk::Medium,
+        })
+    };
+    assert!(wants("make install"));
+    assert!(wants("cd src && make"));
+    assert!(!wants("ls"));
 }

@@ -1,0 +1,215 @@
+//! Previews: run a proposed command in a throwaway copy-on-write view of
+//! this machine and report its effects ([`PreviewReport`]) before the
+//! operator decides.
+//!
+//! The view ([`view`], built by the sandbox helper in preview mode) is made
+//! with the kernel directly: mount + PID + network namespaces, an overlay
+//! over the working tree (the git top level, else the directory), home and
+//! `/tmp` whose upper layer is a size-limited tmpfs, the rest of `/`
+//! read-only, no network (attempts are recorded and refused:
+//! [`netwatch`]), a time limit, and every process killed at the end
+//! ([`supervise`]). Bubblewrap is not used: Debian bookworm's 0.8 has no
+//! `--overlay` (it came in 0.9), and an overlay is what makes writes land
+//! in a throwaway layer.
+//!
+//! This module (the vigil side) picks the writable roots, starts the
+//! helper, captures the command's output and reads the report the view
+//! wrote. It never runs the command outside the view, and a view that
+//! cannot be built is an error, never a plain run.
+
+pub mod effects;
+pub mod netwatch;
+pub mod report;
+pub mod supervise;
+pub mod view;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use report::{Blob, EffectKind, FileEffect, Leftover, PreviewReport, RefusedConnection};
+
+use super::capture::Retain;
+use super::sandbox;
+
+/// The default wall-clock limit of a preview.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// The default size of the view's writable layer.
+pub const DEFAULT_SIZE_LIMIT: u64 = 256 * 1024 * 1024;
+/// Bytes of output kept at each end.
+const OUTPUT_WINDOW: usize = 4096;
+/// Where the view's staging directory is made (outside every root).
+const STAGING_BASE: &str = "/dev/shm";
+
+/// The limits of one preview.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviewOptions {
+    pub time_limit: Duration,
+    pub size_limit: u64,
+}
+
+impl Default for PreviewOptions {
+    fn default() -> Self {
+        PreviewOptions {
+            time_limit: DEFAULT_TIME_LIMIT,
+            size_limit: DEFAULT_SIZE_LIMIT,
+        }
+    }
+}
+
+/// Why a preview could not be made (the command did not run).
+#[derive(Debug, thiserror::Error)]
+pub enum PreviewError {
+    #[error("preview unavailable: {0}")]
+    Unavailable(String),
+    #[error("cannot preview in {}: {why}", dir.display())]
+    Directory { dir: PathBuf, why: String },
+    #[error("the preview view could not be built: {0}")]
+    Setup(String),
+    #[error("cannot start the preview: {0}")]
+    Exec(#[from] super::ExecError),
+    #[error("the preview's report is unreadable: {0}")]
+    Report(String),
+}
+
+/// The git top level holding `dir`, else `dir`.
+fn working_tree(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// The directories made writable for a command run in `cwd` (canonical,
+/// none inside another): its working tree, `home`, `/tmp`.
+pub fn writable_roots(cwd: &Path, home: Option<&Path>) -> Result<Vec<PathBuf>, PreviewError> {
+    let bad = |why: &str| PreviewError::Directory {
+        dir: cwd.to_path_buf(),
+        why: why.into(),
+    };
+    let cwd = cwd
+        .canonicalize()
+        .map_err(|e| bad(&format!("it cannot be opened: {e}")))?;
+    let tree = working_tree(&cwd);
+    if tree == Path::new("/") {
+        return Err(bad("the working tree would be / (the whole machine)"));
+    }
+    let mut roots: Vec<PathBuf> = [Some(tree.as_path()), home, Some(Path::new("/tmp"))]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.canonicalize().ok())
+        .filter(|p| p.is_dir() && p != Path::new("/"))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    let all = roots.clone();
+    roots.retain(|r| !all.iter().any(|o| o != r && r.starts_with(o)));
+    Ok(roots)
+}
+
+/// The staging directory: an empty directory outside every root.
+fn staging(roots: &[PathBuf]) -> Result<tempfile::TempDir, PreviewError> {
+    let base = Path::new(STAGING_BASE);
+    if !base.is_dir() || roots.iter().any(|r| base.starts_with(r)) {
+        return Err(PreviewError::Unavailable(format!(
+            "{STAGING_BASE} is missing or inside a writable root"
+        )));
+    }
+    tempfile::Builder::new()
+        .prefix("vigil-preview-")
+        .tempdir_in(base)
+        .map_err(|e| PreviewError::Unavailable(format!("cannot make a staging directory: {e}")))
+}
+
+/// The helper command for `script` (see [`view::Request`]).
+fn command(
+    script: &str,
+    cwd: &Path,
+    roots: &[PathBuf],
+    staging: &Path,
+    opts: PreviewOptions,
+) -> Result<tokio::process::Command, PreviewError> {
+    let helper = sandbox::helper_path().map_err(PreviewError::Unavailable)?;
+    let mut cmd = std::process::Command::new(helper);
+    super::env::apply_tool_env(&mut cmd);
+    cmd.args([sandbox::helper::MODE, sandbox::helper::PREVIEW, "--staging"])
+        .arg(staging)
+        .arg("--cwd")
+        .arg(cwd)
+        .args(["--time-ms", &opts.time_limit.as_millis().to_string()])
+        .args(["--size", &opts.size_limit.to_string()]);
+    for r in roots {
+        cmd.arg("--root").arg(r);
+    }
+    cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")])
+        .arg(script)
+        .current_dir(cwd);
+    Ok(tokio::process::Command::from(cmd))
+}
+
+/// Preview `script` as `sh -c` would run it in `cwd` on this machine.
+pub async fn preview(
+    script: &str,
+    cwd: &Path,
+    opts: PreviewOptions,
+) -> Result<PreviewReport, PreviewError> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let roots = writable_roots(cwd, home.as_deref())?;
+    let cwd = cwd.canonicalize().map_err(|e| PreviewError::Directory {
+        dir: cwd.to_path_buf(),
+        why: e.to_string(),
+    })?;
+    let staging = staging(&roots)?;
+    let cmd = command(script, &cwd, &roots, staging.path(), opts)?;
+    let retain = Retain {
+        spill_dir: None,
+        labels: ["preview-stdout".into(), "preview-stderr".into()],
+        window: OUTPUT_WINDOW,
+    };
+    let grace = opts.time_limit + Duration::from_secs(30);
+    let out = super::process::run_retaining(cmd, None, Some(grace), None, Some(&retain)).await?;
+    if out.exit_code != Some(0) {
+        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(PreviewError::Setup(if why.is_empty() {
+            format!("the helper ended with {:?}", out.exit_code)
+        } else {
+            why
+        }));
+    }
+    let json = std::fs::read(staging.path().join(view::REPORT_FILE))
+        .map_err(|e| PreviewError::Report(e.to_string()))?;
+    let mut report: PreviewReport =
+        serde_json::from_slice(&json).map_err(|e| PreviewError::Report(e.to_string()))?;
+    report.command = script.to_string();
+    report.limits = report::HONEST_LIMITS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Some(c) = out.captured.as_deref() {
+        let stdout = &c[0];
+        report.output_head = String::from_utf8_lossy(&stdout.head).into_owned();
+        report.output_tail = String::from_utf8_lossy(&stdout.tail).into_owned();
+        report.output_bytes = stdout.total;
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_are_the_tree_home_and_tmp_none_inside_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("src/deep")).unwrap();
+        let home = tempfile::tempdir_in("/var/tmp").unwrap();
+        let roots = writable_roots(&repo.join("src/deep"), Some(home.path())).unwrap();
+        // The repo is under /tmp, so /tmp covers it.
+        let home = home.path().canonicalize().unwrap();
+        assert_eq!(roots, vec![PathBuf::from("/tmp"), home]);
+        let err = writable_roots(Path::new("/"), None).unwrap_err();
+        assert!(err.to_string().contains("whole machine"), "{err}");
+    }
+}

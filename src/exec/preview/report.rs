@@ -1,0 +1,319 @@
+//! The typed result of a preview ([`PreviewReport`]) and its plain-text
+//! form (what `vigil policy check --preview` prints).
+//!
+//! Data only: nothing here runs, mounts or reads a file.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What happened to one path in the throwaway view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectKind {
+    /// Not there before.
+    Created,
+    /// There before, changed (content, or metadata only: see `note`).
+    Modified,
+    /// There before, removed.
+    Deleted,
+    /// A directory removed and made again (everything it held is gone).
+    Replaced,
+}
+
+impl EffectKind {
+    /// One letter, as `git status --short` would put it.
+    pub const fn letter(self) -> char {
+        match self {
+            EffectKind::Created => 'A',
+            EffectKind::Modified => 'M',
+            EffectKind::Deleted => 'D',
+            EffectKind::Replaced => 'R',
+        }
+    }
+}
+
+/// Size and SHA-256 of a file's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blob {
+    pub size: u64,
+    /// Lower-case hex; empty when the file was too large to hash.
+    pub sha256: String,
+}
+
+/// One path the command changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileEffect {
+    /// Absolute path on the real machine.
+    pub path: PathBuf,
+    pub kind: EffectKind,
+    /// The path is a directory (created, deleted or replaced).
+    #[serde(default)]
+    pub dir: bool,
+    /// Unified diff of a text file (`---`/`+++` headers, hunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The diff was cut at the size cap.
+    #[serde(default)]
+    pub diff_cut: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<Blob>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<Blob>,
+    /// What a diff cannot say: binary, metadata only, a symlink's target,
+    /// how many files a deleted directory held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A network attempt the view refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedConnection {
+    /// `203.0.113.5:443`, `[::1]:22`, `unix:/run/docker.sock`.
+    pub address: String,
+    /// The system call (`connect`, `sendto`, `sendmsg`).
+    pub call: String,
+    /// The program that tried (its `comm`).
+    pub program: String,
+    /// How many times (the same call, address and program).
+    #[serde(default = "one")]
+    pub times: u32,
+}
+
+const fn one() -> u32 {
+    1
+}
+
+/// A process still running when the command's own process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leftover {
+    pub pid: i32,
+    pub command: String,
+}
+
+/// Everything a preview saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PreviewReport {
+    pub command: String,
+    pub cwd: PathBuf,
+    /// The directories the view made writable (copy-on-write).
+    pub writable: Vec<PathBuf>,
+    /// `None` when the command was killed (time limit or a signal).
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    pub duration_ms: u64,
+    pub files: Vec<FileEffect>,
+    /// More changes than the report lists.
+    #[serde(default)]
+    pub files_cut: usize,
+    pub refused: Vec<RefusedConnection>,
+    pub leftovers: Vec<Leftover>,
+    pub hit_time_limit: bool,
+    pub hit_size_limit: bool,
+    pub time_limit_ms: u64,
+    pub size_limit: u64,
+    /// The first part of stdout and stderr together.
+    pub output_head: String,
+    /// The last part, when the output was longer than head and tail.
+    #[serde(default)]
+    pub output_tail: String,
+    pub output_bytes: u64,
+    /// What a preview cannot show (always said).
+    pub limits: Vec<String>,
+}
+
+/// What every preview says it cannot reproduce.
+pub const HONEST_LIMITS: &[&str] = &[
+    "a preview cannot reproduce network effects, time, randomness or remote state",
+    "only the working tree, home and /tmp are writable in the view; writes elsewhere fail there",
+    "the command runs without administrative capabilities (no mounts, no raw sockets)",
+];
+
+impl PreviewReport {
+    /// The one-line verdict for a card title.
+    pub fn headline(&self) -> String {
+        let status = match (self.exit_code, self.signal) {
+            (_, _) if self.hit_time_limit => {
+                format!("stopped at the {} s limit", self.time_limit_ms / 1000)
+            }
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            (None, None) => "no exit status".into(),
+        };
+        let mut parts = vec![status, plural(self.files.len() + self.files_cut, "change")];
+        if !self.refused.is_empty() {
+            let n = self.refused.iter().map(|r| r.times as usize).sum();
+            parts.push(plural(n, "refused connection"));
+        }
+        if !self.leftovers.is_empty() {
+            parts.push(plural(self.leftovers.len(), "leftover process"));
+        }
+        if self.hit_size_limit {
+            parts.push("hit the size limit".into());
+        }
+        parts.join(" · ")
+    }
+
+    /// Whether the command tried the network (then its effects are partial).
+    pub fn needs_network(&self) -> bool {
+        self.refused.iter().any(|r| !r.address.starts_with("unix:"))
+    }
+
+    /// Notes on limits hit, in words an operator can act on.
+    pub fn limit_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.hit_time_limit {
+            notes.push(format!(
+                "time limit: stopped after {} ms; effects up to then are shown",
+                self.time_limit_ms
+            ));
+        }
+        if self.hit_size_limit {
+            notes.push(format!(
+                "size limit: the view's {} MB of writable space filled up; writes past it failed \
+                 (no space left on device) and the effects are partial",
+                self.size_limit / (1024 * 1024)
+            ));
+        }
+        if self.needs_network() {
+            notes.push("needs network: its network effects were not previewed".into());
+        }
+        notes
+    }
+
+    /// The whole report as plain text (the command line's form).
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "preview:   {}", self.headline());
+        let _ = writeln!(s, "command:   {}", self.command);
+        let _ = writeln!(s, "in:        {}", self.cwd.display());
+        for note in self.limit_notes() {
+            let _ = writeln!(s, "LIMIT      {note}");
+        }
+        let _ = writeln!(s, "\nfiles ({}):", self.files.len() + self.files_cut);
+        if self.files.is_empty() {
+            let _ = writeln!(s, "  (no file changed)");
+        }
+        for f in &self.files {
+            let _ = writeln!(s, "  {}", f.summary());
+        }
+        for f in self.files.iter().filter(|f| f.diff.is_some()) {
+            let _ = writeln!(s, "\n{}", f.diff.as_deref().unwrap_or_default().trim_end());
+            if f.diff_cut {
+                let _ = writeln!(s, "… diff cut");
+            }
+        }
+        if self.files_cut > 0 {
+            let _ = writeln!(s, "  … {} more not listed", self.files_cut);
+        }
+        self.write_processes(&mut s);
+        self.write_output(&mut s);
+        let _ = writeln!(s, "\nlimits of a preview:");
+        for l in &self.limits {
+            let _ = writeln!(s, "  - {l}");
+        }
+        s
+    }
+
+    fn write_processes(&self, s: &mut String) {
+        for r in &self.refused {
+            let times = if r.times > 1 {
+                format!(", {}×", r.times)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "refused:   {} {} ({}{times})",
+                r.call, r.address, r.program
+            );
+        }
+        for l in &self.leftovers {
+            let _ = writeln!(s, "left behind (killed): pid {} {}", l.pid, l.command);
+        }
+    }
+
+    fn write_output(&self, s: &mut String) {
+        let _ = writeln!(s, "\noutput ({} bytes):", self.output_bytes);
+        let _ = write!(s, "{}", self.output_head);
+        if !self.output_tail.is_empty() {
+            let _ = writeln!(s, "\n…");
+            let _ = write!(s, "{}", self.output_tail);
+        }
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+}
+
+impl FileEffect {
+    /// `M /repo/f (+1 -1)`, `D /repo/dir/ (3 files)`.
+    pub fn summary(&self) -> String {
+        let slash = if self.dir { "/" } else { "" };
+        let mut line = format!("{} {}{slash}", self.kind.letter(), self.path.display());
+        if let Some(d) = &self.diff {
+            let (add, del) = count_changes(d);
+            let _ = write!(line, " (+{add} -{del})");
+        }
+        if let Some(n) = &self.note {
+            let _ = write!(line, " ({n})");
+        }
+        line
+    }
+}
+
+/// Added and removed lines of a unified diff.
+pub fn count_changes(diff: &str) -> (usize, usize) {
+    let body = diff
+        .lines()
+        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"));
+    body.fold((0, 0), |(a, d), l| match l.as_bytes().first() {
+        Some(b'+') => (a + 1, d),
+        Some(b'-') => (a, d + 1),
+        _ => (a, d),
+    })
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headline_and_notes_say_what_was_hit() {
+        let mut r = PreviewReport {
+            exit_code: Some(0),
+            time_limit_ms: 10_000,
+            size_limit: 8 << 20,
+            ..PreviewReport::default()
+        };
+        assert_eq!(r.headline(), "exit 0 · 0 changes");
+        r.hit_time_limit = true;
+        r.hit_size_limit = true;
+        r.refused.push(RefusedConnection {
+            address: "127.0.0.1:9".into(),
+            call: "connect".into(),
+            program: "curl".into(),
+            times: 1,
+        });
+        assert!(r.headline().starts_with("stopped at the 10 s limit"));
+        let notes = r.limit_notes().join("\n");
+        assert!(notes.contains("8 MB"), "{notes}");
+        assert!(notes.contains("needs network"), "{notes}");
+    }
+
+    #[test]
+    fn changes_are_counted_without_headers() {
+        let d = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(count_changes(d), (1, 1));
+    }
+}

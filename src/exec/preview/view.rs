@@ -1,0 +1,423 @@
+//! The throwaway view, built by the sandbox helper in preview mode
+//! (`vigil __sandbox --preview …`, see [`Request`]).
+//!
+//! With the kernel directly (bubblewrap 0.8, Debian bookworm's, has no
+//! overlay support, which this needs): the helper unshares a mount, PID
+//! and network namespace (and a user namespace when not root), then forks
+//! the view's PID 1, which
+//! 1. makes every mount private and read-only (`mount_setattr`, recursive);
+//! 2. mounts a `tmpfs` of the size limit (a full one is ENOSPC: the size
+//!    limit) and, on each writable root (working tree, home, /tmp), an
+//!    `overlay` whose upper layer lives on that tmpfs;
+//! 3. hides the tmpfs, mounts a read-only `/proc` of the new PID namespace;
+//! 4. watches the network ([`super::netwatch`]) and runs the command
+//!    ([`super::supervise`]) under the time limit;
+//! 5. reads the effects from the upper layers ([`super::effects`]) and
+//!    writes the [`PreviewReport`] as JSON to the report file.
+//!
+//! When PID 1 returns the namespaces vanish with every process and the
+//! upper layers. It must never make a real directory writable: the real
+//! filesystem is only ever a read-only lower layer.
+
+use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::effects::{self, Caps, Layer};
+use super::report::PreviewReport;
+use super::{netwatch, supervise};
+
+/// Exit status when the view could not be built (nothing ran).
+pub const SETUP_FAILED: i32 = 125;
+
+/// What the helper was asked to do.
+#[derive(Debug, Default, PartialEq)]
+pub struct Request {
+    /// Where the view's tmpfs is mounted (an empty directory outside every
+    /// root); the report file lives there before the mount.
+    pub staging: PathBuf,
+    pub time_limit: Duration,
+    pub size_limit: u64,
+    pub cwd: PathBuf,
+    pub roots: Vec<PathBuf>,
+    pub program: Vec<OsString>,
+}
+
+/// The report file inside the staging directory.
+pub const REPORT_FILE: &str = "report.json";
+
+fn value<'a>(
+    it: &mut impl Iterator<Item = &'a OsString>,
+    flag: &str,
+) -> Result<&'a OsString, String> {
+    it.next().ok_or(format!("{flag} needs a value"))
+}
+
+fn number(v: &OsString, flag: &str) -> Result<u64, String> {
+    v.to_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or(format!("{flag} needs a number, not {v:?}"))
+}
+
+/// Read the arguments after `--preview`.
+pub fn parse(args: &[OsString]) -> Result<Request, String> {
+    let mut req = Request::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let flag = a.to_str().unwrap_or("");
+        match flag {
+            "--staging" => req.staging = value(&mut it, flag)?.into(),
+            "--cwd" => req.cwd = value(&mut it, flag)?.into(),
+            "--root" => req.roots.push(value(&mut it, flag)?.into()),
+            "--time-ms" => {
+                req.time_limit = Duration::from_millis(number(value(&mut it, flag)?, flag)?);
+            }
+            "--size" => req.size_limit = number(value(&mut it, flag)?, flag)?,
+            "--" => {
+                req.program = it.cloned().collect();
+                break;
+            }
+            _ => return Err(format!("unexpected argument {a:?}")),
+        }
+    }
+    if req.program.is_empty() || req.roots.is_empty() || req.staging.as_os_str().is_empty() {
+        return Err("expected --staging DIR --root DIR… -- PROGRAM [ARGS…]".into());
+    }
+    if req.size_limit == 0 || req.time_limit.is_zero() {
+        return Err("--size and --time-ms must be more than 0".into());
+    }
+    Ok(req)
+}
+
+fn fail(msg: &str) -> i32 {
+    eprintln!("vigil preview: {msg}; nothing was run");
+    SETUP_FAILED
+}
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+fn cstr(p: &Path) -> Result<CString, String> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL", p.display()))
+}
+
+/// The helper's preview mode: build the view, run, report; the exit
+/// status is the view's (0 when a report was written).
+pub fn main(args: &[OsString]) -> i32 {
+    let req = match parse(args) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let report = match File::create(req.staging.join(REPORT_FILE)) {
+        Ok(f) => f,
+        Err(e) => return fail(&format!("cannot write the report file: {e}")),
+    };
+    let userns = match enter_namespaces() {
+        Ok(userns) => userns,
+        Err(e) => return fail(&e),
+    };
+    // SAFETY: the helper is single-threaded here; the child only runs
+    // Rust code of this process and exits with `_exit`.
+    match unsafe { libc::fork() } {
+        -1 => fail(&os_err("cannot fork the view's first process")),
+        0 => {
+            let code = match pid1(&req, report, userns) {
+                Ok(()) => 0,
+                Err(e) => fail(&e),
+            };
+            // SAFETY: leave without running the parent's destructors.
+            unsafe { libc::_exit(code) }
+        }
+        child => wait_exit(child),
+    }
+}
+
+fn wait_exit(child: libc::pid_t) -> i32 {
+    let mut status = 0;
+    // SAFETY: waitpid writes only to `status`.
+    while unsafe { libc::waitpid(child, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return SETUP_FAILED;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        SETUP_FAILED
+    }
+}
+
+/// New mount, PID and network namespaces (user too when not root: then
+/// `Ok(true)`); our death kills the view.
+fn enter_namespaces() -> Result<bool, String> {
+    // SAFETY: process-attribute calls with integer arguments.
+    let (uid, gid) = unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        (libc::geteuid(), libc::getegid())
+    };
+    if uid != 0 {
+        // SAFETY: unshare takes flags only.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+            return Err(os_err("cannot create a user namespace (not root)"));
+        }
+        let maps = [
+            ("/proc/self/setgroups", "deny".to_string()),
+            ("/proc/self/uid_map", format!("0 {uid} 1")),
+            ("/proc/self/gid_map", format!("0 {gid} 1")),
+        ];
+        for (file, text) in maps {
+            std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))?;
+        }
+    }
+    let flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET;
+    // SAFETY: unshare takes flags only.
+    if unsafe { libc::unshare(flags) } != 0 {
+        return Err(os_err(
+            "cannot create the mount, PID and network namespaces",
+        ));
+    }
+    Ok(uid != 0)
+}
+
+fn mount(
+    src: &str,
+    target: &Path,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: &str,
+) -> Result<(), String> {
+    let (s, t) = (CString::new(src).unwrap_or_default(), cstr(target)?);
+    let (f, d) = (
+        CString::new(fstype).unwrap_or_default(),
+        CString::new(data).unwrap_or_default(),
+    );
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call.
+    let rc = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, d.as_ptr().cast()) };
+    if rc != 0 {
+        return Err(os_err(&format!(
+            "cannot mount {fstype} on {}",
+            target.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Every mount of this namespace private and read-only.
+fn freeze_everything() -> Result<(), String> {
+    mount(
+        "none",
+        Path::new("/"),
+        "",
+        libc::MS_REC | libc::MS_PRIVATE,
+        "",
+    )?;
+    let attr = MountAttr {
+        attr_set: 1, // MOUNT_ATTR_RDONLY
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: "/" is NUL-terminated; `attr` has the size we pass.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            libc::AT_RECURSIVE as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(os_err("cannot make the view read-only"));
+    }
+    Ok(())
+}
+
+/// A directory handle that keeps reaching `path` after something is
+/// mounted over it (through `/proc/self/fd/N`).
+fn hold(path: &Path) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))
+}
+
+fn via(fd: &File) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// The view's PID 1 (see the module doc).
+fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String> {
+    // SAFETY: process-attribute calls with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    freeze_everything()?;
+    let lowers: Vec<File> = req
+        .roots
+        .iter()
+        .map(|r| hold(r))
+        .collect::<Result<_, _>>()?;
+    let size = format!("size={},mode=0700", req.size_limit);
+    mount(
+        "vigil-preview",
+        &req.staging,
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NODEV,
+        &size,
+    )?;
+    let staging = hold(&req.staging)?;
+    for (i, root) in req.roots.iter().enumerate() {
+        overlay(&req.staging, i, root, userns)?;
+    }
+    // Hide the layers from the command (PID 1 keeps its handle).
+    mount(
+        "vigil-preview",
+        &req.staging,
+        "tmpfs",
+        libc::MS_RDONLY,
+        "size=4k,mode=0500",
+    )?;
+    let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY;
+    mount("proc", Path::new("/proc"), "proc", proc_flags, "")?;
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    let attempts = netwatch::start().map_err(|e| format!("cannot watch the network: {e}"))?;
+    let ended = supervise::run(&req.program, &req.cwd, req.time_limit)?;
+    let mut report = PreviewReport {
+        cwd: req.cwd.clone(),
+        writable: req.roots.clone(),
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        duration_ms: ended.duration.as_millis() as u64,
+        leftovers: ended.leftovers,
+        hit_time_limit: ended.hit_time_limit,
+        time_limit_ms: req.time_limit.as_millis() as u64,
+        size_limit: req.size_limit,
+        refused: attempts.lock().map(|a| a.clone()).unwrap_or_default(),
+        ..PreviewReport::default()
+    };
+    let top = via(&staging);
+    report.hit_size_limit = nearly_full(&top, req.size_limit);
+    let uppers: Vec<PathBuf> = (0..req.roots.len())
+        .map(|i| top.join(format!("u{i}")))
+        .collect();
+    let lower_paths: Vec<PathBuf> = lowers.iter().map(via).collect();
+    let layers: Vec<Layer<'_>> = req
+        .roots
+        .iter()
+        .zip(&uppers)
+        .zip(&lower_paths)
+        .map(|((real, upper), lower)| Layer { real, upper, lower })
+        .collect();
+    let caps = Caps {
+        relative_to: &req.cwd,
+        ..Caps::default()
+    };
+    let found = effects::collect(&layers, caps);
+    report.files = found.effects;
+    report.files_cut = found.cut;
+    let json = serde_json::to_vec(&report).map_err(|e| format!("cannot encode the report: {e}"))?;
+    report_file
+        .write_all(&json)
+        .map_err(|e| format!("cannot write the report: {e}"))
+}
+
+/// Mount root `i`'s overlay (upper and work directories on the tmpfs); in
+/// a user namespace overlay keeps its marks in `user.` xattrs.
+fn overlay(staging: &Path, i: usize, root: &Path, userns: bool) -> Result<(), String> {
+    let (upper, work) = (staging.join(format!("u{i}")), staging.join(format!("w{i}")));
+    for d in [&upper, &work] {
+        std::fs::create_dir(d).map_err(|e| format!("cannot make {}: {e}", d.display()))?;
+    }
+    let bad = |p: &Path| p.as_os_str().as_bytes().iter().any(|b| b",:\\".contains(b));
+    if [root, &upper, &work].iter().any(|p| bad(p)) {
+        return Err(format!(
+            "{} holds a comma, colon or backslash",
+            root.display()
+        ));
+    }
+    // No redirects, no metadata-only copies: every changed file is whole
+    // in the upper layer. A user namespace has neither (they need trusted
+    // xattrs) and refuses the options.
+    let extra = if userns {
+        "userxattr"
+    } else {
+        "redirect_dir=off,metacopy=off,index=off"
+    };
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={},{extra}",
+        root.display(),
+        upper.display(),
+        work.display()
+    );
+    mount("vigil-preview", root, "overlay", 0, &data)
+}
+
+/// Whether the tmpfs is within 1% (at least 64 KiB) of full.
+fn nearly_full(top: &Path, limit: u64) -> bool {
+    let Ok(path) = cstr(top) else { return false };
+    // SAFETY: statvfs writes one struct into `st`.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    free <= (limit / 100).max(64 * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_request_is_read_strictly() {
+        let r = parse(&os(&[
+            "--staging",
+            "/dev/shm/s",
+            "--cwd",
+            "/r",
+            "--root",
+            "/r",
+            "--root",
+            "/tmp",
+            "--time-ms",
+            "1500",
+            "--size",
+            "8388608",
+            "--",
+            "/bin/sh",
+            "-c",
+            "ls",
+        ]))
+        .unwrap();
+        assert_eq!(r.roots, [PathBuf::from("/r"), PathBuf::from("/tmp")]);
+        assert_eq!(r.time_limit, Duration::from_millis(1500));
+        assert_eq!(r.program, os(&["/bin/sh", "-c", "ls"]));
+        assert!(parse(&os(&["--staging", "/s", "--", "ls"])).is_err());
+        assert!(parse(&os(&["--size", "x"])).unwrap_err().contains("number"));
+        assert!(parse(&os(&["--bogus"])).is_err());
+    }
+}
