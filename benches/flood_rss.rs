@@ -22,8 +22,12 @@
 //!
 //! `VIGIL_FLOOD_SIZES=2000000,20000000` picks sizes, `VIGIL_FLOOD_MODES=tmux`
 //! picks modes, `VIGIL_FLOOD_FLOOR=0` skips the floors (a 1 GB bare pane
-//! takes minutes). Every tmux server is private (`-L vigil-flood-…`) and
-//! killed at the end; temporary folders are removed.
+//! takes minutes), `VIGIL_FLOOD_REPEAT=N` pools the keys of N runs,
+//! `VIGIL_FLOOD_BIN` runs another vigil binary (before/after in the same
+//! minutes), `VIGIL_FLOOD_TIMELINE=1` prints the recorded events' times.
+//! The bare pane runs the managed pane's shell (`bash`, rc files) and both
+//! are typed into only at their prompt. Every tmux server is private
+//! (`-L vigil-flood-…`) and killed at the end; temporary folders are removed.
 
 use std::io::Read;
 use std::path::Path;
@@ -31,6 +35,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use vigil::scripted::{Scenario, ScriptedServer};
+
+#[path = "flood/session_files.rs"]
+mod session_files;
+use session_files::{bytes_under, timeline, unix_ms};
 
 /// The binary under test: `VIGIL_FLOOD_BIN` (e.g. a copy of an older
 /// build, to compare before and after in the same minutes) or this build's.
@@ -162,26 +170,6 @@ fn wait_screen(t: &Tmux, target: &str, what: &str, limit: Duration) -> bool {
     false
 }
 
-/// Bytes in every file under `dir` whose path contains `part`.
-fn bytes_under(dir: &Path, part: &str) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .map(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                bytes_under(&p, part)
-            } else if p.to_string_lossy().contains(part) {
-                e.metadata().map(|m| m.len()).unwrap_or(0)
-            } else {
-                0
-            }
-        })
-        .sum()
-}
-
 struct Figures {
     /// The sum over every vigil process of its VmHWM.
     hwm_kib: u64,
@@ -268,48 +256,6 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         events: bytes_under(&data, "events.jsonl"),
         spill: bytes_under(&data, "spill"),
         timeline: timeline(&data, enter_ms),
-    }
-}
-
-fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// The session's recorded events as (ms after Enter, type): where a turn's
-/// fixed costs go (`VIGIL_FLOOD_TIMELINE=1` prints it).
-fn timeline(data: &Path, enter_ms: i64) -> Vec<(i64, String)> {
-    let mut files = Vec::new();
-    find_named(data, "events.jsonl", &mut files);
-    let mut out = Vec::new();
-    for f in files {
-        for line in std::fs::read_to_string(f).unwrap_or_default().lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let at = v["at_ms"].as_i64().unwrap_or(0) - enter_ms;
-            let kind = v["event"]["type"].as_str().unwrap_or("?").to_string();
-            if at >= -5 {
-                out.push((at, kind));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn find_named(dir: &Path, name: &str, found: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.filter_map(|e| e.ok()) {
-        let p = e.path();
-        if p.is_dir() {
-            find_named(&p, name, found);
-        } else if p.file_name().is_some_and(|n| n == name) {
-            found.push(p);
-        }
     }
 }
 
@@ -447,7 +393,12 @@ fn bare_pane(n: u64) -> Duration {
     let t = Tmux::new("bare");
     let (w, h) = (PANE.0.to_string(), PANE.1.to_string());
     t.run(&["new-session", "-d", "-s", "b", "-x", &w, "-y", &h, "bash"]);
-    assert!(wait_prompt(&t, "b"), "no prompt:\n{}", t.screen("b"));
+    assert!(
+        wait_prompt(&t, "b"),
+        "bash showed no prompt in 60 s (an rc file waiting on a lock, e.g. a stale \
+         ~/.pyenv/shims/.pyenv-shim?):\n{}",
+        t.screen("b")
+    );
     let line = format!("seq 1 {n}; tmux -L {} wait-for -S flood-done", t.0);
     t.run(&["send-keys", "-t", "b", "-l", &line]);
     let start = Instant::now();
@@ -483,6 +434,38 @@ fn bare_sh_into(n: u64, sink: &mut dyn std::io::Write) -> Duration {
     }
     let _ = child.wait();
     start.elapsed()
+}
+
+/// `VIGIL_FLOOD_REPEAT=N`: run vigil N times per size and mode (a p99 of
+/// the ~10 keys one 169 MB run probes is its maximum).
+fn repeat() -> usize {
+    std::env::var("VIGIL_FLOOD_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1usize)
+        .max(1)
+}
+
+/// Several runs as one: keys pooled, the median wall, the worst memory.
+fn pooled(runs: impl Iterator<Item = Figures>) -> Figures {
+    let mut runs: Vec<Figures> = runs.collect();
+    runs.sort_by_key(|f| f.wall);
+    let mid = runs.len() / 2;
+    let keys = runs.iter().flat_map(|f| f.keys.clone()).collect();
+    let idle = runs.iter().flat_map(|f| f.idle.clone()).collect();
+    let worst = |g: fn(&Figures) -> u64| runs.iter().map(g).max().unwrap_or(0);
+    let (hwm_kib, after_kib) = (worst(|f| f.hwm_kib), worst(|f| f.after_kib));
+    let (events, spill) = (worst(|f| f.events), worst(|f| f.spill));
+    let median = runs.swap_remove(mid);
+    Figures {
+        hwm_kib,
+        after_kib,
+        keys,
+        idle,
+        events,
+        spill,
+        ..median
+    }
 }
 
 fn sizes() -> Vec<u64> {
@@ -598,7 +581,7 @@ fn main() {
                 (true, false) => bare_sh(n),
             };
             let before = bare();
-            let f = through_vigil(tmux_mode, &server.base_url());
+            let f = pooled((0..repeat()).map(|_| through_vigil(tmux_mode, &server.base_url())));
             let after = bare();
             let to_file = (floors && !tmux_mode).then(|| bare_sh_to_file(n));
             report(n, tmux_mode, &f, (before, after), to_file);
