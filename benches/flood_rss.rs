@@ -24,7 +24,8 @@
 //! picks modes, `VIGIL_FLOOD_FLOOR=0` skips the floors (a 1 GB bare pane
 //! takes minutes), `VIGIL_FLOOD_REPEAT=N` pools the keys of N runs,
 //! `VIGIL_FLOOD_BIN` runs another vigil binary (before/after in the same
-//! minutes), `VIGIL_FLOOD_TIMELINE=1` prints the recorded events' times.
+//! minutes), `VIGIL_FLOOD_TIMELINE=1` prints the recorded events' times,
+//! `VIGIL_FLOOD_SLOW=MS` prints every key slower than MS and when it was sent.
 //! The bare pane runs the managed pane's shell (`bash`, rc files) and both
 //! are typed into only at their prompt. Every tmux server is private
 //! (`-L vigil-flood-…`) and killed at the end; temporary folders are removed.
@@ -318,7 +319,17 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
             continue;
         }
         typed += 1;
+        let sent = start.elapsed();
         if let Some(d) = probe_key(t, typed, &mut watch) {
+            if std::env::var("VIGIL_FLOOD_SLOW")
+                .is_ok_and(|v| d.as_millis() >= v.parse().unwrap_or(50))
+            {
+                println!(
+                    "      slow key: sent {:.0} ms after Enter, shown {:.1} ms later",
+                    ms(sent),
+                    ms(d)
+                );
+            }
             keys.push(d);
         }
         watch.pause(t, Duration::from_millis(30));
