@@ -22,8 +22,13 @@
 //!
 //! `VIGIL_FLOOD_SIZES=2000000,20000000` picks sizes, `VIGIL_FLOOD_MODES=tmux`
 //! picks modes, `VIGIL_FLOOD_FLOOR=0` skips the floors (a 1 GB bare pane
-//! takes minutes). Every tmux server is private (`-L vigil-flood-…`) and
-//! killed at the end; temporary folders are removed.
+//! takes minutes), `VIGIL_FLOOD_REPEAT=N` pools the keys of N runs,
+//! `VIGIL_FLOOD_BIN` runs another vigil binary (before/after in the same
+//! minutes), `VIGIL_FLOOD_TIMELINE=1` prints the recorded events' times,
+//! `VIGIL_FLOOD_SLOW=MS` prints every key slower than MS and when it was sent.
+//! The bare pane runs the managed pane's shell (`bash`, rc files) and both
+//! are typed into only at their prompt. Every tmux server is private
+//! (`-L vigil-flood-…`) and killed at the end; temporary folders are removed.
 
 use std::io::Read;
 use std::path::Path;
@@ -32,7 +37,15 @@ use std::time::{Duration, Instant};
 
 use vigil::scripted::{Scenario, ScriptedServer};
 
-const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
+#[path = "flood/session_files.rs"]
+mod session_files;
+use session_files::{bytes_under, timeline, unix_ms};
+
+/// The binary under test: `VIGIL_FLOOD_BIN` (e.g. a copy of an older
+/// build, to compare before and after in the same minutes) or this build's.
+fn vigil_bin() -> String {
+    std::env::var("VIGIL_FLOOD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_vigil").to_string())
+}
 /// The managed pane's size (config `[tmux] width/height`).
 const PANE: (u16, u16) = (200, 50);
 
@@ -122,7 +135,9 @@ fn children(pid: i32) -> Vec<i32> {
 
 /// Every process under `root` (itself included) running the vigil binary.
 fn vigil_pids(root: i32) -> Vec<i32> {
-    let bin = Path::new(VIGIL).canonicalize().expect("vigil binary");
+    let bin = Path::new(&vigil_bin())
+        .canonicalize()
+        .expect("vigil binary");
     let mut todo = vec![root];
     let mut found = Vec::new();
     while let Some(pid) = todo.pop() {
@@ -156,26 +171,6 @@ fn wait_screen(t: &Tmux, target: &str, what: &str, limit: Duration) -> bool {
     false
 }
 
-/// Bytes in every file under `dir` whose path contains `part`.
-fn bytes_under(dir: &Path, part: &str) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .map(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                bytes_under(&p, part)
-            } else if p.to_string_lossy().contains(part) {
-                e.metadata().map(|m| m.len()).unwrap_or(0)
-            } else {
-                0
-            }
-        })
-        .sum()
-}
-
 struct Figures {
     /// The sum over every vigil process of its VmHWM.
     hwm_kib: u64,
@@ -187,6 +182,8 @@ struct Figures {
     wall: Duration,
     events: u64,
     spill: u64,
+    /// Recorded events, ms after Enter.
+    timeline: Vec<(i64, String)>,
 }
 
 /// One flood through the real binary.
@@ -199,11 +196,12 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
     let inner = Tmux::new("agent");
     let launch = format!(
         "cd {work} && env TERM=xterm-256color VIGIL_DATA_DIR={data} VIGIL_TMUX_SOCKET={sock} \
-         XDG_CONFIG_HOME={xdg} {VIGIL} --config {cfg} --base-url {url} --model e2e {extra}",
+         XDG_CONFIG_HOME={xdg} {vigil} --config {cfg} --base-url {url} --model e2e {extra}",
         work = dir.path().display(),
         data = data.display(),
         sock = inner.0,
         xdg = dir.path().join("xdg").display(),
+        vigil = vigil_bin(),
         cfg = cfg.display(),
         extra = if tmux_mode { "" } else { "--no-tmux" },
     );
@@ -228,11 +226,21 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         .trim()
         .parse()
         .expect("pane pid");
-    // Let the managed pane's shell come up before the flood.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Let the managed pane's shell reach its prompt before the flood (its
+    // rc files run first, as in the bare pane).
+    if tmux_mode {
+        let panes = inner.run(&["list-panes", "-a", "-F", "#{pane_id}"]);
+        let first = panes.lines().next().unwrap_or("").to_string();
+        if !wait_prompt(&inner, &first) {
+            println!("      (the managed pane {first:?} showed no prompt in 60 s)");
+        }
+    } else {
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let idle = idle_keys(&outer);
     outer.run(&["send-keys", "-t", "c", "-l", "flood"]);
     let start = Instant::now();
+    let enter_ms = unix_ms();
     outer.run(&["send-keys", "-t", "c", "Enter"]);
     let (keys, wall, mut hwm) = probe_until_done(&outer, pane, start);
     std::thread::sleep(Duration::from_secs(1));
@@ -248,6 +256,7 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         wall,
         events: bytes_under(&data, "events.jsonl"),
         spill: bytes_under(&data, "spill"),
+        timeline: timeline(&data, enter_ms),
     }
 }
 
@@ -262,6 +271,32 @@ fn sample_hwm(peaks: &mut Peaks, pids: &[i32]) {
     }
 }
 
+/// Screen captures of the console that note when the turn's end first
+/// showed (the time the capture that showed it returned).
+struct Watch {
+    start: Instant,
+    done: Option<Duration>,
+}
+
+impl Watch {
+    fn look(&mut self, t: &Tmux) -> String {
+        let s = t.screen("c");
+        if self.done.is_none() && s.contains("FLOOD-DONE") {
+            self.done = Some(self.start.elapsed());
+        }
+        s
+    }
+
+    /// Watch the screen for `d` (a capture every ~5 ms).
+    fn pause(&mut self, t: &Tmux, d: Duration) {
+        let until = Instant::now() + d;
+        while self.done.is_none() && Instant::now() < until {
+            self.look(t);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 /// Type a key into the input box every ~30 ms until the turn's end shows;
 /// returns the key→frame latencies, the wall time and the peak VmHWM seen.
 fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Duration, Peaks) {
@@ -269,11 +304,12 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
     let mut hwm = Peaks::new();
     let mut typed = 0usize;
     let limit = Duration::from_secs(600);
+    let mut watch = Watch { start, done: None };
     loop {
         sample_hwm(&mut hwm, &vigil_pids(pane));
-        let screen = t.screen("c");
-        if screen.contains("FLOOD-DONE") {
-            return (keys, start.elapsed(), hwm);
+        let screen = watch.look(t);
+        if let Some(wall) = watch.done {
+            return (keys, wall, hwm);
         }
         assert!(start.elapsed() < limit, "the flood never ended:\n{screen}");
         if typed >= 40 {
@@ -283,25 +319,35 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
             continue;
         }
         typed += 1;
-        if let Some(d) = probe_key(t, typed) {
+        let sent = start.elapsed();
+        if let Some(d) = probe_key(t, typed, &mut watch) {
+            if std::env::var("VIGIL_FLOOD_SLOW")
+                .is_ok_and(|v| d.as_millis() >= v.parse().unwrap_or(50))
+            {
+                println!(
+                    "      slow key: sent {:.0} ms after Enter, shown {:.1} ms later",
+                    ms(sent),
+                    ms(d)
+                );
+            }
             keys.push(d);
         }
-        std::thread::sleep(Duration::from_millis(30));
+        watch.pause(t, Duration::from_millis(30));
     }
 }
 
 /// Type one more `Z` (the `typed`-th) and wait until the screen shows
 /// `typed` of them; `None` when the turn ended first or it took over 10 s.
-fn probe_key(t: &Tmux, typed: usize) -> Option<Duration> {
+fn probe_key(t: &Tmux, typed: usize, watch: &mut Watch) -> Option<Duration> {
     let sent = Instant::now();
     t.run(&["send-keys", "-t", "c", "-l", "Z"]);
     let want = "Z".repeat(typed);
     loop {
-        let s = t.screen("c");
+        let s = watch.look(t);
         if s.contains(&want) {
             return Some(sent.elapsed());
         }
-        if sent.elapsed() > Duration::from_secs(10) || s.contains("FLOOD-DONE") {
+        if sent.elapsed() > Duration::from_secs(10) || watch.done.is_some() {
             return None;
         }
     }
@@ -310,9 +356,13 @@ fn probe_key(t: &Tmux, typed: usize) -> Option<Duration> {
 /// Key→frame with nothing running, by the same method: the floor of what
 /// this probe can see on this machine at this moment.
 fn idle_keys(t: &Tmux) -> Vec<Duration> {
+    let mut watch = Watch {
+        start: Instant::now(),
+        done: None,
+    };
     let keys = (1..=20)
         .filter_map(|i| {
-            let d = probe_key(t, i);
+            let d = probe_key(t, i, &mut watch);
             std::thread::sleep(Duration::from_millis(30));
             d
         })
@@ -332,15 +382,34 @@ fn clear_input(t: &Tmux, typed: usize) {
     }
 }
 
-/// The same command typed into a bare pane of the managed pane's size.
+/// Wait (up to 60 s) until the pane's last non-blank line ends like a
+/// shell prompt (`$`, `#`, `%` or `>`): its rc files have run.
+fn wait_prompt(t: &Tmux, target: &str) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        let screen = t.screen(target);
+        let last = screen.lines().rev().find(|l| !l.trim().is_empty());
+        if last.is_some_and(|l| l.trim_end().ends_with(['$', '#', '%', '>'])) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// The same command typed into a bare pane of the managed pane's size,
+/// running the same shell the managed pane runs (`bash` with the user's rc
+/// files, this process's environment), once it shows its prompt.
 fn bare_pane(n: u64) -> Duration {
     let t = Tmux::new("bare");
     let (w, h) = (PANE.0.to_string(), PANE.1.to_string());
-    t.run(&[
-        "new-session", "-d", "-s", "b", "-x", &w, "-y", &h,
-        "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TERM=screen PS1='$ ' bash --norc --noprofile",
-    ]);
-    assert!(wait_screen(&t, "b", "$", Duration::from_secs(10)));
+    t.run(&["new-session", "-d", "-s", "b", "-x", &w, "-y", &h, "bash"]);
+    assert!(
+        wait_prompt(&t, "b"),
+        "bash showed no prompt in 60 s (an rc file waiting on a lock, e.g. a stale \
+         ~/.pyenv/shims/.pyenv-shim?):\n{}",
+        t.screen("b")
+    );
     let line = format!("seq 1 {n}; tmux -L {} wait-for -S flood-done", t.0);
     t.run(&["send-keys", "-t", "b", "-l", &line]);
     let start = Instant::now();
@@ -376,6 +445,38 @@ fn bare_sh_into(n: u64, sink: &mut dyn std::io::Write) -> Duration {
     }
     let _ = child.wait();
     start.elapsed()
+}
+
+/// `VIGIL_FLOOD_REPEAT=N`: run vigil N times per size and mode (a p99 of
+/// the ~10 keys one 169 MB run probes is its maximum).
+fn repeat() -> usize {
+    std::env::var("VIGIL_FLOOD_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1usize)
+        .max(1)
+}
+
+/// Several runs as one: keys pooled, the median wall, the worst memory.
+fn pooled(runs: impl Iterator<Item = Figures>) -> Figures {
+    let mut runs: Vec<Figures> = runs.collect();
+    runs.sort_by_key(|f| f.wall);
+    let mid = runs.len() / 2;
+    let keys = runs.iter().flat_map(|f| f.keys.clone()).collect();
+    let idle = runs.iter().flat_map(|f| f.idle.clone()).collect();
+    let worst = |g: fn(&Figures) -> u64| runs.iter().map(g).max().unwrap_or(0);
+    let (hwm_kib, after_kib) = (worst(|f| f.hwm_kib), worst(|f| f.after_kib));
+    let (events, spill) = (worst(|f| f.events), worst(|f| f.spill));
+    let median = runs.swap_remove(mid);
+    Figures {
+        hwm_kib,
+        after_kib,
+        keys,
+        idle,
+        events,
+        spill,
+        ..median
+    }
 }
 
 fn sizes() -> Vec<u64> {
@@ -456,6 +557,14 @@ fn report(
         f.events,
         f.spill as f64 / 1e6,
     );
+    if std::env::var("VIGIL_FLOOD_TIMELINE").is_ok_and(|v| v == "1") {
+        let steps: Vec<String> = f
+            .timeline
+            .iter()
+            .map(|(at, k)| format!("{at} {k}"))
+            .collect();
+        println!("      timeline (ms after Enter): {}", steps.join(", "));
+    }
     if let Some(d) = to_file {
         println!(
             "      wall {:.2} s vs bare sh -c writing its output to a file {:.2} s = {:.2}×",
@@ -483,7 +592,7 @@ fn main() {
                 (true, false) => bare_sh(n),
             };
             let before = bare();
-            let f = through_vigil(tmux_mode, &server.base_url());
+            let f = pooled((0..repeat()).map(|_| through_vigil(tmux_mode, &server.base_url())));
             let after = bare();
             let to_file = (floors && !tmux_mode).then(|| bare_sh_to_file(n));
             report(n, tmux_mode, &f, (before, after), to_file);

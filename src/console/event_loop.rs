@@ -3,6 +3,14 @@
 //! drawing is coalesced to at most one frame per `1/fps`, each wrapped in a
 //! synchronized update so the terminal never shows a half-drawn frame.
 //!
+//! The operator comes first: terminal input is polled before anything else
+//! (`biased`), and a key, a paste or a resize is drawn at once instead of
+//! waiting for the frame clock ([`Pacer`]), so a key's frame never waits
+//! behind queued output events or a timer. Streamed agent events (output,
+//! tokens) only mark the screen dirty: a burst of them costs at most one
+//! frame per `1/fps`; a step of the turn (a tool ended, an approval asked,
+//! the answer complete) is drawn at once.
+//!
 //! It never awaits the agent: commands go out on an unbounded channel. File
 //! work the App asks for runs on `spawn_blocking` threads and comes back as
 //! one more event source, so no frame waits on a disk.
@@ -10,10 +18,10 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crossterm::event::{Event, EventStream, KeyEventKind};
+use crossterm::event::{Event, KeyEventKind};
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use crossterm::{execute, queue};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -36,11 +44,72 @@ const DRAIN_BUDGET: Duration = Duration::from_millis(4);
 /// Idle wake-up when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(3600);
 
+/// When to draw: what changed the screen since the last frame and when the
+/// frame clock allows the next one.
+#[derive(Debug)]
+pub(super) struct Pacer {
+    frame: Duration,
+    next_frame: Instant,
+    /// Something changed since the last frame.
+    dirty: bool,
+    /// The operator or a step of the turn: draw without waiting for the clock.
+    urgent: bool,
+}
+
+impl Pacer {
+    pub(super) fn new(fps_cap: u32, now: Instant) -> Pacer {
+        Pacer {
+            frame: Duration::from_secs_f64(1.0 / f64::from(fps_cap.max(1))),
+            next_frame: now,
+            dirty: true,
+            urgent: false,
+        }
+    }
+
+    /// The screen changed (agent output, a tick): drawn when the clock allows.
+    pub(super) fn changed(&mut self) {
+        self.dirty = true;
+    }
+
+    /// The operator's input or a step of the turn changed the screen:
+    /// drawn at once.
+    pub(super) fn at_once(&mut self) {
+        self.dirty = true;
+        self.urgent = true;
+    }
+
+    /// Whether to draw now.
+    pub(super) fn due(&self, now: Instant) -> bool {
+        self.dirty && (self.urgent || now >= self.next_frame)
+    }
+
+    /// A frame was drawn at `now`.
+    pub(super) fn drawn(&mut self, now: Instant) {
+        self.dirty = false;
+        self.urgent = false;
+        self.next_frame = now + self.frame;
+    }
+
+    /// When to wake up if nothing arrives.
+    fn wake(&self, now: Instant, ticking: bool) -> Instant {
+        if self.dirty {
+            self.next_frame.max(now)
+        } else if ticking {
+            now + RUNNING_TICK
+        } else {
+            now + IDLE_TICK
+        }
+    }
+}
+
 /// Run until the operator quits, the terminal closes or drawing fails.
 /// Forwards every command except `Quit`, which the caller sends once.
-pub async fn run<B>(
+/// `input` is the terminal's events (a crossterm `EventStream`; tests feed
+/// their own).
+pub async fn run<B, S>(
     terminal: &mut Terminal<B>,
     app: &mut App,
+    input: &mut S,
     events: &mut UnboundedReceiver<AgentEvent>,
     commands: &UnboundedSender<AgentCommand>,
     opts: &ConsoleOptions,
@@ -48,98 +117,136 @@ pub async fn run<B>(
 where
     B: Backend + Write,
     io::Error: From<B::Error>,
+    S: Stream<Item = io::Result<Event>> + Unpin,
 {
-    let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps_cap.max(1)));
-    let mut input = EventStream::new();
     let (io_tx, mut io_rx) = tokio::sync::mpsc::unbounded_channel::<IoResult>();
     let mut agent_open = true;
     let mut mirror = opts.mirror.clone();
-    let mut dirty = true;
-    let mut next_frame = Instant::now();
+    let mut pacer = Pacer::new(opts.fps_cap, Instant::now());
     loop {
-        if app.take_bell() && opts.bell {
-            let backend = terminal.backend_mut();
-            let _ = backend.write_all(b"\x07");
-            let _ = Write::flush(backend);
-        }
-        if let Some(text) = app.take_clipboard() {
-            // OSC 52: the terminal (or tmux with set-clipboard on) puts it
-            // on the clipboard; nothing else is written for it.
-            let backend = terminal.backend_mut();
-            let _ = backend.write_all(super::app_copy::osc52(&text).as_bytes());
-            let _ = Write::flush(backend);
-        }
+        side_effects(terminal, app, opts);
         let now = Instant::now();
-        if dirty && now >= next_frame {
+        if pacer.due(now) {
             draw(terminal, app)?;
-            dirty = false;
-            next_frame = now + frame;
+            pacer.drawn(now);
         }
-        let wake = if dirty {
-            next_frame
-        } else if app.needs_tick() {
-            now + RUNNING_TICK
-        } else {
-            now + IDLE_TICK
-        };
+        let wake = pacer.wake(now, app.needs_tick());
+        // `biased`: the keyboard is looked at first, so a key never waits
+        // behind a queue of agent events.
         tokio::select! {
+            biased;
             maybe = input.next() => match maybe {
                 Some(Ok(ev)) => {
-                    dirty |= on_terminal_event(app, ev, commands);
+                    on_terminal_event(app, ev, commands, &mut pacer);
                     if app.should_quit() {
                         return Ok(());
                     }
-                    for req in app.take_io() {
-                        let tx = io_tx.clone();
-                        tokio::task::spawn_blocking(move || {
-                            let _ = tx.send(perform(req));
-                        });
-                    }
+                    start_io(app, &io_tx);
                 }
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             },
-            maybe = events.recv(), if agent_open => match maybe {
-                Some(ev) => {
-                    app.on_agent_event(ev);
-                    // Drain what is pending (bounded, so a flood of output
-                    // cannot starve the keyboard) before the next draw.
-                    let started = std::time::Instant::now();
-                    for _ in 0..MAX_DRAIN {
-                        if started.elapsed() >= DRAIN_BUDGET {
-                            break;
-                        }
-                        match events.try_recv() {
-                            Ok(ev) => app.on_agent_event(ev),
-                            Err(_) => break,
-                        }
-                    }
-                    dirty = true;
-                }
-                None => {
-                    agent_open = false;
-                    app.on_agent_event(AgentEvent::Error {
-                        message: "the agent stopped; press q or Ctrl-C to leave".into(),
-                    });
-                    dirty = true;
-                }
-            },
+            Some(result) = io_rx.recv() => {
+                app.on_io(result);
+                pacer.changed();
+            }
             changed = mirror_changed(&mut mirror) => {
                 match changed {
                     Some(text) => app.mirror_mut().set_content(&text),
                     // The feed ended (the agent's tmux layer is gone).
                     None => mirror = None,
                 }
-                dirty = true;
+                pacer.changed();
             }
-            Some(result) = io_rx.recv() => {
-                app.on_io(result);
-                dirty = true;
-            }
+            maybe = events.recv(), if agent_open => match maybe {
+                Some(ev) => {
+                    if drain(app, ev, events) {
+                        pacer.at_once();
+                    } else {
+                        pacer.changed();
+                    }
+                }
+                None => {
+                    agent_open = false;
+                    app.on_agent_event(AgentEvent::Error {
+                        message: "the agent stopped; press q or Ctrl-C to leave".into(),
+                    });
+                    pacer.at_once();
+                }
+            },
             _ = tokio::time::sleep_until(wake) => {}
         }
-        dirty |= app.tick(std::time::Instant::now());
+        if app.tick(std::time::Instant::now()) {
+            pacer.changed();
+        }
     }
+}
+
+/// The bell and the clipboard the App asked for since the last loop.
+fn side_effects<B: Backend + Write>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    opts: &ConsoleOptions,
+) {
+    if app.take_bell() && opts.bell {
+        let backend = terminal.backend_mut();
+        let _ = backend.write_all(b"\x07");
+        let _ = Write::flush(backend);
+    }
+    if let Some(text) = app.take_clipboard() {
+        // OSC 52: the terminal (or tmux with set-clipboard on) puts it
+        // on the clipboard; nothing else is written for it.
+        let backend = terminal.backend_mut();
+        let _ = backend.write_all(super::app_copy::osc52(&text).as_bytes());
+        let _ = Write::flush(backend);
+    }
+}
+
+/// Run the file work the App asked for off the UI task.
+fn start_io(app: &mut App, io_tx: &UnboundedSender<IoResult>) {
+    for req in app.take_io() {
+        let tx = io_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(perform(req));
+        });
+    }
+}
+
+/// Apply `first` and what else is pending, bounded in count and time so a
+/// flood of output cannot starve the keyboard. True when one of them was a
+/// step of the turn rather than a stream (see [`streamed`]).
+fn drain(app: &mut App, first: AgentEvent, events: &mut UnboundedReceiver<AgentEvent>) -> bool {
+    let mut step = !streamed(&first);
+    app.on_agent_event(first);
+    let started = std::time::Instant::now();
+    for _ in 0..MAX_DRAIN {
+        if started.elapsed() >= DRAIN_BUDGET {
+            break;
+        }
+        match events.try_recv() {
+            Ok(ev) => {
+                step |= !streamed(&ev);
+                app.on_agent_event(ev);
+            }
+            Err(_) => break,
+        }
+    }
+    step
+}
+
+/// Events that come in streams (output, tokens, counters): drawn at the
+/// frame clock's pace. Every other event is a step of the turn (a tool
+/// started or ended, an approval asked, the answer complete), a few per
+/// turn, drawn at once.
+pub(super) const fn streamed(ev: &AgentEvent) -> bool {
+    matches!(
+        ev,
+        AgentEvent::AssistantDelta { .. }
+            | AgentEvent::ToolOutput { .. }
+            | AgentEvent::ToolInfo { .. }
+            | AgentEvent::ContextUsage { .. }
+            | AgentEvent::OperatorKeys { .. }
+    )
 }
 
 /// The next capture of the mirrored pane (None: the feed ended). Never
@@ -154,8 +261,14 @@ async fn mirror_changed(mirror: &mut Option<watch::Receiver<String>>) -> Option<
     }
 }
 
-/// Apply one terminal event; true when the screen must be redrawn.
-fn on_terminal_event(app: &mut App, ev: Event, commands: &UnboundedSender<AgentCommand>) -> bool {
+/// Apply one terminal event. A key, a paste or a resize is drawn at once;
+/// the mouse (wheel scrolling can come in bursts) waits for the frame clock.
+fn on_terminal_event(
+    app: &mut App,
+    ev: Event,
+    commands: &UnboundedSender<AgentCommand>,
+    pacer: &mut Pacer,
+) {
     match ev {
         Event::Key(key) if key.kind != KeyEventKind::Release => {
             for cmd in app.on_key(key) {
@@ -165,17 +278,17 @@ fn on_terminal_event(app: &mut App, ev: Event, commands: &UnboundedSender<AgentC
                     let _ = commands.send(cmd);
                 }
             }
-            true
+            pacer.at_once();
         }
         Event::Paste(text) => {
             for cmd in app.on_paste(&text) {
                 let _ = commands.send(cmd);
             }
-            true
+            pacer.at_once();
         }
-        Event::Mouse(m) => app.on_mouse(m),
-        Event::Resize(..) | Event::FocusGained => true,
-        _ => false,
+        Event::Mouse(m) if app.on_mouse(m) => pacer.changed(),
+        Event::Resize(..) | Event::FocusGained => pacer.at_once(),
+        _ => {}
     }
 }
 

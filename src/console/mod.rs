@@ -42,6 +42,8 @@ mod app_tests;
 #[cfg(test)]
 mod diff_snapshots;
 #[cfg(test)]
+mod event_loop_tests;
+#[cfg(test)]
 mod footer_tests;
 #[cfg(test)]
 mod overlay_snapshots;
@@ -165,7 +167,16 @@ pub async fn run(
             // The agent may already be gone; the console still shows why.
             let _ = commands.send(AgentCommand::UserMessage { text });
         }
-        event_loop::run(&mut term, &mut app, &mut events, &commands, &opts).await?;
+        let mut input = crossterm::event::EventStream::new();
+        event_loop::run(
+            &mut term,
+            &mut app,
+            &mut input,
+            &mut events,
+            &commands,
+            &opts,
+        )
+        .await?;
         Ok(app.on_exit())
     }
     .await;

@@ -133,13 +133,16 @@ impl LossyCount {
     fn scan(&mut self, mut bytes: &[u8]) {
         loop {
             match std::str::from_utf8(bytes) {
-                Ok(_) => {
-                    self.chars += count_chars(bytes);
+                Ok(text) => {
+                    self.chars += count_chars(text);
                     return;
                 }
                 Err(e) => {
                     let valid = e.valid_up_to();
-                    self.chars += count_chars(&bytes[..valid]);
+                    // The prefix is valid by construction.
+                    if let Ok(text) = std::str::from_utf8(&bytes[..valid]) {
+                        self.chars += count_chars(text);
+                    }
                     match e.error_len() {
                         Some(bad) => {
                             self.chars += 1;
@@ -166,9 +169,15 @@ impl LossyCount {
     }
 }
 
-/// Chars in valid UTF-8: every byte that is not a continuation byte.
-fn count_chars(valid: &[u8]) -> u64 {
-    valid.iter().filter(|&&b| (b & 0xC0) != 0x80).count() as u64
+/// Chars in valid UTF-8 (ASCII, the common case of a flood, is its length;
+/// otherwise std's word-at-a-time count, several times faster than a
+/// byte loop on a flood).
+fn count_chars(text: &str) -> u64 {
+    if text.is_ascii() {
+        text.len() as u64
+    } else {
+        text.chars().count() as u64
+    }
 }
 
 /// Takes one stream's bytes: head window, tail ring, counts, spill file.

@@ -66,6 +66,12 @@ impl Utf8Chunker {
     /// Add bytes; returns the text that is complete so far. Bytes that can
     /// never be valid become U+FFFD; an incomplete tail is kept.
     pub fn push(&mut self, bytes: &[u8]) -> String {
+        if self.pending.is_empty() {
+            // The common case: a chunk that is whole UTF-8 is copied once.
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                return text.to_string();
+            }
+        }
         self.pending.extend_from_slice(bytes);
         let mut out = String::new();
         loop {

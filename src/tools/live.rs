@@ -75,6 +75,10 @@ impl LiveOutput {
             st.sent = 0;
         }
         if st.sent + text.len() > self.budget {
+            // The window is over budget: skip the rest of it too, so a
+            // flood of uneven chunks gives one marker per window, not a
+            // marker and a fragment for every chunk that still fits.
+            st.sent = self.budget;
             st.skipped += text.len() as u64;
             st.skipped_total += text.len() as u64;
             return;
@@ -175,6 +179,24 @@ mod tests {
         assert!(matches!(&log[1], ToolStream::Info(t) if t.starts_with("[7 bytes")));
         assert!(matches!(&log[2], ToolStream::Stderr(t) if t == "e"));
         assert_eq!(log.len(), 3, "nothing left to report at the end");
+    }
+
+    #[test]
+    fn once_a_window_skips_a_chunk_smaller_ones_do_not_slip_through() {
+        let (log, sink) = recorder();
+        let live = LiveOutput::with_budget(sink, 10);
+        let f = live.output_fn();
+        f(OutputStream::Stdout, "1234567\n");
+        f(OutputStream::Stdout, "too long\n");
+        f(OutputStream::Stdout, "a\n");
+        f(OutputStream::Stdout, "b\n");
+        assert_eq!(live.skipped_total(), 13);
+        let log = log.lock().unwrap();
+        assert_eq!(
+            log.len(),
+            1,
+            "one delta, then nothing until the window ends: {log:?}"
+        );
     }
 
     #[test]
