@@ -93,6 +93,12 @@ pub const TABLE: &[Case] = &[
     c("wrapper", "busybox touch {M}"),
     c("wrapper", "su -c 'touch {M}'"),
     c("wrapper", "sh <<< 'touch {M}'"),
+    // Added after the CI-fix session's review: a scheduler wrapper, a writing
+    // option in its separate-argument form, and readline state in the shared
+    // shell that turns the next Enter into a command.
+    c("wrapper", "prlimit --nofile=64 touch {M}"),
+    c("writing reader", "git diff --output {M}"),
+    c("shell state", "bind -x '\"\\C-m\": touch {M}'"),
     // "Read-only" programs that write or execute.
     c("writing reader", "sed -n 'w {M}' {V}"),
     c("writing reader", "sed -n '1e touch {M}' {V}"),
