@@ -162,23 +162,13 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
     } = args;
     // The demo runs its low-risk calls by itself here too, as in the console.
     let policy = startup_policy(config, demo, auto_approve);
-    let running = match wiring::start_agent_with(
-        config,
-        demo,
-        policy,
-        StartOptions {
-            resume,
-            trust_session_rules,
-            ..Default::default()
-        },
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("vigil: {e}");
-            return exit::FAILED;
-        }
+    let opts = StartOptions {
+        resume,
+        trust_session_rules,
+        ..Default::default()
+    };
+    let Some(running) = start_or_say(config, demo, policy, opts).await else {
+        return exit::FAILED;
     };
     let held = running.broker.held();
     let n = held.standing.len() + held.prefixes.len();
@@ -255,22 +245,12 @@ async fn run_console(
         }
     };
     let policy = startup_policy(config, demo, auto_approve);
-    let running = match wiring::start_agent_with(
-        config,
-        demo,
-        policy.clone(),
-        StartOptions {
-            resume,
-            ..Default::default()
-        },
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("vigil: {e}");
-            return exit::FAILED;
-        }
+    let start = StartOptions {
+        resume,
+        ..Default::default()
+    };
+    let Some(running) = start_or_say(config, demo, policy.clone(), start).await else {
+        return exit::FAILED;
     };
     opts.initial_message = demo.then(|| "Show me what you can do.".to_string());
     opts.initial_policy = Some(match policy {
@@ -341,6 +321,22 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             } else {
                 exit::FAILED
             }
+        }
+    }
+}
+
+/// Start the agent, or say on stderr why it could not start.
+async fn start_or_say(
+    config: &Config,
+    demo: bool,
+    policy: Policy,
+    options: StartOptions,
+) -> Option<wiring::Running> {
+    match wiring::start_agent_with(config, demo, policy, options).await {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            None
         }
     }
 }
