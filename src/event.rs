@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod wire;
+
 pub use crate::exec::leave::OnExit;
 pub use crate::exec::preview::{EffectKind, FileEffect, PreviewReport, RefusedConnection};
 pub use crate::exec::tmux::pane_key::PaneKey;
@@ -130,6 +132,11 @@ pub enum AgentEvent {
         /// them when deciding ([`AgentEvent::PreviewReady`]).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         previewed: bool,
+        /// Which attached console answered, and when (None: the only
+        /// front end, a rule or the policy). Filled in by the agent
+        /// process's socket server, so every console can say who answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<Answerer>,
     },
     /// The preview the operator (or a `preview = true` rule) asked for a
     /// waiting approval: the effects, or why there is none.
@@ -210,6 +217,14 @@ pub enum AgentEvent {
         /// "projections" (old tool results shortened) or "summary".
         method: String,
     },
+}
+
+/// The console that answered an approval, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answerer {
+    pub console: wire::ConsoleTag,
+    /// Unix milliseconds.
+    pub at_ms: u64,
 }
 
 /// What became of a preview.

@@ -329,6 +329,7 @@ impl ApprovalBroker {
             decision: decision.clone(),
             decided_by,
             previewed,
+            answered_by: None,
         });
     }
 

@@ -307,6 +307,7 @@ mod tests {
                 decision,
                 decided_by: Default::default(),
                 previewed: false,
+                answered_by: None,
             },
         };
         let events = vec![

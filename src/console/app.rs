@@ -336,6 +336,7 @@ impl App {
                 decision,
                 decided_by,
                 previewed,
+                ..
             } => {
                 if let Some(request) = self.approvals.resolve(id) {
                     let call = &request.call_id;

@@ -76,6 +76,7 @@ fn the_cancel_key_asks_first_and_marks_calls_cancelled() {
         decision: ApprovalDecision::DenyWithReason("cancelled".into()),
         decided_by: DecidedBy::Cancelled,
         previewed: false,
+        answered_by: None,
     });
     assert_eq!(
         app.tools.call("c2").map(|c| &c.status),
@@ -163,6 +164,7 @@ fn decisions_are_marked_on_the_call_and_in_history() {
             decision,
             decided_by: by,
             previewed: false,
+            answered_by: None,
         });
         let shown = app.tools.call(&call).and_then(|c| c.decided.clone());
         assert_eq!(shown.as_deref(), Some(mark));

@@ -170,6 +170,7 @@ fn resolution_updates_tools_and_returns_focus_to_input() {
         decision: ApprovalDecision::Deny,
         decided_by: Default::default(),
         previewed: false,
+        answered_by: None,
     });
     assert_eq!(
         app.tools.call("c1").map(|c| &c.status),
@@ -206,6 +207,7 @@ fn a_request_the_agent_decides_itself_never_queues_rings_or_takes_focus() {
         decision: ApprovalDecision::Deny,
         decided_by: Default::default(),
         previewed: false,
+        answered_by: None,
     });
     assert_eq!(
         app.tools.call("c1").map(|c| &c.status),

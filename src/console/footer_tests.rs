@@ -89,6 +89,7 @@ fn build(state: State) -> App {
                 decision: ApprovalDecision::Deny,
                 decided_by: Default::default(),
                 previewed: false,
+                answered_by: None,
             });
         }
         a.set_focus(Focus::Approvals);

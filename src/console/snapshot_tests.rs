@@ -121,6 +121,7 @@ fn turn_finished() -> App {
             decision: ApprovalDecision::ApproveOnce,
             decided_by: Default::default(),
             previewed: false,
+            answered_by: None,
         },
         AgentEvent::ToolStarted {
             call_id: "c2".into(),

@@ -142,6 +142,7 @@ fn esc_closes_a_modal_without_answering() {
         decision: ApprovalDecision::DenyWithReason("cancelled".into()),
         decided_by: Default::default(),
         previewed: false,
+        answered_by: None,
     });
     assert!(app.modal.is_none());
 }

@@ -13,7 +13,8 @@ use super::tmux::TmuxManager;
 use super::transport::Transport;
 
 /// What to do with the remote managed sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OnExit {
     /// Leave them running (nothing is lost; the default).
     #[default]
