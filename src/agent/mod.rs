@@ -11,6 +11,7 @@ pub mod model;
 pub mod preview;
 pub mod restore;
 pub mod runner;
+pub mod server;
 pub mod session;
 pub mod shared;
 pub mod turn;
