@@ -100,6 +100,29 @@ pub fn create_spill(dir: &Path, label: &str) -> std::io::Result<(File, PathBuf)>
     }
 }
 
+/// Move `src` to a new spill file in `dir` (a rename, or a copy across
+/// filesystems); the result is private to the user.
+pub fn move_to_spill(src: &Path, dir: &Path, label: &str) -> Result<PathBuf, String> {
+    let (file, path) = create_spill(dir, label)
+        .map_err(|e| format!("could not create a spill file in {}: {e}", dir.display()))?;
+    drop(file);
+    if std::fs::rename(src, &path).is_err() {
+        if let Err(e) = std::fs::copy(src, &path) {
+            let _ = std::fs::remove_file(&path);
+            return Err(format!(
+                "the full output could not be saved to {}: {e}",
+                path.display()
+            ));
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+    }
+    Ok(path)
+}
+
 /// Milliseconds since the epoch (spill names start with it).
 fn unix_millis() -> u128 {
     std::time::SystemTime::now()

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod capture;
 pub mod container;
 pub mod env;
+pub mod follow;
 pub mod leave;
 pub mod preview;
 pub mod process;

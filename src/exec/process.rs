@@ -3,7 +3,8 @@
 //!
 //! The [`tokio::process::Command`] comes from a transport; this module only
 //! starts it, feeds stdin, forwards output chunks (always valid UTF-8) as they
-//! arrive, and collects the raw bytes. It must never leave a timed-out or
+//! arrive, and collects the raw bytes: from pipes, or, when the run keeps a
+//! spill folder, from files the child writes itself ([`super::follow`]). It must never leave a timed-out or
 //! cancelled command running, and never kill anything after a normal exit.
 
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use super::capture::{Capture, Captured, Retain};
+use super::follow::{FileOutputs, TICK_MAX};
 use super::{ExecError, OutputFn, OutputStream, RunOutcome};
 
 /// How long to keep reading after the process exited, in case a background
@@ -265,6 +267,10 @@ pub async fn run(
 
 /// [`run`], keeping only what `retain` asks for in memory (the rest of the
 /// output streams to spill files as it arrives; see [`RunOutcome::captured`]).
+///
+/// With a spill folder the child writes its stdout and stderr to files
+/// itself and they are followed ([`FileOutputs`]); otherwise (and when the
+/// files cannot be created) they come through pipes.
 pub async fn run_retaining(
     mut cmd: Command,
     input: Option<Vec<u8>>,
@@ -273,14 +279,24 @@ pub async fn run_retaining(
     retain: Option<&Retain>,
 ) -> Result<RunOutcome, ExecError> {
     let program = cmd.as_std().get_program().to_string_lossy().into_owned();
+    let mut files = retain
+        .filter(|r| r.spill_dir.is_some())
+        .and_then(|r| FileOutputs::create(r, on_output.clone()).ok());
+    let [out, err] = match files.as_ref().map(FileOutputs::stdio) {
+        Some(Ok(pair)) => pair,
+        _ => {
+            files = None;
+            [Stdio::piped(), Stdio::piped()]
+        }
+    };
     cmd.process_group(0)
         .stdin(if input.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
         })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(out)
+        .stderr(err)
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|e| ExecError::Spawn {
         program: program.clone(),
@@ -291,31 +307,80 @@ pub async fn run_retaining(
 
     let mut stores = Store::pair(retain);
     let driven = {
-        let work = drive(&mut child, input, &mut stores, on_output.as_ref());
+        let work = async {
+            match files.as_mut() {
+                Some(f) => drive_files(&mut child, input, f, pid).await,
+                None => drive(&mut child, input, &mut stores, on_output.as_ref()).await,
+            }
+        };
         match timeout {
             Some(limit) => tokio::time::timeout(limit, work).await.ok(),
             None => Some(work.await),
         }
     };
-
-    match driven {
-        Some(result) => {
-            // The leader was reaped (or waiting failed): leave the group alone.
-            guard.disarm();
-            let exit_code = result?;
-            Ok(outcome(exit_code, stores, Vec::new()))
-        }
-        None => {
-            guard.kill();
-            let _ = child.wait().await;
-            guard.disarm();
-            let limit = timeout.unwrap_or_default();
-            Err(ExecError::Timeout {
-                limit,
-                partial: Box::new(outcome(None, stores, Vec::new())),
-            })
-        }
+    if driven.is_none() {
+        guard.kill();
+        let _ = child.wait().await;
     }
+    // The leader was reaped (or waiting failed): leave the group alone.
+    guard.disarm();
+    if let (Some(f), Some(r)) = (files, retain) {
+        stores = f.finish(r).await;
+    }
+    match driven {
+        Some(result) => Ok(outcome(result?, stores, Vec::new())),
+        None => Err(ExecError::Timeout {
+            limit: timeout.unwrap_or_default(),
+            partial: Box::new(outcome(None, stores, Vec::new())),
+        }),
+    }
+}
+
+/// How often the output files of a running command are read.
+const TICK: Duration = Duration::from_millis(20);
+
+/// Wait for exit while following the output files (stdin is fed as with
+/// pipes); returns the exit code.
+async fn drive_files(
+    child: &mut Child,
+    input: Option<Vec<u8>>,
+    files: &mut FileOutputs,
+    pgid: Option<i32>,
+) -> Result<Option<i32>, ExecError> {
+    let feeding = feed(child.stdin.take(), input);
+    tokio::pin!(feeding);
+    let mut fed = false;
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            () = &mut feeding, if !fed => fed = true,
+            _ = tick.tick() => {
+                files.pull(TICK_MAX);
+            }
+        }
+    };
+    let status = status.map_err(|e| ExecError::Failed(format!("waiting for the command: {e}")))?;
+    linger(files, pgid).await;
+    Ok(status.code())
+}
+
+/// After the leader exited: keep following while other members of its
+/// group still run, for at most [`DRAIN_GRACE`] (as the pipes were read
+/// until the last writer closed them or the grace ran out).
+async fn linger(files: &mut FileOutputs, pgid: Option<i32>) {
+    let start = std::time::Instant::now();
+    while pgid.is_some_and(group_alive) && start.elapsed() < DRAIN_GRACE {
+        files.pull(TICK_MAX);
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+/// True while process group `pgid` has a member.
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks that the group exists.
+    pgid > 1 && unsafe { libc::kill(-pgid, 0) } == 0
 }
 
 #[cfg(test)]

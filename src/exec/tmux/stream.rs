@@ -16,9 +16,10 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::manager::TmuxManager;
 use super::script::CmdFiles;
-use crate::exec::capture::{Capture, Retain, create_spill};
+use crate::exec::OutputFn;
+use crate::exec::capture::{Capture, Retain, move_to_spill};
+use crate::exec::follow::which;
 use crate::exec::process::{Store, Utf8Chunker};
-use crate::exec::{OutputFn, OutputStream};
 
 /// Bytes read from an output file at a time.
 const READ_CHUNK: usize = 256 * 1024;
@@ -236,40 +237,5 @@ impl Streamer {
                 .unwrap_or_else(|e| Err(format!("moving the output file failed: {e}")));
             c.set_spill(moved);
         }
-    }
-}
-
-/// Move `src` to a new spill file in `dir` (a rename, or a copy across
-/// filesystems); the result is private to the user.
-fn move_to_spill(
-    src: &std::path::Path,
-    dir: &std::path::Path,
-    label: &str,
-) -> Result<PathBuf, String> {
-    let (file, path) = create_spill(dir, label)
-        .map_err(|e| format!("could not create a spill file in {}: {e}", dir.display()))?;
-    drop(file);
-    if std::fs::rename(src, &path).is_err() {
-        if let Err(e) = std::fs::copy(src, &path) {
-            let _ = std::fs::remove_file(&path);
-            return Err(format!(
-                "the full output could not be saved to {}: {e}",
-                path.display()
-            ));
-        }
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
-    }
-    Ok(path)
-}
-
-fn which(i: usize) -> OutputStream {
-    if i == 0 {
-        OutputStream::Stdout
-    } else {
-        OutputStream::Stderr
     }
 }
