@@ -13,20 +13,28 @@
 use std::fs::File;
 use std::io::Read;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tempfile::NamedTempFile;
 
 use super::capture::{Capture, Retain, move_to_spill};
 use super::process::{Store, Utf8Chunker};
-use super::{OutputFn, OutputStream};
+use super::{ExecError, OutputFn, OutputStream};
 
 /// Bytes read from a file at a time: one pipe's worth, as the pipes were
 /// read, so a chunk fits the live view's budget for an interval
 /// ([`crate::tools::live`]) and a flood is shown in slices, not skipped.
 const READ_CHUNK: usize = 64 * 1024;
+/// How often the files are looked at when they had nothing new.
+const TICK: Duration = Duration::from_millis(10);
 /// At most this many bytes of one stream are taken per tick while the
-/// command runs, so one tick never holds a worker for long.
-pub const TICK_MAX: usize = 4 * 1024 * 1024;
+/// command runs, so one tick never holds a worker for long (a few ms) yet
+/// keeps up with a flood (1.6 GB/s at one tick per 10 ms): a reader that
+/// fell behind would do the rest after the command ended, adding to its
+/// wall time.
+pub const TICK_MAX: usize = 16 * 1024 * 1024;
 
 /// One stream's file and how far it was read.
 struct Followed {
@@ -106,13 +114,9 @@ impl FileOutputs {
         true
     }
 
-    /// Take everything still in the files (in bounded steps that let other
-    /// tasks run), end the decoders, and move a file that outgrew the head
-    /// window to the spill folder. Returns the stores.
-    pub async fn finish(mut self, retain: &Retain) -> [Store; 2] {
-        while self.pull(TICK_MAX) {
-            tokio::task::yield_now().await;
-        }
+    /// Take everything still in the files and end the decoders.
+    fn drain(&mut self) {
+        while self.pull(TICK_MAX) {}
         for i in 0..2 {
             if let Some(f) = &self.on_output {
                 let rest = self.streams[i].chunker.finish();
@@ -121,6 +125,11 @@ impl FileOutputs {
                 }
             }
         }
+    }
+
+    /// Move a file that outgrew the head window to the spill folder (the
+    /// others are removed). Returns the stores.
+    pub async fn finish(self, retain: &Retain) -> [Store; 2] {
         let [o, e] = self.streams;
         let mut stores = self.stores;
         for (store, (stream, label)) in stores
@@ -130,6 +139,53 @@ impl FileOutputs {
             place(store, stream.file, retain, label).await;
         }
         stores
+    }
+}
+
+/// Follows a run's files on a blocking thread, so reading and counting a
+/// flood never holds a runtime worker (which also drives the timers and
+/// the terminal input the console waits for). Dropping it stops the thread.
+pub struct Follower {
+    stop: Arc<AtomicBool>,
+    thread: Option<tokio::task::JoinHandle<FileOutputs>>,
+}
+
+impl Follower {
+    pub fn start(mut files: FileOutputs) -> Follower {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = tokio::task::spawn_blocking(move || {
+            while !flag.load(Ordering::Acquire) {
+                if !files.pull(TICK_MAX) {
+                    std::thread::sleep(TICK);
+                }
+            }
+            files.drain();
+            files
+        });
+        Follower {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The run is over: take the rest of the files and hand them back.
+    pub async fn stop(mut self) -> Result<FileOutputs, ExecError> {
+        self.stop.store(true, Ordering::Release);
+        let Some(thread) = self.thread.take() else {
+            return Err(ExecError::Failed(
+                "the output follower was stopped twice".into(),
+            ));
+        };
+        thread
+            .await
+            .map_err(|e| ExecError::Failed(format!("following the command's output failed: {e}")))
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
     }
 }
 
@@ -174,7 +230,6 @@ mod tests {
     use tokio::process::Command;
 
     use super::*;
-    use crate::exec::ExecError;
     use crate::exec::process::run_retaining;
 
     fn sh(script: &str) -> Command {

@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use super::capture::{Capture, Captured, Retain};
-use super::follow::{FileOutputs, TICK_MAX};
+use super::follow::{FileOutputs, Follower};
 use super::{ExecError, OutputFn, OutputStream, RunOutcome};
 
 /// How long to keep reading after the process exited, in case a background
@@ -306,10 +306,11 @@ pub async fn run_retaining(
     let mut guard = GroupGuard { pgid: pid };
 
     let mut stores = Store::pair(retain);
+    let follower = files.map(Follower::start);
     let driven = {
         let work = async {
-            match files.as_mut() {
-                Some(f) => drive_files(&mut child, input, f, pid).await,
+            match follower {
+                Some(_) => drive_files(&mut child, input, pid).await,
                 None => drive(&mut child, input, &mut stores, on_output.as_ref()).await,
             }
         };
@@ -324,8 +325,8 @@ pub async fn run_retaining(
     }
     // The leader was reaped (or waiting failed): leave the group alone.
     guard.disarm();
-    if let (Some(f), Some(r)) = (files, retain) {
-        stores = f.finish(r).await;
+    if let (Some(f), Some(r)) = (follower, retain) {
+        stores = f.stop().await?.finish(r).await;
     }
     match driven {
         Some(result) => Ok(outcome(result?, stores, Vec::new())),
@@ -336,44 +337,34 @@ pub async fn run_retaining(
     }
 }
 
-/// How often the output files of a running command are read.
-const TICK: Duration = Duration::from_millis(20);
-
-/// Wait for exit while following the output files (stdin is fed as with
-/// pipes); returns the exit code.
+/// Wait for exit while the output files are followed elsewhere (stdin is
+/// fed as with pipes); returns the exit code.
 async fn drive_files(
     child: &mut Child,
     input: Option<Vec<u8>>,
-    files: &mut FileOutputs,
     pgid: Option<i32>,
 ) -> Result<Option<i32>, ExecError> {
     let feeding = feed(child.stdin.take(), input);
     tokio::pin!(feeding);
     let mut fed = false;
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
             () = &mut feeding, if !fed => fed = true,
-            _ = tick.tick() => {
-                files.pull(TICK_MAX);
-            }
         }
     };
     let status = status.map_err(|e| ExecError::Failed(format!("waiting for the command: {e}")))?;
-    linger(files, pgid).await;
+    linger(pgid).await;
     Ok(status.code())
 }
 
 /// After the leader exited: keep following while other members of its
 /// group still run, for at most [`DRAIN_GRACE`] (as the pipes were read
 /// until the last writer closed them or the grace ran out).
-async fn linger(files: &mut FileOutputs, pgid: Option<i32>) {
+async fn linger(pgid: Option<i32>) {
     let start = std::time::Instant::now();
     while pgid.is_some_and(group_alive) && start.elapsed() < DRAIN_GRACE {
-        files.pull(TICK_MAX);
-        tokio::time::sleep(TICK).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
