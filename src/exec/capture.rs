@@ -69,6 +69,25 @@ impl Captured {
 /// Create a new private file in `dir` named `STAMP-LABEL-N.txt` (the spill
 /// naming scheme: name order is age order).
 pub fn create_spill(dir: &Path, label: &str) -> std::io::Result<(File, PathBuf)> {
+    claim_spill(dir, label, |path| {
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        opts.open(path)
+    })
+}
+
+/// The first spill name in `dir` for which `claim` does not find an
+/// existing file (`claim` must fail with `AlreadyExists` then).
+fn claim_spill<T>(
+    dir: &Path,
+    label: &str,
+    mut claim: impl FnMut(&Path) -> std::io::Result<T>,
+) -> std::io::Result<(T, PathBuf)> {
     std::fs::create_dir_all(dir)?;
     let safe: String = label
         .chars()
@@ -85,42 +104,45 @@ pub fn create_spill(dir: &Path, label: &str) -> std::io::Result<(File, PathBuf)>
     let mut n = 0u32;
     loop {
         let path = dir.join(format!("{stamp}-{safe}-{n}.txt"));
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        match opts.open(&path) {
-            Ok(f) => return Ok((f, path)),
+        match claim(&path) {
+            Ok(t) => return Ok((t, path)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
             Err(e) => return Err(e),
         }
     }
 }
 
-/// Move `src` to a new spill file in `dir` (a rename, or a copy across
-/// filesystems); the result is private to the user.
+/// Move `src` to a new spill file in `dir` (a hard link under a new name,
+/// or a copy across filesystems); the result is private to the user.
+///
+/// Never a rename over a placeholder: ext4 flushes a file renamed over
+/// another one (0.23 s for a fresh 169 MB output on this machine).
 pub fn move_to_spill(src: &Path, dir: &Path, label: &str) -> Result<PathBuf, String> {
+    if let Ok(((), path)) = claim_spill(dir, label, |path| std::fs::hard_link(src, path)) {
+        let _ = std::fs::remove_file(src);
+        return Ok(private(path));
+    }
     let (file, path) = create_spill(dir, label)
         .map_err(|e| format!("could not create a spill file in {}: {e}", dir.display()))?;
     drop(file);
-    if std::fs::rename(src, &path).is_err() {
-        if let Err(e) = std::fs::copy(src, &path) {
-            let _ = std::fs::remove_file(&path);
-            return Err(format!(
-                "the full output could not be saved to {}: {e}",
-                path.display()
-            ));
-        }
+    if let Err(e) = std::fs::copy(src, &path) {
+        let _ = std::fs::remove_file(&path);
+        return Err(format!(
+            "the full output could not be saved to {}: {e}",
+            path.display()
+        ));
     }
+    Ok(private(path))
+}
+
+/// Make `path` readable by its owner only.
+fn private(path: PathBuf) -> PathBuf {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
     }
-    Ok(path)
+    path
 }
 
 /// Milliseconds since the epoch (spill names start with it).
