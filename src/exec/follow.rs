@@ -1,6 +1,7 @@
-//! Output files for a plain (pipe-less) run: the child's stdout and stderr
-//! are opened on two private temporary files, so a flood is written by the
-//! command itself instead of being copied through vigil; this module follows
+//! Output files for a plain run: the child's stdout and stderr are pipes
+//! that the kernel empties into two private temporary files
+//! ([`super::pump`]), so a flood is never copied through vigil on its way to
+//! disk; this module follows
 //! what was appended (bounded per tick) into the run's windows, counts and
 //! live view, and at the end moves a file that outgrew the head window to
 //! the spill folder, as tmux mode does with its pane's files.
@@ -21,6 +22,7 @@ use tempfile::NamedTempFile;
 
 use super::capture::{Capture, Retain, move_to_spill};
 use super::process::{Store, Utf8Chunker};
+use super::pump::{Pumps, pipes_into};
 use super::{ExecError, OutputFn, OutputStream};
 
 /// Bytes read from a file at a time: one pipe's worth, as the pipes were
@@ -75,13 +77,15 @@ impl FileOutputs {
         })
     }
 
-    /// The child's stdout and stderr.
-    pub fn stdio(&self) -> std::io::Result<[Stdio; 2]> {
+    /// The child's stdout and stderr: pipes pumped into the two files.
+    pub fn stdio(&self) -> std::io::Result<([Stdio; 2], Pumps)> {
         let [o, e] = &self.streams;
-        Ok([
-            Stdio::from(o.file.as_file().try_clone()?),
-            Stdio::from(e.file.as_file().try_clone()?),
-        ])
+        let files = vec![o.file.as_file().try_clone()?, e.file.as_file().try_clone()?];
+        let (ends, pumps) = pipes_into(files)?;
+        let [out, err]: [Stdio; 2] = ends
+            .try_into()
+            .map_err(|_| std::io::Error::other("two pipes were asked for"))?;
+        Ok(([out, err], pumps))
     }
 
     /// Take what was appended to each file, at most `max` bytes per stream;
@@ -330,5 +334,40 @@ mod tests {
         let [o, _] = *out.captured.expect("captured");
         assert_eq!(o.whole().unwrap(), b"hello\nlater\n");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_writer_left_behind_cannot_grow_the_spill_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!(
+            "seq 1 100000; (sh -c 'echo $$ > {p}; sleep 0.6; exec yes') &",
+            p = pidfile.display()
+        );
+        let out = run_retaining(sh(&script), None, None, None, Some(&retain(dir.path())))
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(0));
+        let [o, _] = *out.captured.expect("captured");
+        let spill = o.spill.expect("spilled");
+        let size = std::fs::metadata(&spill).unwrap().len();
+        assert_eq!(size, seq(100_000).len() as u64);
+        // `yes` starts after the run ended: its first write meets a closed
+        // pipe and it dies, where a file would have grown without end.
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let start = std::time::Instant::now();
+        // SAFETY: signal 0 only asks whether the process (ours) still exists.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "yes kept running"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(std::fs::metadata(&spill).unwrap().len(), size);
     }
 }

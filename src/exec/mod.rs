@@ -15,6 +15,7 @@ pub mod follow;
 pub mod leave;
 pub mod preview;
 pub mod process;
+pub mod pump;
 pub mod sandbox;
 pub mod ssh;
 mod ssh_errors;

@@ -3,8 +3,9 @@
 //!
 //! The [`tokio::process::Command`] comes from a transport; this module only
 //! starts it, feeds stdin, forwards output chunks (always valid UTF-8) as they
-//! arrive, and collects the raw bytes: from pipes, or, when the run keeps a
-//! spill folder, from files the child writes itself ([`super::follow`]). It must never leave a timed-out or
+//! arrive, and collects the raw bytes: from the pipes, or, when the run keeps
+//! a spill folder, from the files the pipes are pumped into
+//! ([`super::follow`]). It must never leave a timed-out or
 //! cancelled command running, and never kill anything after a normal exit.
 
 use std::process::Stdio;
@@ -15,6 +16,7 @@ use tokio::process::{Child, Command};
 
 use super::capture::{Capture, Captured, Retain};
 use super::follow::{FileOutputs, Follower};
+use super::pump::Pumps;
 use super::{ExecError, OutputFn, OutputStream, RunOutcome};
 
 /// How long to keep reading after the process exited, in case a background
@@ -268,9 +270,9 @@ pub async fn run(
 /// [`run`], keeping only what `retain` asks for in memory (the rest of the
 /// output streams to spill files as it arrives; see [`RunOutcome::captured`]).
 ///
-/// With a spill folder the child writes its stdout and stderr to files
-/// itself and they are followed ([`FileOutputs`]); otherwise (and when the
-/// files cannot be created) they come through pipes.
+/// With a spill folder the child's pipes are emptied into files by the
+/// kernel and the files are followed ([`FileOutputs`]); otherwise (and when
+/// the files cannot be created) vigil reads the pipes itself.
 pub async fn run_retaining(
     mut cmd: Command,
     input: Option<Vec<u8>>,
@@ -282,11 +284,11 @@ pub async fn run_retaining(
     let mut files = retain
         .filter(|r| r.spill_dir.is_some())
         .and_then(|r| FileOutputs::create(r, on_output.clone()).ok());
-    let [out, err] = match files.as_ref().map(FileOutputs::stdio) {
-        Some(Ok(pair)) => pair,
+    let (out, err, pumps) = match files.as_ref().map(FileOutputs::stdio) {
+        Some(Ok(([out, err], pumps))) => (out, err, Some(pumps)),
         _ => {
             files = None;
-            [Stdio::piped(), Stdio::piped()]
+            (Stdio::piped(), Stdio::piped(), None)
         }
     };
     cmd.process_group(0)
@@ -298,7 +300,11 @@ pub async fn run_retaining(
         .stdout(out)
         .stderr(err)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| ExecError::Spawn {
+    let spawned = cmd.spawn();
+    // The command holds our copies of the pipes' write ends: without this
+    // the pumps would never see the last writer go.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| ExecError::Spawn {
         program: program.clone(),
         message: e.to_string(),
     })?;
@@ -309,8 +315,8 @@ pub async fn run_retaining(
     let follower = files.map(Follower::start);
     let driven = {
         let work = async {
-            match follower {
-                Some(_) => drive_files(&mut child, input, pid).await,
+            match &pumps {
+                Some(p) => drive_files(&mut child, input, p).await,
                 None => drive(&mut child, input, &mut stores, on_output.as_ref()).await,
             }
         };
@@ -325,6 +331,12 @@ pub async fn run_retaining(
     }
     // The leader was reaped (or waiting failed): leave the group alone.
     guard.disarm();
+    if let Some(p) = pumps {
+        // Closes the pipes: a writer left behind meets EPIPE, as before.
+        p.stop()
+            .await
+            .map_err(|e| ExecError::Failed(format!("saving the command's output: {e}")))?;
+    }
     if let (Some(f), Some(r)) = (follower, retain) {
         stores = f.stop().await?.finish(r).await;
     }
@@ -337,12 +349,14 @@ pub async fn run_retaining(
     }
 }
 
-/// Wait for exit while the output files are followed elsewhere (stdin is
-/// fed as with pipes); returns the exit code.
+/// Wait for exit while the pipes are pumped into files and followed
+/// elsewhere (stdin is fed as with plain pipes); then, as the pipes were
+/// read, wait for the last writer to close them for at most
+/// [`DRAIN_GRACE`]. Returns the exit code.
 async fn drive_files(
     child: &mut Child,
     input: Option<Vec<u8>>,
-    pgid: Option<i32>,
+    pumps: &Pumps,
 ) -> Result<Option<i32>, ExecError> {
     let feeding = feed(child.stdin.take(), input);
     tokio::pin!(feeding);
@@ -354,24 +368,8 @@ async fn drive_files(
         }
     };
     let status = status.map_err(|e| ExecError::Failed(format!("waiting for the command: {e}")))?;
-    linger(pgid).await;
+    pumps.settle(DRAIN_GRACE).await;
     Ok(status.code())
-}
-
-/// After the leader exited: keep following while other members of its
-/// group still run, for at most [`DRAIN_GRACE`] (as the pipes were read
-/// until the last writer closed them or the grace ran out).
-async fn linger(pgid: Option<i32>) {
-    let start = std::time::Instant::now();
-    while pgid.is_some_and(group_alive) && start.elapsed() < DRAIN_GRACE {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// True while process group `pgid` has a member.
-fn group_alive(pgid: i32) -> bool {
-    // SAFETY: kill(2) with signal 0 only checks that the group exists.
-    pgid > 1 && unsafe { libc::kill(-pgid, 0) } == 0
 }
 
 #[cfg(test)]
