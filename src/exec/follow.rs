@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use tempfile::NamedTempFile;
 
+use super::bulk::{self, Bulk};
 use super::capture::{Capture, Retain, move_to_spill};
 use super::process::{Store, Utf8Chunker};
 use super::pump::{Pumps, pipes_into};
@@ -146,19 +147,20 @@ impl FileOutputs {
     }
 }
 
-/// Follows a run's files on a blocking thread, so reading and counting a
-/// flood never holds a runtime worker (which also drives the timers and
-/// the terminal input the console waits for). Dropping it stops the thread.
+/// Follows a run's files on a low-priority thread of its own
+/// ([`super::bulk`]), so reading and counting a flood never holds a runtime
+/// worker (which also drives the timers and the terminal input the console
+/// waits for) nor outranks them for a CPU. Dropping it stops the thread.
 pub struct Follower {
     stop: Arc<AtomicBool>,
-    thread: Option<tokio::task::JoinHandle<FileOutputs>>,
+    thread: Option<Bulk<FileOutputs>>,
 }
 
 impl Follower {
-    pub fn start(mut files: FileOutputs) -> Follower {
+    pub fn start(mut files: FileOutputs) -> std::io::Result<Follower> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = tokio::task::spawn_blocking(move || {
+        let thread = bulk::spawn("vigil-follow", move || {
             while !flag.load(Ordering::Acquire) {
                 if !files.pull(TICK_MAX) {
                     std::thread::sleep(TICK);
@@ -166,11 +168,11 @@ impl Follower {
             }
             files.drain();
             files
-        });
-        Follower {
+        })?;
+        Ok(Follower {
             stop,
             thread: Some(thread),
-        }
+        })
     }
 
     /// The run is over: take the rest of the files and hand them back.
@@ -182,6 +184,7 @@ impl Follower {
             ));
         };
         thread
+            .join()
             .await
             .map_err(|e| ExecError::Failed(format!("following the command's output failed: {e}")))
     }

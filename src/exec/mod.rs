@@ -8,6 +8,7 @@
 //! This module knows nothing about models, approvals or the console.
 
 pub mod backend;
+pub mod bulk;
 pub mod capture;
 pub mod container;
 pub mod env;

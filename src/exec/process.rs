@@ -291,6 +291,13 @@ pub async fn run_retaining(
             (Stdio::piped(), Stdio::piped(), None)
         }
     };
+    let follower = match files {
+        Some(f) => Some(Follower::start(f).map_err(|e| ExecError::Spawn {
+            program: program.clone(),
+            message: format!("cannot start following its output: {e}"),
+        })?),
+        None => None,
+    };
     cmd.process_group(0)
         .stdin(if input.is_some() {
             Stdio::piped()
@@ -312,7 +319,6 @@ pub async fn run_retaining(
     let mut guard = GroupGuard { pgid: pid };
 
     let mut stores = Store::pair(retain);
-    let follower = files.map(Follower::start);
     let driven = {
         let work = async {
             match &pumps {

@@ -4,8 +4,8 @@
 //! what arrives into the run's output file with `splice(2)`, inside the
 //! kernel: no byte is copied through vigil's memory on the way to disk.
 //!
-//! It must never block a runtime worker (the thread is tokio's blocking
-//! pool), never keep the read end open after [`Pumps::stop`], and never
+//! It must never block a runtime worker (each pump is a low-priority
+//! thread of its own, [`super::bulk`]), never keep the read end open after [`Pumps::stop`], and never
 //! lose a byte that reached the pipe before the stop (it is drained first).
 
 use std::fs::File;
@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::bulk::{self, Bulk};
+
 /// The most one `splice` moves (the pipe holds 64 KiB unless enlarged).
 const SPLICE_MAX: usize = 1 << 20;
 /// How long the thread waits for data before it looks at the stop flag.
@@ -25,7 +27,7 @@ const POLL_MS: i32 = 20;
 struct Pump {
     stop: Arc<AtomicBool>,
     eof: Arc<AtomicBool>,
-    thread: tokio::task::JoinHandle<std::io::Result<u64>>,
+    thread: Bulk<std::io::Result<u64>>,
 }
 
 /// The pumps of a run's two streams.
@@ -49,17 +51,17 @@ pub fn pipes_into(files: Vec<File>) -> std::io::Result<(Vec<Stdio>, Pumps)> {
     let mut each = Vec::new();
     for (file, (read, write)) in files.into_iter().zip(ends) {
         writers.push(Stdio::from(write));
-        each.push(Pump::start(read, file));
+        each.push(Pump::start(read, file)?);
     }
     Ok((writers, Pumps { each }))
 }
 
 impl Pump {
-    fn start(read: OwnedFd, file: File) -> Pump {
+    fn start(read: OwnedFd, file: File) -> std::io::Result<Pump> {
         let stop = Arc::new(AtomicBool::new(false));
         let eof = Arc::new(AtomicBool::new(false));
         let (s, e) = (stop.clone(), eof.clone());
-        let thread = tokio::task::spawn_blocking(move || {
+        let thread = bulk::spawn("vigil-pump", move || {
             let moved = pump(&read, file, &s);
             if matches!(moved, Ok(Some(_))) {
                 e.store(true, Ordering::Release);
@@ -67,8 +69,8 @@ impl Pump {
             // Dropping `read` here closes the pipe: a writer still holding
             // the other end gets EPIPE/SIGPIPE, as with vigil's old pipes.
             moved.map(|m| m.unwrap_or_default())
-        });
-        Pump { stop, eof, thread }
+        })?;
+        Ok(Pump { stop, eof, thread })
     }
 }
 
@@ -95,10 +97,7 @@ impl Pumps {
         }
         let mut moved = Vec::new();
         for p in self.each {
-            let n = p
-                .thread
-                .await
-                .map_err(|e| std::io::Error::other(format!("output pump failed: {e}")))??;
+            let n = p.thread.join().await.map_err(std::io::Error::other)??;
             moved.push(n);
         }
         Ok(moved)
