@@ -262,7 +262,10 @@ async fn run_console(
     opts.ask_on_exit = running.leave.question();
     let result = console::run(running.events, running.commands.clone(), opts).await;
     let _ = running.commands.send(crate::event::AgentCommand::Quit);
-    let choice = result.as_ref().map_or(OnExit::Keep, |c| *c);
+    let choice = match result.as_ref() {
+        Ok(console::Leaving::Stop(choice)) => *choice,
+        _ => OnExit::Keep,
+    };
     if let Some(said) = running.leave.finish(choice).await {
         eprintln!("vigil: {said}");
     }
