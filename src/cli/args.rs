@@ -106,6 +106,34 @@ pub enum Command {
     },
     /// List recorded sessions: id, start time, model, turns, last message.
     Sessions,
+    /// Attach a console to a running agent (see `vigil ps`).
+    Attach {
+        /// The session id of the agent (with a single agent running, it
+        /// may be left out).
+        id: Option<String>,
+        /// The most recently started running agent.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// Read-only: see everything, approve and type nothing.
+        #[arg(long)]
+        watch: bool,
+    },
+    /// List the running agents: id, model, target, state, approvals
+    /// waiting, consoles attached, age (and sockets left by dead agents).
+    Ps {
+        /// One JSON object: the running agents and the stale sockets.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a running agent: it ends its turn, closes its connections and
+    /// exits (remote managed tmux sessions are kept unless --remove-remote).
+    Stop {
+        /// The session id of the agent (see `vigil ps`).
+        id: String,
+        /// Also remove the managed tmux sessions it left on a remote target.
+        #[arg(long)]
+        remove_remote: bool,
+    },
     /// Inspect or call the registered tools directly.
     Tool {
         #[command(subcommand)]

@@ -362,7 +362,7 @@ impl App {
                         record.push_str(" after a preview");
                     }
                     if let Some(who) = &answered_by {
-                        record.push_str(&super::app_leave::answered_by_text(who));
+                        record.push_str(&super::panes::tools::answered_by_text(who));
                     }
                     self.tools.decided(call, &record);
                     if decided_by == DecidedBy::Cancelled {

@@ -19,7 +19,7 @@ use super::keys::Scope;
 use super::panes::leave::LeaveAsk;
 use super::panes::quit_ask::{QuitAnswer, QuitAsk};
 use super::panes::tools::CallStatus;
-use crate::event::{AgentCommand, Answerer, OnExit};
+use crate::event::{AgentCommand, OnExit};
 
 /// What a watcher is told when a key would act on the agent.
 pub const READ_ONLY: &str = "watching: read-only — this console cannot approve, type or send";
@@ -169,18 +169,4 @@ impl App {
         }
         kept
     }
-}
-
-/// " at console 2 (pts/4) 14:03:12 UTC": who answered an approval, for the
-/// record on the call's status line.
-pub fn answered_by_text(who: &Answerer) -> String {
-    let secs = who.at_ms / 1000 % 86_400;
-    format!(
-        " at console {} ({}) {:02}:{:02}:{:02} UTC",
-        who.console.id,
-        crate::console::text::one_line(&crate::console::text::sanitize(&who.console.name), 40),
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
 }
