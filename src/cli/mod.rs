@@ -1,11 +1,13 @@
 //! The run modes and their wiring: building the registry, the execution
 //! context, the model and the agent from a [`Config`] ([`wiring`]), the
 //! headless `vigil exec` ([`headless`]), `vigil tool` ([`toolcmd`]) and
-//! `vigil policy` ([`policycmd`]), and the start-up check that lets each layer
+//! `vigil policy` ([`policycmd`]), the agent as its own process
+//! (`vigil __agent`, [`agentproc`]), and the start-up check that lets each layer
 //! validate its own part of the configuration ([`check_config`]). It sits on
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
 
+pub mod agentproc;
 pub mod args;
 pub mod headless;
 pub mod policycmd;
