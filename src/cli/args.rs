@@ -144,6 +144,14 @@ pub enum Command {
         #[command(subcommand)]
         action: PolicyAction,
     },
+    /// Run the agent as its own process, for consoles to attach to over
+    /// its Unix socket (started by the console; see docs/protocol.md).
+    #[command(name = "__agent", hide = true)]
+    Agent {
+        /// Resume this recorded session (an id).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -14,8 +14,8 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+use crate::agent::server::lines::{LineError, read_line};
 use crate::agent::server::runtime::{self, RuntimeError};
-use crate::cli::client_lines::{LineError, read_line};
 use crate::event::OnExit;
 use crate::event::wire::{AgentInfo, ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
 

@@ -18,8 +18,8 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::agent::server::lines::read_line;
 use crate::cli::attach::{Connection, Link, STOP_WAIT, clip};
-use crate::cli::client_lines::read_line;
 use crate::console::Leaving;
 use crate::event::wire::{ClientMsg, ServerMsg};
 use crate::event::{AgentCommand, AgentEvent};

@@ -88,6 +88,10 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
         Some(Command::Stop { id, remove_remote }) => fleetcmd::stop(&id, remove_remote).await,
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
         Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,
+        Some(Command::Agent { resume }) => {
+            let policy = startup_policy(&config, cli.demo, cli.auto_approve);
+            crate::cli::agentproc::run(&config, cli.demo, policy, resume).await
+        }
     }
 }
 

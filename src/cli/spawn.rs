@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::io::BufReader;
 
+use crate::agent::server::lines::read_line;
 use crate::cli::args::Cli;
-use crate::cli::client_lines::read_line;
 
 /// How long an agent may take to say it is ready (connecting to an ssh
 /// target and starting MCP servers happen before).
