@@ -76,6 +76,13 @@ fn live_ids(c: &Console) -> Vec<String> {
         .collect()
 }
 
+/// Leave the message box (Esc), apart from the next key: Esc and a key
+/// sent together read as Alt-key.
+fn leave_box(c: &Console) {
+    c.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+}
+
 #[test]
 fn a_killed_console_loses_nothing_and_attach_shows_what_came_meanwhile() {
     let c = start("attach-kill");
@@ -112,6 +119,10 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     c.tmux.keys("second", &["y"]);
     // Both show the result; the first says which console answered.
     c.tmux.wait_text("second", "gated-output", WAIT);
+    c.wait("gated-output");
+    leave_box(&c);
+    c.keys(&["Tab"]);
+    c.keys(&["z"]);
     let screen = c.wait_for("who answered", |s| s.contains("at console 2"));
     assert!(screen.contains("approved by operator"), "{screen}");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
@@ -164,7 +175,7 @@ fn q_then_detach_keeps_the_agent_and_q_then_stop_ends_it() {
     let c = start("attach-q");
     c.send("long-run");
     c.wait("tick-1");
-    c.keys(&["Escape"]);
+    leave_box(&c);
     c.keys(&["q"]);
     c.wait("1 command running");
     c.keys(&["d"]);
@@ -174,7 +185,7 @@ fn q_then_detach_keeps_the_agent_and_q_then_stop_ends_it() {
 
     c.restart("attach --last");
     c.wait("long-run");
-    c.keys(&["Escape"]);
+    leave_box(&c);
     c.keys(&["q"]);
     c.wait("leave this console");
     c.keys(&["s"]);

@@ -41,10 +41,12 @@ impl Tmux {
                 .unwrap()
                 .as_nanos()
         );
-        Tmux {
-            socket,
-            runtime: tempfile::tempdir().expect("runtime dir"),
-        }
+        // vigil refuses a runtime directory others can open.
+        let runtime = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .expect("runtime dir");
+        Tmux { socket, runtime }
     }
 
     /// The `VIGIL_RUNTIME_DIR` of what runs in this server.
