@@ -193,3 +193,42 @@ fn q_then_detach_keeps_the_agent_and_q_then_stop_ends_it() {
     common::assert_all_gone(&pids, "stop from the q question");
     assert!(live_ids(&c).is_empty());
 }
+
+#[test]
+fn resume_of_a_live_session_attaches_instead_of_starting_a_second_agent() {
+    let c = start("attach-resume");
+    c.send("hello-one");
+    c.wait("echo: hello-one");
+    let pids = c.agent_pids();
+    c.keys(&["C-c"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    c.restart("resume --last");
+    c.wait("echo: hello-one");
+    assert_eq!(c.agent_pids(), pids, "a second agent was started");
+}
+
+#[test]
+fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
+    let c = start("attach-stale");
+    let ids = live_ids(&c);
+    let pids = c.agent_pids();
+    // SAFETY: kill(2) on the agent process group this test's vigil started.
+    unsafe { libc::kill(-pids[0], libc::SIGKILL) };
+    common::assert_all_gone(&pids, "SIGKILL");
+    // The console stays readable and says the connection is gone.
+    c.wait("agent connection lost");
+    let (code, out, err) = c.run(&["ps"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("stale") && out.contains(&ids[0]), "{out}");
+    assert!(out.contains(&format!("vigil resume {}", ids[0])), "{out}");
+    let (code, _, err) = c.run(&["attach", &ids[0]]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("is gone"), "{err}");
+    assert!(err.contains(&format!("vigil resume {}", ids[0])), "{err}");
+    // Resuming it starts a new agent on the same session.
+    leave_box(&c);
+    c.keys(&["q"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    c.restart(&format!("resume {}", ids[0]));
+    assert_eq!(live_ids(&c), ids);
+}

@@ -47,7 +47,7 @@ impl App {
     pub fn agent_gone(&mut self) -> &'static str {
         self.agent_gone = true;
         if self.attached {
-            "disconnected from the agent; what is shown stays readable — press q to leave"
+            "no agent on the other end any more: press q to leave"
         } else {
             "the agent stopped; press q or Ctrl-C to leave"
         }
