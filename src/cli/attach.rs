@@ -292,3 +292,86 @@ pub fn clip(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncBufReadExt;
+    use tokio::net::UnixListener;
+
+    /// A one-connection server: reads the hello, answers `reply` lines.
+    fn serve(listener: UnixListener, reply: Vec<String>) -> tokio::task::JoinHandle<String> {
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (read, mut write) = stream.into_split();
+            let mut hello = String::new();
+            BufReader::new(read).read_line(&mut hello).await.unwrap();
+            for line in reply {
+                write.write_all(line.as_bytes()).await.unwrap();
+            }
+            hello
+        })
+    }
+
+    fn line(msg: &ServerMsg) -> String {
+        serde_json::to_string(msg).unwrap() + "\n"
+    }
+
+    #[tokio::test]
+    async fn a_refused_hello_says_the_agents_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("s1.sock");
+        let reason = "protocol 2 is not spoken here (this agent speaks 1)";
+        let server = serve(
+            UnixListener::bind(&socket).unwrap(),
+            vec![line(&ServerMsg::Refused {
+                reason: reason.into(),
+            })],
+        );
+        let err = connect(&socket, "s1", Role::Console, "pts/1 on h")
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, AttachError::Refused { .. }), "{err}");
+        assert!(err.to_string().contains(reason), "{err}");
+        let hello: ClientMsg = serde_json::from_str(&server.await.unwrap()).unwrap();
+        assert!(matches!(
+            hello,
+            ClientMsg::Hello { protocol: PROTOCOL_VERSION, role: Role::Console, last_seq: 0, ref name } if name == "pts/1 on h"
+        ));
+    }
+
+    #[tokio::test]
+    async fn no_socket_a_stale_socket_and_garbage_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("s2.sock");
+        let err = connect(&socket, "s2", Role::Console, "t")
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, AttachError::NoSuchAgent { .. }), "{err}");
+        assert!(err.to_string().contains("vigil ps"), "{err}");
+
+        // A socket file nobody listens on: its agent died.
+        drop(UnixListener::bind(&socket).unwrap());
+        let err = connect(&socket, "s2", Role::Console, "t")
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, AttachError::Stale { .. }), "{err}");
+        assert!(err.to_string().contains("`vigil resume s2`"), "{err}");
+        std::fs::remove_file(&socket).unwrap();
+
+        let server = serve(
+            UnixListener::bind(&socket).unwrap(),
+            vec!["HTTP/1.1 400 Bad Request\n".into()],
+        );
+        let err = connect(&socket, "s2", Role::Console, "t")
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, AttachError::Protocol { .. }), "{err}");
+        assert!(err.to_string().contains("HTTP/1.1 400"), "{err}");
+        server.await.unwrap();
+    }
+}
