@@ -308,3 +308,15 @@ pub struct Attached {
 pub fn turn_finished(e: &AgentEvent) -> bool {
     matches!(e, AgentEvent::TurnFinished { .. })
 }
+
+/// Poll `f` until it gives Some, for at most [`WAIT`].
+pub fn eventually<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    while start.elapsed() < WAIT {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
