@@ -12,7 +12,7 @@ use crate::agent::approval::Policy;
 use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
 use crate::cli::spawn::{AgentArgs, spawn_agent};
-use crate::cli::{bridge, fleetcmd};
+use crate::cli::{bridge, fleetcmd, remote};
 use crate::config::Config;
 use crate::console::{self, ConsoleOptions, Leaving};
 use crate::event::ApprovalPolicy;
@@ -84,18 +84,32 @@ pub async fn run_console(start: ConsoleStart<'_>) -> i32 {
     on_connection(conn, opts).await
 }
 
-/// `vigil attach [ID | --last] [--watch]`.
-pub async fn attach_console(
-    config: &Config,
-    no_color: bool,
-    id: Option<String>,
-    last: bool,
-    watch: bool,
-) -> i32 {
+/// What `vigil attach` was asked for.
+pub struct AttachHow {
+    /// A local session id, `user@host[:port]:ID`, or None (`--last`, or
+    /// the only agent running).
+    pub id: Option<String>,
+    pub last: bool,
+    pub watch: bool,
+    /// How to run vigil on a remote machine.
+    pub remote_vigil: String,
+}
+
+/// `vigil attach [ID | user@host[:port]:ID | --last] [--watch]`.
+pub async fn attach_console(config: &Config, no_color: bool, how: AttachHow) -> i32 {
     let Some(mut opts) = options(config, no_color) else {
         return exit::USAGE;
     };
-    let id = match fleetcmd::choose(id, last).await {
+    let watch = how.watch;
+    match how.id.as_deref().and_then(remote::split_remote) {
+        Some(Ok((target, id))) => return attach_remote(config, opts, &target, &id, &how).await,
+        Some(Err(e)) => {
+            eprintln!("vigil: {e}");
+            return exit::USAGE;
+        }
+        None => {}
+    }
+    let id = match fleetcmd::choose(how.id, how.last).await {
         Ok(id) => id,
         Err(e) => {
             eprintln!("vigil: {e}");
@@ -117,6 +131,73 @@ pub async fn attach_console(
             exit::FAILED
         }
     }
+}
+
+/// `vigil attach user@host[:port]:ID`: find the agent's socket there
+/// (`vigil ps --json` over ssh), forward a private local socket to it
+/// through the ControlMaster, attach; the tunnel and the master close
+/// when the console leaves.
+async fn attach_remote(
+    config: &Config,
+    mut opts: ConsoleOptions,
+    target: &str,
+    id: &str,
+    how: &AttachHow,
+) -> i32 {
+    let tunnel = match open_tunnel(config, target, id, &how.remote_vigil).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    let role = if how.watch {
+        Role::Watch
+    } else {
+        Role::Console
+    };
+    let name = attach::console_name();
+    let code = match attach::connect(tunnel.local(), id, role, &name).await {
+        Ok(conn) => {
+            opts.watch = how.watch;
+            on_connection(conn, opts).await
+        }
+        Err(e) => {
+            eprintln!("vigil: {e} (on {target})");
+            exit::FAILED
+        }
+    };
+    tunnel.close().await;
+    code
+}
+
+/// A tunnel to the socket of session `id`'s agent on `target`.
+async fn open_tunnel(
+    config: &Config,
+    target: &str,
+    id: &str,
+    remote_vigil: &str,
+) -> Result<remote::Tunnel, remote::RemoteError> {
+    let ssh = remote::master(config, target).await?;
+    let socket = match remote::fleet(&ssh, target, remote_vigil).await {
+        Ok(fleet) => fleet
+            .agents
+            .into_iter()
+            .find(|a| a.id == id)
+            .map(|a| a.socket),
+        Err(e) => {
+            ssh.shutdown().await;
+            return Err(e);
+        }
+    };
+    let Some(socket) = socket else {
+        ssh.shutdown().await;
+        return Err(remote::RemoteError::NoSuchAgent {
+            target: target.into(),
+            id: id.into(),
+        });
+    };
+    remote::Tunnel::open(ssh, &socket).await
 }
 
 /// The console options from `[console]`, or None after saying why not.

@@ -10,16 +10,18 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::server::runtime;
 use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
+use crate::cli::remote;
+use crate::config::Config;
 use crate::event::OnExit;
 use crate::event::wire::{AgentInfo, Role};
 
 /// A socket nobody answers on (its agent died).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Stale {
     pub id: String,
     pub socket: PathBuf,
@@ -28,7 +30,7 @@ pub struct Stale {
 }
 
 /// What `vigil ps` found.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Fleet {
     pub agents: Vec<AgentInfo>,
     pub stale: Vec<Stale>,
@@ -78,6 +80,30 @@ pub async fn ps(json: bool) -> i32 {
     }
     print!("{}", table(&fleet, now_ms()));
     exit::OK
+}
+
+/// `vigil ps user@host[:port]`: the agents of another machine.
+pub async fn ps_remote(config: &Config, target: &str, remote_vigil: &str, json: bool) -> i32 {
+    let listed = match remote::master(config, target).await {
+        Ok(ssh) => {
+            let fleet = remote::fleet(&ssh, target, remote_vigil).await;
+            ssh.shutdown().await;
+            fleet
+        }
+        Err(e) => Err(e),
+    };
+    match listed {
+        Ok(fleet) if json => crate::cli::run::print_json(&fleet),
+        Ok(fleet) => {
+            println!("on {target}:");
+            print!("{}", table(&fleet, now_ms()));
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            exit::FAILED
+        }
+    }
 }
 
 /// The `vigil ps` table.

@@ -18,6 +18,7 @@ pub mod consolecmd;
 pub mod fleetcmd;
 pub mod headless;
 pub mod policycmd;
+pub mod remote;
 pub mod run;
 pub mod spawn;
 pub mod toolcmd;
