@@ -232,3 +232,18 @@ fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
     c.restart(&format!("resume {}", ids[0]));
     assert_eq!(live_ids(&c), ids);
 }
+
+#[test]
+fn an_agent_that_cannot_start_says_why_and_where_its_log_is() {
+    let c = start("attach-fail");
+    let (code, out, err) = c.run(&["--ssh", "nobody@127.0.0.1:1"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("the agent could not start"), "{err}");
+    let log = err
+        .split("its log: ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_else(|| panic!("no log named: {err}"));
+    assert!(std::path::Path::new(log).exists(), "{log}");
+    assert!(log.contains("/data/agent-"), "{log}");
+}
