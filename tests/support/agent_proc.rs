@@ -41,6 +41,8 @@ text = "echo: {last_user}"
 /// The directories one agent (or several on the same session) share.
 pub struct Dirs {
     pub tmp: tempfile::TempDir,
+    /// vigil's private tmux server (None: `--no-tmux`).
+    pub tmux: Option<String>,
     pub server: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
@@ -58,9 +60,22 @@ impl Dirs {
         }
         Dirs {
             tmp,
+            tmux: None,
             server,
             _rt: rt,
         }
+    }
+
+    /// Like [`Dirs::new`], the agent's commands in a managed tmux pane on
+    /// a private tmux server (killed on drop).
+    pub fn with_tmux() -> Dirs {
+        let mut dirs = Dirs::new();
+        dirs.tmux = Some(format!(
+            "vigil-agent-socket-{}-{}",
+            std::process::id(),
+            dirs.server.addr().port()
+        ));
+        dirs
     }
 
     pub fn runtime(&self) -> PathBuf {
@@ -83,14 +98,13 @@ impl Dirs {
             .env("VIGIL_DATA_DIR", self.tmp.path().join("data"))
             .env("HOME", self.tmp.path().join("home"))
             .env("XDG_CONFIG_HOME", self.tmp.path().join("xdg"))
-            .env_remove("VIGIL_LOG")
-            .args([
-                "--no-tmux",
-                "--base-url",
-                &self.server.base_url(),
-                "--model",
-                "e2e",
-            ])
+            .env("PYENV_REHASH_TIMEOUT", "1")
+            .env_remove("VIGIL_LOG");
+        match &self.tmux {
+            Some(socket) => cmd.env("VIGIL_TMUX_SOCKET", socket).arg("--tmux"),
+            None => cmd.arg("--no-tmux"),
+        };
+        cmd.args(["--base-url", &self.server.base_url(), "--model", "e2e"])
             .arg("__agent")
             .args(extra)
             .current_dir(self.tmp.path())
@@ -119,6 +133,16 @@ impl Dirs {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(self.log()).unwrap_or_default()
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        if let Some(socket) = &self.tmux {
+            let _ = Command::new("tmux")
+                .args(["-L", socket, "kill-server"])
+                .output();
+        }
     }
 }
 
