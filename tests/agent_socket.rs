@@ -3,6 +3,7 @@
 //! approval, read-only watchers, bad input, a second agent, a stale socket,
 //! stop, a client killed mid-stream, and another user kept out.
 
+mod common;
 #[path = "support/agent_proc.rs"]
 mod support;
 

@@ -42,7 +42,7 @@ text = "echo: {last_user}"
 pub struct Dirs {
     pub tmp: tempfile::TempDir,
     /// vigil's private tmux server (None: `--no-tmux`).
-    pub tmux: Option<String>,
+    pub tmux: Option<crate::common::Server>,
     pub server: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
@@ -70,11 +70,9 @@ impl Dirs {
     /// a private tmux server (killed on drop).
     pub fn with_tmux() -> Dirs {
         let mut dirs = Dirs::new();
-        dirs.tmux = Some(format!(
-            "vigil-agent-socket-{}-{}",
-            std::process::id(),
-            dirs.server.addr().port()
-        ));
+        dirs.tmux = Some(crate::common::Server {
+            socket: crate::common::socket(),
+        });
         dirs
     }
 
@@ -101,7 +99,7 @@ impl Dirs {
             .env("PYENV_REHASH_TIMEOUT", "1")
             .env_remove("VIGIL_LOG");
         match &self.tmux {
-            Some(socket) => cmd.env("VIGIL_TMUX_SOCKET", socket).arg("--tmux"),
+            Some(server) => cmd.env("VIGIL_TMUX_SOCKET", &server.socket).arg("--tmux"),
             None => cmd.arg("--no-tmux"),
         };
         cmd.args(["--base-url", &self.server.base_url(), "--model", "e2e"])
@@ -138,10 +136,12 @@ impl Dirs {
 
 impl Drop for Dirs {
     fn drop(&mut self) {
-        if let Some(socket) = &self.tmux {
-            let _ = Command::new("tmux")
-                .args(["-L", socket, "kill-server"])
-                .output();
+        if let Some(server) = self.tmux.take() {
+            let name = server.socket.clone();
+            drop(server);
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let _ = std::fs::remove_file(format!("/tmp/tmux-{uid}/{name}"));
         }
     }
 }
