@@ -143,7 +143,11 @@ fn attach_10k(rt: &tokio::runtime::Runtime) {
         let t = Instant::now();
         let got = replay(&served.socket);
         live.push(t.elapsed());
-        assert_eq!(got.len(), served.hub.journal().len(), "every entry replayed");
+        assert_eq!(
+            got.len(),
+            served.hub.journal().len(),
+            "every entry replayed"
+        );
         absorb_and_draw(got);
         frame.push(t.elapsed());
         let t = Instant::now();
@@ -236,12 +240,17 @@ fn latency(rt: &tokio::runtime::Runtime) {
         let _ = served.events.send(stamp(base));
         std::thread::sleep(Duration::from_millis(1));
     }
-    let _ = served.events.send(AgentEvent::Notice { text: "end".into() });
+    let _ = served
+        .events
+        .send(AgentEvent::Notice { text: "end".into() });
     let mut socket = reader.join().expect("reader");
     inproc.sort();
     socket.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!("event latency, {n} events 1 ms apart, load {}:", stats::load());
+    println!(
+        "event latency, {n} events 1 ms apart, load {}:",
+        stats::load()
+    );
     println!(
         "  in-process mpsc → thread: p50 {:.0} µs, p99 {:.0} µs",
         us(pct(&inproc, 50)),

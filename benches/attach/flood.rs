@@ -104,14 +104,21 @@ fn reader(socket: String, seen: Arc<Seen>, start: Instant) {
 
 /// One flood with `clients` readers.
 fn once(rt: &tokio::runtime::Runtime, clients: usize) {
-    let server = rt.block_on(ScriptedServer::start(scenario())).expect("server");
+    let server = rt
+        .block_on(ScriptedServer::start(scenario()))
+        .expect("server");
     let dir = tempfile::tempdir().expect("tempdir");
     let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
         .env("VIGIL_RUNTIME_DIR", dir.path().join("run"))
         .env("VIGIL_DATA_DIR", dir.path().join("data"))
         .env("HOME", dir.path())
         .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
-        .args(["--no-tmux", "--auto-approve", "--base-url", &server.base_url()])
+        .args([
+            "--no-tmux",
+            "--auto-approve",
+            "--base-url",
+            &server.base_url(),
+        ])
         .args(["--model", "bench", "__agent"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -123,7 +130,10 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
         .read_line(&mut ready)
         .expect("ready line");
     let ready: serde_json::Value = serde_json::from_str(&ready).expect("ready JSON");
-    let socket = ready["ready"]["socket"].as_str().expect("socket").to_string();
+    let socket = ready["ready"]["socket"]
+        .as_str()
+        .expect("socket")
+        .to_string();
     let pid = child.id();
     let start = Instant::now();
     let seen: Vec<Arc<Seen>> = (0..clients).map(|_| Arc::new(Seen::default())).collect();
@@ -147,7 +157,10 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
             let mut spread = Vec::new();
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(16));
-                let lines: Vec<u64> = seen.iter().map(|s| s.line.load(Ordering::Relaxed)).collect();
+                let lines: Vec<u64> = seen
+                    .iter()
+                    .map(|s| s.line.load(Ordering::Relaxed))
+                    .collect();
                 let (lo, hi) = (lines.iter().min().copied(), lines.iter().max().copied());
                 if let (Some(lo), Some(hi)) = (lo, hi)
                     && hi > 0
@@ -169,13 +182,19 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
     let _ = s.write_all(b"{\"type\":\"stop\",\"on_exit\":\"keep\"}\n");
     let _ = child.wait();
     spread.sort_unstable();
-    let ends: Vec<u64> = seen.iter().map(|s| s.end_ns.load(Ordering::Relaxed)).collect();
+    let ends: Vec<u64> = seen
+        .iter()
+        .map(|s| s.end_ns.load(Ordering::Relaxed))
+        .collect();
     let first = ends.iter().min().copied().unwrap_or(0);
     let lags: Vec<String> = ends
         .iter()
         .map(|e| format!("{:.1}", (e - first) as f64 / 1e6))
         .collect();
-    let markers: Vec<u64> = seen.iter().map(|s| s.markers.load(Ordering::Relaxed)).collect();
+    let markers: Vec<u64> = seen
+        .iter()
+        .map(|s| s.markers.load(Ordering::Relaxed))
+        .collect();
     let lines_per_ms = LINES as f64 / ms(wall).max(1.0);
     let p = |q: usize| spread.get((spread.len() * q / 100).min(spread.len().saturating_sub(1)));
     println!(

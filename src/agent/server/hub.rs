@@ -27,6 +27,8 @@ pub struct Identity {
     pub mirror: Option<MirrorTarget>,
     pub socket: PathBuf,
     pub started_ms: u64,
+    /// The agent has announced its session (`SessionStarted` journaled).
+    pub session_started: bool,
 }
 
 /// Why and how the agent is asked to stop.
@@ -257,6 +259,7 @@ impl Hub {
                 i.target = target.clone();
                 i.demo = *demo;
                 i.mirror = mirror.clone();
+                i.session_started = true;
             }),
             AgentEvent::ApprovalResolved {
                 id,
