@@ -20,6 +20,8 @@ use crate::event::{AgentCommand, AgentEvent, Answerer, DecidedBy, MirrorTarget, 
 /// What the agent process is, fixed once its session started.
 #[derive(Debug, Clone, Default)]
 pub struct Identity {
+    /// The agent has announced its session (`SessionStarted` journaled).
+    pub session_started: bool,
     pub id: String,
     pub model: String,
     pub target: String,
@@ -27,8 +29,6 @@ pub struct Identity {
     pub mirror: Option<MirrorTarget>,
     pub socket: PathBuf,
     pub started_ms: u64,
-    /// The agent has announced its session (`SessionStarted` journaled).
-    pub session_started: bool,
 }
 
 /// Why and how the agent is asked to stop.
