@@ -117,12 +117,18 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     c.open("second", "attach --last");
     c.tmux.wait_text("second", "approvals (1)", WAIT);
     c.tmux.keys("second", &["y"]);
-    // Both show the result; the first says which console answered.
-    c.tmux.wait_text("second", "gated-output", WAIT);
-    c.wait("gated-output");
-    leave_box(&c);
-    c.keys(&["Tab"]);
-    c.keys(&["z"]);
+    // Both show the result (the model's answer to it: the command's text
+    // is on screen from the start); the first says which console answered.
+    c.tmux.wait_text("second", "TOOL SAID", WAIT);
+    c.wait("TOOL SAID");
+    // Wide enough for the whole status line of the call.
+    let resized = c
+        .tmux
+        .cmd()
+        .args(["resize-window", "-t", &c.session, "-x", "220", "-y", "30"])
+        .status()
+        .expect("tmux resize-window");
+    assert!(resized.success());
     let screen = c.wait_for("who answered", |s| s.contains("at console 2"));
     assert!(screen.contains("approved by operator"), "{screen}");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
@@ -144,7 +150,7 @@ fn a_watcher_cannot_approve_and_is_told() {
     c.wait("approvals (1)");
     // The operator's console still can; the watcher sees it happen.
     c.keys(&["y"]);
-    c.tmux.wait_text("watch", "gated-output", WAIT);
+    c.tmux.wait_text("watch", "TOOL SAID", WAIT);
 }
 
 #[test]

@@ -47,8 +47,8 @@ fn ps_and_attach_reach_an_agent_through_ssh() {
     );
     c.tmux.wait_text("remote", "approvals (1)", WAIT);
     c.tmux.keys("remote", &["y"]);
-    c.tmux.wait_text("remote", "original-cmd", WAIT);
-    c.wait("original-cmd");
+    c.tmux.wait_text("remote", "TOOL SAID", WAIT);
+    c.wait("TOOL SAID");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
     let masters = || {
         let port = format!("-p {}", s.port);
