@@ -15,8 +15,6 @@ use serde::{Deserialize, Serialize};
 use crate::agent::server::runtime;
 use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
-use crate::cli::remote;
-use crate::config::Config;
 use crate::event::OnExit;
 use crate::event::wire::{AgentInfo, Role};
 
@@ -76,27 +74,18 @@ pub async fn ps(json: bool) -> i32 {
         }
     };
     if json {
-        return crate::cli::run::print_json(&fleet);
+        return print_json(&fleet);
     }
     print!("{}", table(&fleet, now_ms()));
     exit::OK
 }
 
-/// `vigil ps user@host[:port]`: the agents of another machine.
-pub async fn ps_remote(config: &Config, target: &str, remote_vigil: &str, json: bool) -> i32 {
-    let listed = match remote::master(config, target).await {
-        Ok(ssh) => {
-            let fleet = remote::fleet(&ssh, target, remote_vigil).await;
-            ssh.shutdown().await;
-            fleet
-        }
-        Err(e) => Err(e),
-    };
-    match listed {
-        Ok(fleet) if json => crate::cli::run::print_json(&fleet),
-        Ok(fleet) => {
-            println!("on {target}:");
-            print!("{}", table(&fleet, now_ms()));
+/// Print `value` as pretty JSON on stdout (the exit code says whether it
+/// could be encoded).
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> i32 {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => {
+            println!("{text}");
             exit::OK
         }
         Err(e) => {

@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::fleetcmd::Fleet;
+use crate::cli::fleetcmd::{Fleet, now_ms, print_json, table};
+use crate::cli::headless::exit;
 use crate::config::Config;
 use crate::exec::ssh::{SshError, SshOptions, SshTransport};
 
@@ -162,6 +163,30 @@ impl Tunnel {
             target: self.ssh.target().to_string(),
             remote: self.remote.clone(),
             why,
+        }
+    }
+}
+
+/// `vigil ps user@host[:port]`: the agents of another machine.
+pub async fn ps_remote(config: &Config, target: &str, remote_vigil: &str, json: bool) -> i32 {
+    let listed = match master(config, target).await {
+        Ok(ssh) => {
+            let fleet = fleet(&ssh, target, remote_vigil).await;
+            ssh.shutdown().await;
+            fleet
+        }
+        Err(e) => Err(e),
+    };
+    match listed {
+        Ok(fleet) if json => print_json(&fleet),
+        Ok(fleet) => {
+            println!("on {target}:");
+            print!("{}", table(&fleet, now_ms()));
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            exit::FAILED
         }
     }
 }

@@ -99,7 +99,7 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
             json,
             target: Some(target),
             remote_vigil,
-        }) => fleetcmd::ps_remote(&config, &target, &remote_vigil, json).await,
+        }) => crate::cli::remote::ps_remote(&config, &target, &remote_vigil, json).await,
         Some(Command::Ps { json, .. }) => fleetcmd::ps(json).await,
         Some(Command::Stop { id, remove_remote }) => fleetcmd::stop(&id, remove_remote).await,
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
@@ -286,7 +286,7 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             print!("{}", toolcmd::listing(&registry.definitions()));
             exit::OK
         }
-        ToolAction::List { json: true } => print_json(&registry.definitions()),
+        ToolAction::List { json: true } => fleetcmd::print_json(&registry.definitions()),
         ToolAction::Call { name, arguments } => {
             let dir = config.data_dir().join("spill");
             let ctx = crate::tools::ToolContext::new("cli").with_spill_dir(dir);
@@ -299,21 +299,6 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             } else {
                 exit::FAILED
             }
-        }
-    }
-}
-
-/// Print `value` as pretty JSON on stdout (the exit code says whether it
-/// could be encoded).
-pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> i32 {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => {
-            println!("{text}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vigil: {e}");
-            exit::FAILED
         }
     }
 }
