@@ -18,7 +18,8 @@
 //!    16 ms) and when each saw the turn end. See `attach/flood.rs`.
 //!
 //! `VIGIL_BENCH_N` sets the repetitions of (1) (default 15) and the events
-//! of (2) (100 N + 500, default 2 000). Temporary folders are removed.
+//! of (2) (100 N + 500, default 2 000); `VIGIL_ATTACH_PARTS=attach,latency,flood`
+//! picks parts. Temporary folders are removed.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -275,7 +276,15 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    attach_10k(&rt);
-    latency(&rt);
-    flood::run(&rt);
+    let parts = std::env::var("VIGIL_ATTACH_PARTS").unwrap_or_default();
+    let wanted = |p: &str| parts.is_empty() || parts.split(',').any(|w| w == p);
+    if wanted("attach") {
+        attach_10k(&rt);
+    }
+    if wanted("latency") {
+        latency(&rt);
+    }
+    if wanted("flood") {
+        flood::run(&rt);
+    }
 }

@@ -571,3 +571,23 @@ fn mirror_frames_follow_the_managed_pane_and_sighup_does_not_end_the_agent() {
     };
     assert_eq!(info.pid, agent.pid, "the agent outlived SIGHUP");
 }
+
+#[test]
+fn an_open_runtime_directory_is_refused_on_the_ready_line() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dirs = Dirs::new();
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(dirs.runtime())
+        .unwrap();
+    std::fs::set_permissions(dirs.runtime(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (mut child, said) = dirs.spawn(&[]);
+    let error = said["error"].as_str().unwrap_or_else(|| panic!("{said}"));
+    assert!(error.contains("is open to others (mode 755)"), "{error}");
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    assert_eq!(
+        std::fs::read_dir(dirs.runtime()).unwrap().count(),
+        0,
+        "nothing was created in it"
+    );
+}

@@ -3,7 +3,7 @@
 //! `seq 1 2000000` through `run_shell`; 1 and then 3 watch clients read
 //! and parse every line, as a console's bridge would. Reports the agent's
 //! VmHWM for each run, how far apart the clients were (sampled every
-//! 16 ms, in output lines), when each saw the turn end after the first,
+//! 2 ms, in output lines), when each saw the turn end after the first,
 //! and how many "not shown" markers each got (it fell behind the output the
 //! agent keeps).
 
@@ -156,7 +156,7 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
         std::thread::spawn(move || {
             let mut spread = Vec::new();
             while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(16));
+                std::thread::sleep(Duration::from_millis(2));
                 let lines: Vec<u64> = seen
                     .iter()
                     .map(|s| s.line.load(Ordering::Relaxed))
@@ -207,7 +207,7 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
     if clients > 1 {
         let d = |v: Option<&u64>| v.copied().unwrap_or(0);
         println!(
-            "  clients apart (newest line, every 16 ms, {} samples): p50 {} lines, p99 {} lines, \
+            "  clients apart (newest line, every 2 ms, {} samples): p50 {} lines, p99 {} lines, \
              max {} lines (≈ {:.1} / {:.1} / {:.1} ms of output)",
             spread.len(),
             d(p(50)),
@@ -218,8 +218,13 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
             d(p(100)) as f64 / lines_per_ms
         );
     }
+    let last: Vec<u64> = seen
+        .iter()
+        .map(|s| s.line.load(Ordering::Relaxed))
+        .collect();
     println!(
-        "  turn end seen after the first client: [{}] ms; \"not shown\" markers: {markers:?}",
+        "  turn end seen after the first client: [{}] ms; \"not shown\" markers: {markers:?}; \
+         last line seen: {last:?}",
         lags.join(", ")
     );
 }
