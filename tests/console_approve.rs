@@ -170,6 +170,18 @@ fn approve_a_prefix_for_the_session() {
 
 /// Wait until vigil, killed with SIGKILL, is gone (the pane's shell, if it
 /// did not exec vigil, reports 128 + 9).
+/// Crash: the agent process (its whole group) and the console, SIGKILL.
+fn crash(c: &Console) {
+    let agents = c.agent_pids();
+    assert_eq!(agents.len(), 1, "one agent: {agents:?}");
+    // SAFETY: kill(2) on the agent process group and the console this
+    // test started.
+    unsafe { libc::kill(-agents[0], libc::SIGKILL) };
+    assert!(common::gone_within(agents[0], support::WAIT));
+    unsafe { libc::kill(c.vigil_pid(), libc::SIGKILL) };
+    killed(c);
+}
+
 fn killed(c: &Console) {
     let status = c.tmux.wait_exit(&c.session, support::WAIT);
     assert!(
@@ -229,9 +241,7 @@ fn session_rules_survive_kill_9_and_resume() {
     // Crash while a third call waits for the operator.
     c.send("other-cmd");
     c.wait("approvals (1)");
-    // SAFETY: kill(2) on the vigil process this test started.
-    unsafe { libc::kill(c.vigil_pid(), libc::SIGKILL) };
-    killed(&c);
+    crash(&c);
 
     // Resume in the console: the rules read back from the log approve
     // nothing until the operator keeps them; then both are back, and
@@ -264,8 +274,7 @@ fn session_rules_survive_kill_9_and_resume() {
 
     // Crash the resumed session too; headless resume reads the rules back
     // through the first resume's record and has no operator to ask.
-    unsafe { libc::kill(c.vigil_pid(), libc::SIGKILL) };
-    killed(&c);
+    crash(&c);
     let exec = |prompt: &str, trust: bool| {
         let mut cmd = std::process::Command::new(common::vigil_bin());
         cmd.current_dir(c.work())

@@ -58,7 +58,8 @@ fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
     tmux.keys("demo", &["Enter"]);
     tmux.wait_text("demo", "You said: hello there", WAIT);
 
-    // Ctrl-C quits and leaves the alternate screen.
+    // Ctrl-C leaves (detaches: the agent keeps working) and leaves the
+    // alternate screen.
     tmux.keys("demo", &["C-c"]);
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
     assert_eq!(tmux.display("demo", "#{alternate_on}"), "0");
@@ -78,7 +79,8 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
         "the denied command did not run:\n{screen}"
     );
 
-    // Typing `q` in the input box types it; outside the box it quits.
+    // Typing `q` in the input box types it; outside the box it asks, and
+    // `s` stops the agent.
     tmux.type_text("demo", "q");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
@@ -88,6 +90,8 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
     );
     tmux.keys("demo", &["BSpace", "Tab"]);
     tmux.keys("demo", &["q"]);
+    tmux.wait_text("demo", "leave this console", WAIT);
+    tmux.keys("demo", &["s"]);
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
     assert_eq!(tmux.display("demo", "#{alternate_on}"), "0");
 }
@@ -203,5 +207,7 @@ fn the_demo_tour_reaches_every_operator_job() {
     tmux.keys("demo", &["x"]);
     tmux.wait_text("demo", "cancelled", WAIT);
     tmux.keys("demo", &["q"]);
+    tmux.wait_text("demo", "leave this console", WAIT);
+    tmux.keys("demo", &["s"]);
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
 }

@@ -141,6 +141,8 @@ fn mirror_shows_the_managed_pane_and_the_operator_can_type_into_it() {
     assert_eq!(panes.lines().count(), 1, "nothing recreated: {panes}");
 
     tmux.keys("demo", &["q"]);
+    tmux.wait_text("demo", "leave this console", WAIT);
+    tmux.keys("demo", &["s"]);
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/", "exit status/signal");
 }
 

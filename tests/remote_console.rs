@@ -79,6 +79,7 @@ fn remote_sessions(s: &Sshd, socket: &str) -> String {
 
 struct Run {
     tmux: Tmux,
+    /// The agent process (it owns the ssh connection).
     pid: String,
 }
 
@@ -119,7 +120,9 @@ fn start(on: &On, url: &str, socket: &str, data: &std::path::Path, tag: &str) ->
     );
     tmux.start("c", 150, 40, &cmd);
     tmux.wait_text("c", on.shown, WAIT);
-    let pid = tmux.display("c", "#{pane_pid}");
+    let agents = common::agent_pids(tmux.runtime_dir());
+    assert_eq!(agents.len(), 1, "one agent process: {agents:?}");
+    let pid = agents[0].to_string();
     tmux.type_text("c", "please run it");
     tmux.keys("c", &["Enter"]);
     tmux.wait_text("c", "ran-42", WAIT);
@@ -133,6 +136,8 @@ fn open_quit_question(run: &Run) {
     run.tmux.keys("c", &["Escape"]);
     std::thread::sleep(Duration::from_millis(200));
     run.tmux.keys("c", &["q"]);
+    run.tmux.wait_text("c", "leave this console", WAIT);
+    run.tmux.keys("c", &["s"]);
     run.tmux
         .wait_text("c", "k keep (Enter) · r remove · Esc back", WAIT);
 }

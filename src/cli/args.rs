@@ -106,6 +106,46 @@ pub enum Command {
     },
     /// List recorded sessions: id, start time, model, turns, last message.
     Sessions,
+    /// Attach a console to a running agent (see `vigil ps`), here or on
+    /// another machine through ssh (`user@host[:port]:ID`).
+    Attach {
+        /// The session id of the agent (with a single agent running, it
+        /// may be left out), or `user@host[:port]:ID` for one reached
+        /// through ssh (with the `[ssh]` identity and options).
+        id: Option<String>,
+        /// The most recently started running agent.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// Read-only: see everything, approve and type nothing.
+        #[arg(long)]
+        watch: bool,
+        /// How to run vigil on the remote machine (a shell command).
+        #[arg(long, value_name = "CMD", default_value = "vigil")]
+        remote_vigil: String,
+    },
+    /// List the running agents: id, model, target, state, approvals
+    /// waiting, consoles attached, age (and sockets left by dead agents).
+    Ps {
+        /// One JSON object: the running agents and the stale sockets.
+        #[arg(long)]
+        json: bool,
+        /// List the agents of another machine, through ssh
+        /// (`user@host[:port]`, with the `[ssh]` identity and options).
+        #[arg(value_name = "USER@HOST[:PORT]")]
+        target: Option<String>,
+        /// How to run vigil on the remote machine (a shell command).
+        #[arg(long, value_name = "CMD", default_value = "vigil")]
+        remote_vigil: String,
+    },
+    /// Stop a running agent: it ends its turn, closes its connections and
+    /// exits (remote managed tmux sessions are kept unless --remove-remote).
+    Stop {
+        /// The session id of the agent (see `vigil ps`).
+        id: String,
+        /// Also remove the managed tmux sessions it left on a remote target.
+        #[arg(long)]
+        remove_remote: bool,
+    },
     /// Inspect or call the registered tools directly.
     Tool {
         #[command(subcommand)]
@@ -115,6 +155,14 @@ pub enum Command {
     Policy {
         #[command(subcommand)]
         action: PolicyAction,
+    },
+    /// Run the agent as its own process, for consoles to attach to over
+    /// its Unix socket (started by the console; see docs/protocol.md).
+    #[command(name = "__agent", hide = true)]
+    Agent {
+        /// Resume this recorded session (an id).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
     },
 }
 

@@ -1,15 +1,26 @@
 //! The run modes and their wiring: building the registry, the execution
 //! context, the model and the agent from a [`Config`] ([`wiring`]), the
 //! headless `vigil exec` ([`headless`]), `vigil tool` ([`toolcmd`]) and
-//! `vigil policy` ([`policycmd`]), and the start-up check that lets each layer
+//! `vigil policy` ([`policycmd`]), the agent as its own process
+//! (`vigil __agent`, [`agentproc`]), the console as a client of an agent
+//! process ([`consolecmd`]: [`spawn`] starts the process, [`attach`] and
+//! [`bridge`] talk to its socket; [`fleetcmd`] is `ps`, `stop` and which
+//! agent `attach` means), and the start-up check that lets each layer
 //! validate its own part of the configuration ([`check_config`]). It sits on
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
 
+pub mod agentproc;
 pub mod args;
+pub mod attach;
+pub mod bridge;
+pub mod consolecmd;
+pub mod fleetcmd;
 pub mod headless;
 pub mod policycmd;
+pub mod remote;
 pub mod run;
+pub mod spawn;
 pub mod toolcmd;
 pub mod wiring;
 

@@ -1,21 +1,33 @@
-//! The run modes behind the command line: the console, a headless `exec`
-//! (or `resume --exec`), the `sessions` list, a single `tool` call and the
+//! The run modes behind the command line: the console (an agent process and
+//! a console attached to it: [`super::consolecmd`]), `attach`, `ps` and
+//! `stop` ([`super::fleetcmd`]), a headless `exec` (or `resume --exec`, the
+//! agent in this process), the `sessions` list, a single `tool` call and the
 //! `policy` commands. Each returns the process's exit code; errors are
 //! printed here, once, and never panic.
 
 use crate::agent::approval::Policy;
 use crate::agent::session::SessionStore;
 use crate::cli::args::{Cli, Command, ExecArgs, PolicyAction, ToolAction};
+use crate::cli::consolecmd::{AttachHow, ConsoleStart, attach_console, run_console};
 use crate::cli::headless::exit;
+use crate::cli::spawn::AgentArgs;
 use crate::cli::wiring::StartOptions;
-use crate::cli::{headless, toolcmd, wiring};
+use crate::cli::{fleetcmd, headless, toolcmd, wiring};
 use crate::config::{ApprovalMode, Config};
-use crate::console;
 use crate::exec::leave::OnExit;
 
 pub async fn run(cli: Cli, config: Config) -> i32 {
+    let agent_args = AgentArgs::from_cli(&cli);
+    let console = |resume: Option<String>| ConsoleStart {
+        config: &config,
+        args: &agent_args,
+        demo: cli.demo,
+        no_color: cli.no_color,
+        policy: startup_policy(&config, cli.demo, cli.auto_approve),
+        resume,
+    };
     match cli.command {
-        None => run_console(&config, cli.demo, cli.auto_approve, cli.no_color, None).await,
+        None => run_console(console(None)).await,
         Some(Command::Exec {
             prompt,
             json,
@@ -65,14 +77,37 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
                     };
                     run_exec(&config, cli.demo, cli.auto_approve, exec).await
                 }
-                None => {
-                    run_console(&config, cli.demo, cli.auto_approve, cli.no_color, Some(id)).await
-                }
+                None => run_console(console(Some(id))).await,
             }
         }
         Some(Command::Sessions) => list_sessions(&config),
+        Some(Command::Attach {
+            id,
+            last,
+            watch,
+            remote_vigil,
+        }) => {
+            let how = AttachHow {
+                id,
+                last,
+                watch,
+                remote_vigil,
+            };
+            attach_console(&config, cli.no_color, how).await
+        }
+        Some(Command::Ps {
+            json,
+            target: Some(target),
+            remote_vigil,
+        }) => crate::cli::remote::ps_remote(&config, &target, &remote_vigil, json).await,
+        Some(Command::Ps { json, .. }) => fleetcmd::ps(json).await,
+        Some(Command::Stop { id, remove_remote }) => fleetcmd::stop(&id, remove_remote).await,
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
         Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,
+        Some(Command::Agent { resume }) => {
+            let policy = startup_policy(&config, cli.demo, cli.auto_approve);
+            crate::cli::agentproc::run(&config, cli.demo, policy, resume).await
+        }
     }
 }
 
@@ -230,51 +265,6 @@ fn list_sessions(config: &Config) -> i32 {
     }
 }
 
-async fn run_console(
-    config: &Config,
-    demo: bool,
-    auto_approve: bool,
-    no_color: bool,
-    resume: Option<String>,
-) -> i32 {
-    let mut opts = match console::ConsoleOptions::from_config(&config.console, no_color) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("vigil: {e}");
-            return exit::USAGE;
-        }
-    };
-    let policy = startup_policy(config, demo, auto_approve);
-    let start = StartOptions {
-        resume,
-        ..Default::default()
-    };
-    let Some(running) = start_or_say(config, demo, policy.clone(), start).await else {
-        return exit::FAILED;
-    };
-    opts.initial_message = demo.then(|| "Show me what you can do.".to_string());
-    opts.initial_policy = Some(match policy {
-        Policy::Ask => crate::event::ApprovalPolicy::Ask,
-        Policy::AutoApproveLow => crate::event::ApprovalPolicy::AutoApproveLow,
-        _ => crate::event::ApprovalPolicy::ApproveAll,
-    });
-    opts.mirror = running.mirror.clone();
-    opts.ask_on_exit = running.leave.question();
-    let result = console::run(running.events, running.commands.clone(), opts).await;
-    let _ = running.commands.send(crate::event::AgentCommand::Quit);
-    let choice = result.as_ref().map_or(OnExit::Keep, |c| *c);
-    if let Some(said) = running.leave.finish(choice).await {
-        eprintln!("vigil: {said}");
-    }
-    match result {
-        Ok(_) => exit::OK,
-        Err(e) => {
-            eprintln!("vigil: console error: {e}");
-            exit::FAILED
-        }
-    }
-}
-
 async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
     let target = match wiring::build_exec(config).await {
         Ok(t) => t,
@@ -296,19 +286,7 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             print!("{}", toolcmd::listing(&registry.definitions()));
             exit::OK
         }
-        ToolAction::List { json: true } => {
-            let defs = registry.definitions();
-            match serde_json::to_string_pretty(&defs) {
-                Ok(text) => {
-                    println!("{text}");
-                    exit::OK
-                }
-                Err(e) => {
-                    eprintln!("vigil: {e}");
-                    exit::FAILED
-                }
-            }
-        }
+        ToolAction::List { json: true } => fleetcmd::print_json(&registry.definitions()),
         ToolAction::Call { name, arguments } => {
             let dir = config.data_dir().join("spill");
             let ctx = crate::tools::ToolContext::new("cli").with_spill_dir(dir);

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::layout::Rect;
 
+use super::Leaving;
 use super::io::{IoRequest, IoResult};
 use super::keys::Keymap;
 use super::panes::approvals::ApprovalsPane;
@@ -22,12 +23,13 @@ use super::panes::input::InputPane;
 use super::panes::leave::LeaveAsk;
 use super::panes::mirror::MirrorPane;
 use super::panes::modal::Modal;
+use super::panes::quit_ask::QuitAsk;
 use super::panes::rules::RulesView;
 use super::panes::status::StatusBar;
 use super::panes::tools::ToolsPane;
 use super::panes::viewer::Viewer;
 use super::theme::Theme;
-use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState, OnExit};
+use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState};
 
 pub use super::panes::footer::Focus;
 
@@ -87,8 +89,19 @@ pub struct App {
     pub(crate) ask_on_exit: Option<String>,
     /// The open keep/remove question.
     pub(crate) leaving: Option<LeaveAsk>,
-    /// The operator's answer (Keep unless they chose to remove).
-    pub(crate) on_exit: OnExit,
+    /// How the operator leaves: detach, or stop the agent (keeping remote
+    /// sessions unless they chose to remove them).
+    pub(crate) exit_choice: Leaving,
+    /// A client of an agent process: `q` asks detach / stop / cancel and
+    /// the detach key works.
+    pub(crate) attached: bool,
+    /// The open detach / stop / cancel question.
+    pub(crate) quit_ask: Option<QuitAsk>,
+    /// A read-only console (`vigil attach --watch`): no approvals, no
+    /// typing, no messages.
+    pub(crate) read_only: bool,
+    /// The agent (or the connection to it) is gone: nothing left to stop.
+    pub(crate) agent_gone: bool,
     /// The cancel key was pressed once: the next press cancels the turn.
     pub(crate) confirm_cancel: bool,
     /// Text to put on the system clipboard (OSC 52), taken by the loop.
@@ -122,7 +135,11 @@ impl App {
             flash: None,
             ask_on_exit: None,
             leaving: None,
-            on_exit: OnExit::Keep,
+            exit_choice: Leaving::Stop(crate::event::OnExit::Keep),
+            attached: false,
+            quit_ask: None,
+            read_only: false,
+            agent_gone: false,
             confirm_cancel: false,
             clipboard: None,
         }
@@ -191,10 +208,10 @@ impl App {
         self.ask_on_exit = what;
     }
 
-    /// What the operator chose for the remote sessions (Keep by default,
-    /// and after Ctrl-C).
-    pub fn on_exit(&self) -> OnExit {
-        self.on_exit
+    /// How the operator left (see [`Leaving`]); stopping keeps remote
+    /// sessions unless the operator chose to remove them.
+    pub fn leaving(&self) -> Leaving {
+        self.exit_choice
     }
 
     pub fn is_running(&self) -> bool {
@@ -336,13 +353,16 @@ impl App {
                 decision,
                 decided_by,
                 previewed,
-                ..
+                answered_by,
             } => {
                 if let Some(request) = self.approvals.resolve(id) {
                     let call = &request.call_id;
                     let mut record = decided_by.describe(&decision);
                     if previewed {
                         record.push_str(" after a preview");
+                    }
+                    if let Some(who) = &answered_by {
+                        record.push_str(&super::panes::tools::answered_by_text(who));
                     }
                     self.tools.decided(call, &record);
                     if decided_by == DecidedBy::Cancelled {

@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 
 use super::app::{App, Focus, Overlay, PaneRects};
 use super::panes::footer::{self, FooterView, Layer};
-use super::panes::{help, leave};
+use super::panes::{help, leave, quit_ask};
 use super::passthrough;
 
 /// Below this size the focused pane is shown alone.
@@ -32,6 +32,7 @@ impl App {
         self.status.render(frame, status, self.now, pending, theme);
 
         let layer = match (&self.modal, &self.overlay) {
+            _ if self.quit_ask.is_some() => Layer::Modal(quit_ask::HINT),
             _ if self.leaving.is_some() => Layer::Modal(leave::HINT),
             (Some(m), _) => Layer::Modal(m.hint()),
             (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
@@ -64,6 +65,9 @@ impl App {
         if let Some(ask) = &self.leaving {
             ask.render(frame, body, theme);
         }
+        if let Some(ask) = &self.quit_ask {
+            ask.render(frame, body, theme);
+        }
         match &self.flash {
             Some(msg) => {
                 let line = Line::from(vec![Span::styled(msg.clone(), theme.notice)]);
@@ -77,6 +81,7 @@ impl App {
                     running: self.status.is_running(),
                     pending,
                     layer,
+                    attached: self.attached,
                 },
                 &self.keys,
                 theme,

@@ -3,8 +3,10 @@
 //!
 //! Order of precedence: while the operator types into the mirrored pane
 //! every key goes there (`app_passthrough`, Ctrl-C included); otherwise
-//! Ctrl-C always quits (keeping remote sessions); the quit question and
-//! then an open modal take every key;
+//! Ctrl-C always leaves (`app_leave`: an attached console detaches, an
+//! in-process one quits keeping remote sessions); the detach / stop
+//! question, the keep/remove question and then an open modal take every
+//! key; a watcher's keys that would act on the agent are refused;
 //! then the help overlay, the history view and its viewer, the rules view;
 //! then the input box (so approval keys never act while the operator
 //! types); then global keys, then the approval keys (from any pane), then
@@ -21,7 +23,7 @@ use ratatui::layout::{Position, Rect};
 use super::app::{App, Focus, Overlay};
 use super::io::IoRequest;
 use super::keys::{Action, Scope};
-use super::panes::leave::{Answer, LeaveAsk};
+use super::panes::leave::Answer;
 use super::panes::modal::{Modal, Outcome};
 use crate::event::{AgentCommand, ApprovalDecision, ApprovalPolicy};
 
@@ -34,6 +36,10 @@ impl App {
     /// Bracketed paste goes to the pane while the operator types into it,
     /// else to the open modal, else the input box.
     pub fn on_paste(&mut self, text: &str) -> Vec<AgentCommand> {
+        if self.read_only {
+            self.flash = Some(super::app_leave::READ_ONLY.into());
+            return Vec::new();
+        }
         if self.mirror.typing() {
             return self.paste_into_pane(text);
         }
@@ -52,12 +58,19 @@ impl App {
             return Vec::new();
         }
         self.flash = None;
+        let out = self.route_key(key);
+        self.read_only_filter(out)
+    }
+
+    fn route_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
         if self.mirror.typing() {
             return self.on_passthrough_key(key);
         }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            self.quit = true;
-            return vec![AgentCommand::Quit];
+            return self.interrupt();
+        }
+        if let Some(out) = self.on_quit_ask_key(key) {
+            return out;
         }
         if let Some(out) = self.on_leave_key(key) {
             return out;
@@ -77,6 +90,9 @@ impl App {
         }
         if let Some(out) = self.on_global_key(&key, confirming) {
             return out;
+        }
+        if self.refuse_read_only(&key) {
+            return Vec::new();
         }
         if self.focus == Focus::Input {
             return match self.input.on_key(key) {
@@ -113,9 +129,8 @@ impl App {
         let ask = self.leaving.as_ref()?;
         match ask.on_key(key) {
             Answer::Quit(choice) => {
-                self.on_exit = choice;
-                self.quit = true;
-                return Some(vec![AgentCommand::Quit]);
+                self.leaving = None;
+                return Some(self.leave_as(super::Leaving::Stop(choice)));
             }
             Answer::Back => self.leaving = None,
             Answer::Stay => {}
@@ -158,6 +173,7 @@ impl App {
                 return Some(Vec::new());
             }
             Some(Action::Cancel) => return Some(self.cancel_key(confirming)),
+            Some(Action::Detach) => return Some(self.detach_key()),
             _ => {}
         }
         None
@@ -167,14 +183,7 @@ impl App {
     /// here (the key then goes to the focused pane).
     fn on_action(&mut self, action: Action) -> Option<Vec<AgentCommand>> {
         match action {
-            Action::Quit => {
-                if let Some(what) = &self.ask_on_exit {
-                    self.leaving = Some(LeaveAsk::new(what));
-                    return Some(Vec::new());
-                }
-                self.quit = true;
-                return Some(vec![AgentCommand::Quit]);
-            }
+            Action::Quit => return Some(self.quit_key()),
             Action::FocusInput => {
                 self.set_focus(Focus::Input);
                 return Some(Vec::new());

@@ -168,9 +168,8 @@ where
                 }
                 None => {
                     agent_open = false;
-                    app.on_agent_event(AgentEvent::Error {
-                        message: "the agent stopped; press q or Ctrl-C to leave".into(),
-                    });
+                    let message = app.agent_gone().to_string();
+                    app.on_agent_event(AgentEvent::Error { message });
                     pacer.at_once();
                 }
             },

@@ -129,6 +129,7 @@ fn view(app: &App) -> FooterView {
         running: app.status.is_running(),
         pending: app.approvals.unanswered(),
         layer: layer(app),
+        attached: app.attached,
     }
 }
 

@@ -15,6 +15,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     Quit,
+    /// Leave the console; the agent process keeps working.
+    Detach,
     NextPane,
     PrevPane,
     Zoom,
@@ -63,8 +65,9 @@ pub enum Scope {
 }
 
 impl Action {
-    pub const ALL: [Action; 27] = [
+    pub const ALL: [Action; 28] = [
         Action::Quit,
+        Action::Detach,
         Action::NextPane,
         Action::PrevPane,
         Action::Zoom,
@@ -97,6 +100,7 @@ impl Action {
     pub fn name(self) -> &'static str {
         match self {
             Action::Quit => "quit",
+            Action::Detach => "detach",
             Action::NextPane => "next_pane",
             Action::PrevPane => "prev_pane",
             Action::Zoom => "zoom",
@@ -129,7 +133,8 @@ impl Action {
     /// What the action does, for the help overlay.
     pub fn describe(self) -> &'static str {
         match self {
-            Action::Quit => "quit vigil",
+            Action::Quit => "quit: detach or stop the agent (asks)",
+            Action::Detach => "detach: leave the agent working (`vigil attach` returns)",
             Action::NextPane => "focus the next pane",
             Action::PrevPane => "focus the previous pane",
             Action::Zoom => "zoom the focused pane / back",
@@ -179,6 +184,7 @@ impl Action {
     fn default_key(self) -> &'static str {
         match self {
             Action::Quit => "q",
+            Action::Detach => "ctrl-d",
             Action::NextPane => "tab",
             Action::PrevPane => "shift-tab",
             Action::Zoom => "z",

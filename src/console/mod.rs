@@ -21,6 +21,7 @@ mod app_copy;
 mod app_draw;
 mod app_history;
 mod app_keys;
+mod app_leave;
 mod app_passthrough;
 pub mod diff;
 pub mod event_loop;
@@ -39,6 +40,8 @@ pub mod theme;
 mod app_keys_tests;
 #[cfg(test)]
 mod app_tests;
+#[cfg(test)]
+mod attach_tests;
 #[cfg(test)]
 mod diff_snapshots;
 #[cfg(test)]
@@ -91,6 +94,23 @@ pub struct ConsoleOptions {
     /// Quitting leaves this behind (remote managed tmux sessions): ask the
     /// operator to keep or remove it first. None: quit at once.
     pub ask_on_exit: Option<String>,
+    /// A client of an agent process: the detach key works and `q` asks
+    /// detach / stop the agent / cancel. False: the agent lives in this
+    /// process and leaving stops it.
+    pub attached: bool,
+    /// Read-only (`vigil attach --watch`): approval keys, typing, pasting
+    /// and passthrough are refused with a visible "watching: read-only".
+    pub watch: bool,
+}
+
+/// How the operator left the console.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaving {
+    /// The agent keeps working (pending approvals wait); `vigil attach`
+    /// comes back.
+    Detach,
+    /// Stop the agent, doing this with remote managed sessions.
+    Stop(OnExit),
 }
 
 impl Default for ConsoleOptions {
@@ -105,6 +125,8 @@ impl Default for ConsoleOptions {
             save_dir: None,
             mirror: None,
             ask_on_exit: None,
+            attached: false,
+            watch: false,
         }
     }
 }
@@ -139,18 +161,19 @@ impl ConsoleOptions {
     }
 }
 
-/// Run the console until the operator quits or the terminal fails.
+/// Run the console until the operator leaves or the terminal fails.
 ///
 /// Takes over the terminal (alternate screen, raw mode, bracketed paste),
 /// restores it on every exit path including panics, and sends
-/// `AgentCommand::Quit` when it ends. Returns what the operator chose for
-/// remote managed sessions ([`OnExit::Keep`] unless asked and answered
-/// "remove"); the caller carries it out.
+/// `AgentCommand::Quit` when the operator stops the agent (never on a
+/// detach). Returns how the operator left ([`Leaving`]: detach, or stop
+/// keeping remote managed sessions unless asked and answered "remove");
+/// the caller carries it out.
 pub async fn run(
     mut events: UnboundedReceiver<AgentEvent>,
     commands: UnboundedSender<AgentCommand>,
     opts: ConsoleOptions,
-) -> std::io::Result<OnExit> {
+) -> std::io::Result<Leaving> {
     let guard = terminal::TerminalGuard::enter()?;
     let result = async {
         let mut term = terminal::new_terminal()?;
@@ -162,7 +185,9 @@ pub async fn run(
         }
         app.set_save_dir(opts.save_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
         app.set_ask_on_exit(opts.ask_on_exit.clone());
-        if let Some(text) = opts.initial_message.clone() {
+        app.set_attached(opts.attached);
+        app.set_read_only(opts.watch);
+        if let Some(text) = opts.initial_message.clone().filter(|_| !opts.watch) {
             app.note_sent(&text);
             // The agent may already be gone; the console still shows why.
             let _ = commands.send(AgentCommand::UserMessage { text });
@@ -177,10 +202,18 @@ pub async fn run(
             &opts,
         )
         .await?;
-        Ok(app.on_exit())
+        Ok(app.leaving())
     }
     .await;
-    let _ = commands.send(AgentCommand::Quit);
+    // A terminal failure leaves like a killed console: an attached one
+    // detaches (nothing lost), an in-process one stops.
+    let stop = match &result {
+        Ok(how) => matches!(how, Leaving::Stop(_)),
+        Err(_) => !opts.attached,
+    };
+    if stop {
+        let _ = commands.send(AgentCommand::Quit);
+    }
     drop(guard);
     result
 }

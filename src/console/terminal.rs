@@ -86,7 +86,8 @@ pub fn restore() -> io::Result<()> {
 
 /// Told after a panic on the console's thread unwinds out of the console.
 pub const CRASH_NOTE: &str = "vigil: internal error (above); the terminal was restored and \
-the recorded session is kept: `vigil resume --last` continues it";
+the agent keeps working: `vigil attach --last` returns to it (and once it is gone, the recorded \
+session is kept: `vigil resume --last` continues it)";
 
 /// Restore the terminal before the previous hook prints, so the panic message
 /// lands on the normal screen, then say what survives when it is the

@@ -128,6 +128,11 @@ pub struct AgentInfo {
     /// The managed pane consoles may mirror (None: no managed pane).
     #[serde(default)]
     pub mirror: Option<MirrorTarget>,
+    /// What stopping the agent leaves behind (remote managed tmux
+    /// sessions), in the operator's words: a console that stops the agent
+    /// asks keep or remove first. None: nothing to ask.
+    #[serde(default)]
+    pub leaves_behind: Option<String>,
 }
 
 /// What an agent is doing.

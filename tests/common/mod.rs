@@ -21,9 +21,14 @@ pub fn sandbox_helper_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_vigil-sandbox"))
 }
 
-/// A tmux server on a private socket, killed on drop.
+/// A tmux server on a private socket, killed on drop. Everything started
+/// in it gets a private `VIGIL_RUNTIME_DIR`; the agent processes vigil
+/// starts there (in their own sessions, so killing tmux does not reach
+/// them) are stopped on drop too.
 pub struct Tmux {
     pub socket: String,
+    /// The runtime directory (agent sockets) of what runs in this server.
+    pub runtime: tempfile::TempDir,
 }
 
 impl Tmux {
@@ -36,7 +41,17 @@ impl Tmux {
                 .unwrap()
                 .as_nanos()
         );
-        Tmux { socket }
+        // vigil refuses a runtime directory others can open.
+        let runtime = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .expect("runtime dir");
+        Tmux { socket, runtime }
+    }
+
+    /// The `VIGIL_RUNTIME_DIR` of what runs in this server.
+    pub fn runtime_dir(&self) -> &std::path::Path {
+        self.runtime.path()
     }
 
     pub fn cmd(&self) -> Command {
@@ -61,9 +76,12 @@ impl Tmux {
 
     /// Start a detached session running `shell_command` in a `width`×`height` pane.
     pub fn start(&self, session: &str, width: u16, height: u16, shell_command: &str) {
+        let runtime = format!("VIGIL_RUNTIME_DIR={}", self.runtime_dir().display());
         self.ok(&[
             "new-session",
             "-d",
+            "-e",
+            &runtime,
             "-s",
             session,
             "-x",
@@ -266,6 +284,44 @@ fn zombie_status(pid: &str) -> Option<String> {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").output();
+        stop_agents(self.runtime_dir());
+    }
+}
+
+/// The vigil agent processes started with `VIGIL_RUNTIME_DIR=dir`, found
+/// in /proc by their environment.
+pub fn agent_pids(dir: &std::path::Path) -> Vec<i32> {
+    let needle = format!("VIGIL_RUNTIME_DIR={}", dir.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).any(|a| a == b"__agent")
+                && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes())
+                && alive(*pid)
+        })
+        .collect()
+}
+
+/// Stop the agents of `dir`: SIGTERM to each one's process group (an agent
+/// leads its own session: the group is the agent and what it started),
+/// SIGKILL to what is left after 5 s.
+pub fn stop_agents(dir: &std::path::Path) {
+    let pids = agent_pids(dir);
+    for &pid in &pids {
+        // SAFETY: kill(2) on a process group a test's vigil started.
+        unsafe { libc::kill(-pid, libc::SIGTERM) };
+    }
+    for &pid in &pids {
+        if !gone_within(pid, Duration::from_secs(5)) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
     }
 }
 

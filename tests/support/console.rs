@@ -175,6 +175,41 @@ impl Console {
         self.tmux.wait_text(&self.session, "e2e", WAIT);
     }
 
+    /// Start another console in this tmux server (same data, config,
+    /// working and runtime directories), in session `session`, with `args`
+    /// (e.g. `attach --last --watch`).
+    pub fn open(&self, session: &str, args: &str) {
+        self.tmux
+            .start(session, 100, 30, &format!("{} {args}", self.launch));
+    }
+
+    /// The agent processes this test's consoles started.
+    pub fn agent_pids(&self) -> Vec<i32> {
+        common::agent_pids(self.tmux.runtime_dir())
+    }
+
+    /// `vigil ARGS` run here (not in tmux), with this test's directories:
+    /// `ps`, `stop`. Returns the exit code, stdout and stderr.
+    pub fn run(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let out = std::process::Command::new(vigil_bin())
+            .current_dir(self.work())
+            .env("VIGIL_DATA_DIR", self.dir.path().join("data"))
+            .env("VIGIL_RUNTIME_DIR", self.tmux.runtime_dir())
+            .env("VIGIL_TMUX_SOCKET", &self.agent_tmux.socket)
+            .env("XDG_CONFIG_HOME", self.dir.path().join("xdg"))
+            .arg("--config")
+            .arg(self.dir.path().join("config.toml"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("vigil ran");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     pub fn work(&self) -> PathBuf {
         self.dir.path().join("work")
     }

@@ -62,6 +62,8 @@ pub struct FooterView {
     pub running: bool,
     pub pending: usize,
     pub layer: Layer,
+    /// A client of an agent process (detach works, `q` asks).
+    pub attached: bool,
 }
 
 /// The (key, action) pairs for this state, most important first.
@@ -114,7 +116,11 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             }
             keys.push((k(Action::Back), "leave box"));
             keys.push(("Ctrl-U".into(), "clear line"));
-            keys.push(("Ctrl-C".into(), "quit"));
+            if view.attached {
+                keys.push((k(Action::Detach), "detach"));
+            } else {
+                keys.push(("Ctrl-C".into(), "quit"));
+            }
         }
         Focus::Approvals if view.pending > 0 => {
             keys.push((k(Action::Approve), "once"));
@@ -154,7 +160,12 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             keys.push((k(Action::Cancel), "cancel turn"));
         }
         keys.push((k(Action::Help), "help"));
-        keys.push((k(Action::Quit), "quit"));
+        if view.attached {
+            keys.push((k(Action::Detach), "detach"));
+            keys.push((k(Action::Quit), "leave…"));
+        } else {
+            keys.push((k(Action::Quit), "quit"));
+        }
     }
     keys
 }
@@ -223,6 +234,7 @@ mod tests {
             running: true,
             pending,
             layer: Layer::Panes,
+            attached: false,
         };
         let map = Keymap::default();
         assert!(keys(view(1), &map).contains(&("y".to_string(), "once")));

@@ -46,7 +46,7 @@ pub fn sections(map: &Keymap) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("Esc", "leave the box (never cancels anything)"),
                 ("Tab", "next pane (a waiting approval first)"),
                 ("Ctrl-U", "clear the line"),
-                ("Ctrl-C", "quit"),
+                ("Ctrl-C", "leave (detach when attached to an agent process)"),
             ]),
         ),
         (

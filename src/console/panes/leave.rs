@@ -53,25 +53,43 @@ impl LeaveAsk {
     }
 
     pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
-        let rect = centered(area, 72, 7);
-        frame.render_widget(Clear, rect);
-        let block = Block::bordered()
-            .border_type(BorderType::Double)
-            .border_style(theme.modal)
-            .title(" quit vigil ")
-            .title_style(theme.modal.add_modifier(Modifier::BOLD))
-            .title_bottom(format!(" {HINT} "));
-        let inner = block.inner(rect);
-        frame.render_widget(block, rect);
-        let lines = vec![
-            Line::styled(format!("{}.", self.what), theme.text),
-            Line::styled(
-                "Keep them (attach later) or remove them? The connection closes either way.",
-                theme.dim,
-            ),
-        ];
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+        let explain = "Keep them (attach later) or remove them? The connection closes either way.";
+        question(
+            frame,
+            area,
+            theme,
+            (" quit vigil ", HINT),
+            &self.what,
+            explain,
+        );
     }
+}
+
+/// A leaving question: a double-bordered box over `area` with a title and
+/// its keys at the bottom, what is at stake, then what the choices do.
+pub fn question(
+    frame: &mut Frame,
+    area: Rect,
+    theme: &Theme,
+    (title, hint): (&str, &str),
+    what: &str,
+    explain: &str,
+) {
+    let rect = centered(area, 72, 7);
+    frame.render_widget(Clear, rect);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(theme.modal)
+        .title(title.to_string())
+        .title_style(theme.modal.add_modifier(Modifier::BOLD))
+        .title_bottom(format!(" {hint} "));
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let lines = vec![
+        Line::styled(format!("{what}."), theme.text),
+        Line::styled(explain.to_string(), theme.dim),
+    ];
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod input;
 pub mod leave;
 pub mod mirror;
 pub mod modal;
+pub mod quit_ask;
 pub mod rules;
 pub mod status;
 pub mod tool_lines;

@@ -35,6 +35,8 @@ pub struct StatusBar {
     /// The latest notice about the target (connection re-established, no
     /// tmux there), until the next one.
     pub target_note: Option<String>,
+    /// A read-only console (`vigil attach --watch`).
+    pub read_only: bool,
 }
 
 /// A short label for a policy.
@@ -102,6 +104,9 @@ impl StatusBar {
     ) {
         let bar = theme.status_bar;
         let mut spans = vec![Span::styled(" vigil ", bar.add_modifier(Modifier::BOLD))];
+        if self.read_only {
+            spans.push(Span::styled("│ watching: read-only ", theme.status_alert));
+        }
         let model = self.model.as_deref().unwrap_or("connecting…");
         spans.push(Span::styled(format!("│ {model} "), bar));
         if self.demo {

@@ -239,6 +239,20 @@ pub fn format_duration(ms: u64) -> String {
     }
 }
 
+/// " at console 2 (pts/4) 14:03:12 UTC": who answered an approval, for the
+/// record on the call's status line.
+pub fn answered_by_text(who: &crate::event::Answerer) -> String {
+    let secs = who.at_ms / 1000 % 86_400;
+    format!(
+        " at console {} ({}) {:02}:{:02}:{:02} UTC",
+        who.console.id,
+        one_line(&sanitize(&who.console.name), 40),
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
 #[derive(Debug, Default)]
 pub struct ToolsPane {
     calls: VecDeque<ToolCall>,

@@ -1,0 +1,255 @@
+//! End-to-end: the agent outlives its console. The real binary in tmux:
+//! a console killed with SIGKILL while a command runs leaves the agent
+//! working (`vigil ps` shows it) and `vigil attach --last` shows the output,
+//! what arrived meanwhile and the end; two consoles on one agent, the
+//! second approves and the first says who; a watcher cannot approve;
+//! `vigil ps` and `vigil stop`; `q` → detach keeps the agent, `q` → stop
+//! ends it. Every agent a test starts is stopped when its tmux server goes
+//! (`common::Tmux`).
+
+mod common;
+#[path = "support/console.rs"]
+mod support;
+
+use std::time::Duration;
+
+use support::{BASE_CONFIG, Console};
+
+/// A command that prints for a few seconds, a gated one, echoes.
+const SCENARIO: &str = r#"
+model = "e2e"
+chunk_delay_ms = 0
+
+[[rule]]
+when = { role = "user", contains = "long-run" }
+times = 0
+text = "Running for a while."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "echo tick-1; sleep 1; echo tick-2; sleep 1; echo tick-3; sleep 1; echo tick-4; sleep 1; echo tick-5; sleep 1; echo long-done"
+risk = "low"
+mutation = false
+privesc = false
+why = "e2e long"
+
+[[rule]]
+when = { role = "user", contains = "gate-me" }
+times = 0
+text = "I will run a gated command."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "touch gated-ran && echo gated-output"
+risk = "medium"
+mutation = true
+privesc = false
+why = "e2e gate"
+
+[[rule]]
+when = { role = "tool" }
+times = 0
+text = "TOOL SAID: {last_tool}"
+
+[[rule]]
+when = { role = "user" }
+times = 0
+text = "echo: {last_user}"
+"#;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn start(tag: &str) -> Console {
+    Console::start_scenario(tag, SCENARIO, BASE_CONFIG, "", "")
+}
+
+/// `vigil ps --json`: the running agents' ids.
+fn live_ids(c: &Console) -> Vec<String> {
+    let (code, out, err) = c.run(&["ps", "--json"]);
+    assert_eq!(code, Some(0), "vigil ps failed: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("ps --json");
+    v["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|a| a["id"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Leave the message box (Esc), apart from the next key: Esc and a key
+/// sent together read as Alt-key.
+fn leave_box(c: &Console) {
+    c.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+#[test]
+fn a_killed_console_loses_nothing_and_attach_shows_what_came_meanwhile() {
+    let c = start("attach-kill");
+    c.send("long-run");
+    c.wait("tick-1");
+    let console = c.vigil_pid();
+    // SAFETY: kill(2) on the console process this test started.
+    unsafe { libc::kill(console, libc::SIGKILL) };
+    assert!(common::gone_within(console, WAIT), "the console survived");
+    // The agent is still there, working.
+    assert_eq!(live_ids(&c).len(), 1, "vigil ps lists the agent");
+    assert_eq!(c.agent_pids().len(), 1);
+    std::thread::sleep(Duration::from_secs(2));
+    c.restart("attach --last");
+    let screen = c.tmux.wait_for(&c.session, "the command's end", WAIT, |s| {
+        s.contains("long-done") && s.contains("TOOL SAID")
+    });
+    for tick in ["tick-1", "tick-3", "tick-5"] {
+        assert!(screen.contains(tick), "{tick} missing:\n{screen}");
+    }
+    assert!(
+        screen.contains("long-run"),
+        "the conversation is back:\n{screen}"
+    );
+}
+
+#[test]
+fn two_consoles_the_second_approves_and_the_first_says_who() {
+    let c = start("attach-two");
+    c.send("gate-me");
+    c.wait("approvals (1)");
+    c.open("second", "attach --last");
+    c.tmux.wait_text("second", "approvals (1)", WAIT);
+    c.tmux.keys("second", &["y"]);
+    // Both show the result (the model's answer to it: the command's text
+    // is on screen from the start); the first says which console answered.
+    c.tmux.wait_text("second", "TOOL SAID", WAIT);
+    c.wait("TOOL SAID");
+    // Wide enough for the whole status line of the call.
+    let resized = c
+        .tmux
+        .cmd()
+        .args(["resize-window", "-t", &c.session, "-x", "220", "-y", "30"])
+        .status()
+        .expect("tmux resize-window");
+    assert!(resized.success());
+    let screen = c.wait_for("who answered", |s| s.contains("at console 2"));
+    assert!(screen.contains("approved by operator"), "{screen}");
+    assert!(c.work().join("gated-ran").exists(), "the approved call ran");
+}
+
+#[test]
+fn a_watcher_cannot_approve_and_is_told() {
+    let c = start("attach-watch");
+    c.send("gate-me");
+    c.wait("approvals (1)");
+    c.open("watch", "attach --last --watch");
+    c.tmux.wait_text("watch", "watching: read-only", WAIT);
+    c.tmux.wait_text("watch", "approvals (1)", WAIT);
+    c.tmux.keys("watch", &["y"]);
+    c.tmux
+        .wait_text("watch", "this console cannot approve, type or send", WAIT);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(!c.work().join("gated-ran").exists(), "a watcher approved");
+    c.wait("approvals (1)");
+    // The operator's console still can; the watcher sees it happen.
+    c.keys(&["y"]);
+    c.tmux.wait_text("watch", "TOOL SAID", WAIT);
+}
+
+#[test]
+fn ps_lists_the_agent_and_stop_ends_it() {
+    let c = start("attach-ps");
+    let ids = live_ids(&c);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let (code, table, _) = c.run(&["ps"]);
+    assert_eq!(code, Some(0));
+    assert!(table.contains(&ids[0]) && table.contains("e2e"), "{table}");
+    assert!(table.contains("idle"), "{table}");
+    let pids = c.agent_pids();
+    let (code, out, err) = c.run(&["stop", &ids[0]]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("stopped"), "{out}");
+    common::assert_all_gone(&pids, "vigil stop");
+    let socket = c.tmux.runtime_dir().join(format!("{}.sock", ids[0]));
+    assert!(!socket.exists(), "the socket is left");
+    c.wait("the agent is gone");
+    // Stopping what is not there says so.
+    let (code, _, err) = c.run(&["stop", &ids[0]]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("no agent is running"), "{err}");
+}
+
+#[test]
+fn q_then_detach_keeps_the_agent_and_q_then_stop_ends_it() {
+    let c = start("attach-q");
+    c.send("long-run");
+    c.wait("tick-1");
+    leave_box(&c);
+    c.keys(&["q"]);
+    c.wait("1 command running");
+    c.keys(&["d"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    assert_eq!(live_ids(&c).len(), 1, "detach stopped the agent");
+    let pids = c.agent_pids();
+
+    c.restart("attach --last");
+    c.wait("long-run");
+    leave_box(&c);
+    c.keys(&["q"]);
+    c.wait("leave this console");
+    c.keys(&["s"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    common::assert_all_gone(&pids, "stop from the q question");
+    assert!(live_ids(&c).is_empty());
+}
+
+#[test]
+fn resume_of_a_live_session_attaches_instead_of_starting_a_second_agent() {
+    let c = start("attach-resume");
+    c.send("hello-one");
+    c.wait("echo: hello-one");
+    let pids = c.agent_pids();
+    c.keys(&["C-c"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    c.restart("resume --last");
+    c.wait("echo: hello-one");
+    assert_eq!(c.agent_pids(), pids, "a second agent was started");
+}
+
+#[test]
+fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
+    let c = start("attach-stale");
+    let ids = live_ids(&c);
+    let pids = c.agent_pids();
+    // SAFETY: kill(2) on the agent process group this test's vigil started.
+    unsafe { libc::kill(-pids[0], libc::SIGKILL) };
+    common::assert_all_gone(&pids, "SIGKILL");
+    // The console stays readable and says the connection is gone.
+    c.wait("agent connection lost");
+    let (code, out, err) = c.run(&["ps"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("stale") && out.contains(&ids[0]), "{out}");
+    assert!(out.contains(&format!("vigil resume {}", ids[0])), "{out}");
+    let (code, _, err) = c.run(&["attach", &ids[0]]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("is gone"), "{err}");
+    assert!(err.contains(&format!("vigil resume {}", ids[0])), "{err}");
+    // Resuming it starts a new agent on the same session.
+    leave_box(&c);
+    c.keys(&["q"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    c.restart(&format!("resume {}", ids[0]));
+    assert_eq!(live_ids(&c), ids);
+}
+
+#[test]
+fn an_agent_that_cannot_start_says_why_and_where_its_log_is() {
+    let c = start("attach-fail");
+    let (code, out, err) = c.run(&["--ssh", "nobody@127.0.0.1:1"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("the agent could not start"), "{err}");
+    let log = err
+        .split("its log: ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_else(|| panic!("no log named: {err}"));
+    assert!(std::path::Path::new(log).exists(), "{log}");
+    assert!(log.contains("/data/agent-"), "{log}");
+}
