@@ -244,6 +244,7 @@ async fn run_console(
             return exit::USAGE;
         }
     };
+    opts.apply_notify(&config.notify);
     let policy = startup_policy(config, demo, auto_approve);
     let start = StartOptions {
         resume,

@@ -420,6 +420,10 @@ pub async fn start_agent_with(
         Some(s) => s.spill_dir(),
         None => config.data_dir().join("spill"),
     };
+    let inner_rx = match notifier(config, &model.label, &target, session_id.clone()) {
+        Some(n) => n.relay(inner_rx),
+        None => inner_rx,
+    };
     tokio::spawn(tee(inner_rx, session.clone(), event_tx));
 
     let setup = AgentSetup {
@@ -461,6 +465,23 @@ pub async fn start_agent_with(
         session_id,
         leave,
     })
+}
+
+/// The `[notify] command` runner, when one is configured.
+fn notifier(
+    config: &Config,
+    model: &str,
+    target: &str,
+    session: Option<String>,
+) -> Option<Arc<crate::agent::notify::Notifier>> {
+    let agent = crate::agent::notify::AgentLabel {
+        name: config.agent.name.clone(),
+        model: model.to_string(),
+        target: target.to_string(),
+        pid: std::process::id(),
+    };
+    let timeout = Duration::from_secs(config.notify.command_timeout_secs);
+    crate::agent::notify::Notifier::new(&config.notify.command, timeout, agent, session)
 }
 
 /// The model the agent talks to, with what goes along with it.

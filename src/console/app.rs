@@ -201,6 +201,18 @@ impl App {
         self.status.is_running()
     }
 
+    /// Approvals that wait for an answer (the title shows the count).
+    pub fn waiting(&self) -> usize {
+        self.approvals.unanswered()
+    }
+
+    /// The newest approval waiting, as one line for a desktop notification.
+    pub fn newest_waiting(&self) -> Option<String> {
+        self.approvals
+            .newest_open()
+            .map(|r| format!("{} wants to run {}", r.tool, r.gate.action))
+    }
+
     /// True once per approval that arrived since the last call.
     pub fn take_bell(&mut self) -> bool {
         std::mem::take(&mut self.bell)

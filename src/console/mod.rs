@@ -28,6 +28,7 @@ pub mod fault;
 pub mod io;
 pub mod keys;
 pub mod markdown;
+pub mod notify;
 pub mod panes;
 pub mod passthrough;
 pub mod preview_card;
@@ -91,6 +92,9 @@ pub struct ConsoleOptions {
     /// Quitting leaves this behind (remote managed tmux sessions): ask the
     /// operator to keep or remove it first. None: quit at once.
     pub ask_on_exit: Option<String>,
+    /// The title with the waiting count and the desktop notification
+    /// (`[notify]`, see [`ConsoleOptions::apply_notify`]).
+    pub notify: notify::NotifyOptions,
 }
 
 impl Default for ConsoleOptions {
@@ -105,6 +109,7 @@ impl Default for ConsoleOptions {
             save_dir: None,
             mirror: None,
             ask_on_exit: None,
+            notify: notify::NotifyOptions::default(),
         }
     }
 }
@@ -137,6 +142,14 @@ impl ConsoleOptions {
             ..ConsoleOptions::default()
         })
     }
+
+    /// Take `[notify]` into account for the terminal this process runs in:
+    /// the bell rings only when both `[console] bell` and `[notify] bell`
+    /// allow it; the title and the desktop notification as configured.
+    pub fn apply_notify(&mut self, cfg: &crate::config::NotifyConfig) {
+        self.bell &= cfg.bell;
+        self.notify = notify::NotifyOptions::resolve(cfg, &notify::TermEnv::from_process());
+    }
 }
 
 /// Run the console until the operator quits or the terminal fails.
@@ -168,7 +181,10 @@ pub async fn run(
             let _ = commands.send(AgentCommand::UserMessage { text });
         }
         let mut input = crossterm::event::EventStream::new();
-        event_loop::run(
+        if opts.notify.title {
+            event_loop::write_raw(&mut term, notify::PUSH_TITLE);
+        }
+        let ran = event_loop::run(
             &mut term,
             &mut app,
             &mut input,
@@ -176,7 +192,13 @@ pub async fn run(
             &commands,
             &opts,
         )
-        .await?;
+        .await;
+        if opts.notify.title {
+            // Where the title stack is not kept, at least no stale count.
+            event_loop::write_raw(&mut term, &notify::set_title(0));
+            event_loop::write_raw(&mut term, notify::POP_TITLE);
+        }
+        ran?;
         Ok(app.on_exit())
     }
     .await;
