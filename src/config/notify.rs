@@ -103,7 +103,11 @@ command_timeout_secs = 5
         let bad = Config::from_toml("[notify]\ncommand = [\"\"]\n", Path::new("t.toml"));
         assert!(bad.unwrap_err().to_string().contains("notify.command"));
         let bad = Config::from_toml("[notify]\ndesktop = \"osc8\"\n", Path::new("t.toml"));
-        assert!(bad.unwrap_err().to_string().contains("unknown variant `osc8`"));
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown variant `osc8`")
+        );
         let bad = Config::from_toml("[notify]\ncommand_timeout_secs = 0\n", Path::new("t.toml"));
         assert!(
             bad.unwrap_err()

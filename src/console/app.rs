@@ -260,7 +260,7 @@ impl App {
     }
 
     /// Copy a call's state from the tools pane into the history.
-    fn track(&mut self, call_id: &str) {
+    pub(crate) fn track(&mut self, call_id: &str) {
         if let Some(c) = self.tools.call(call_id) {
             self.history
                 .track(&c.call_id, &c.name, &c.summary, &c.status);
@@ -416,9 +416,18 @@ impl App {
                 self.overlay = Overlay::Rules;
                 self.on_agent_event(ev);
             }
-            AgentEvent::SessionRecording { ref id, .. }
-            | AgentEvent::SessionRestored { ref id, .. } => {
+            AgentEvent::SessionRecording { ref id, .. } => {
                 self.status.session_id = Some(id.clone());
+            }
+            AgentEvent::SessionRestored {
+                ref id,
+                ref history,
+                ref tools,
+                ref interrupted,
+                ..
+            } => {
+                self.status.session_id = Some(id.clone());
+                self.restore(history, tools, interrupted);
                 if let Some(text) = ev.notice_text() {
                     self.conversation.notice(&text);
                 }

@@ -22,6 +22,7 @@ mod app_draw;
 mod app_history;
 mod app_keys;
 mod app_passthrough;
+mod app_restore;
 pub mod diff;
 pub mod event_loop;
 pub mod fault;
@@ -50,6 +51,8 @@ mod footer_tests;
 mod overlay_snapshots;
 #[cfg(test)]
 mod preview_snapshots;
+#[cfg(test)]
+mod restore_snapshots;
 #[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
