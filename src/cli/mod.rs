@@ -1,7 +1,8 @@
 //! The run modes and their wiring: building the registry, the execution
 //! context, the model and the agent from a [`Config`] ([`wiring`]), the
 //! headless `vigil exec` ([`headless`]), `vigil tool` ([`toolcmd`]) and
-//! `vigil policy` ([`policycmd`]), and the start-up check that lets each layer
+//! `vigil policy` ([`policycmd`]), how `vigil resume` starts a recorded
+//! session ([`resume`]), and the start-up check that lets each layer
 //! validate its own part of the configuration ([`check_config`]). It sits on
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
@@ -9,6 +10,7 @@
 pub mod args;
 pub mod headless;
 pub mod policycmd;
+pub mod resume;
 pub mod run;
 pub mod toolcmd;
 pub mod wiring;

@@ -13,7 +13,8 @@ use crate::config::{ApprovalMode, Config};
 use crate::console;
 use crate::exec::leave::OnExit;
 
-pub async fn run(cli: Cli, config: Config) -> i32 {
+pub async fn run(cli: Cli, mut config: Config) -> i32 {
+    let given = crate::cli::resume::Given::from_cli(&cli);
     match cli.command {
         None => run_console(&config, cli.demo, cli.auto_approve, cli.no_color, None).await,
         Some(Command::Exec {
@@ -55,6 +56,13 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
                 Ok(id) => id,
                 Err(code) => return code,
             };
+            let resumed = match crate::cli::resume::prepare(&mut config, given, &id) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("vigil: {e}");
+                    return exit::USAGE;
+                }
+            };
             match exec {
                 Some(prompt) => {
                     let exec = ExecArgs {
@@ -63,10 +71,13 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
                         resume: Some(id),
                         trust_session_rules,
                     };
-                    run_exec(&config, cli.demo, cli.auto_approve, exec).await
+                    eprintln!("vigil: {}", resumed.notice);
+                    run_exec(&config, resumed.demo, cli.auto_approve, exec).await
                 }
                 None => {
-                    run_console(&config, cli.demo, cli.auto_approve, cli.no_color, Some(id)).await
+                    let demo = resumed.demo;
+                    let (auto, no_color) = (cli.auto_approve, cli.no_color);
+                    run_console(&config, demo, auto, no_color, Some(resumed)).await
                 }
             }
         }
@@ -235,7 +246,7 @@ async fn run_console(
     demo: bool,
     auto_approve: bool,
     no_color: bool,
-    resume: Option<String>,
+    resume: Option<crate::cli::resume::Resumed>,
 ) -> i32 {
     let mut opts = match console::ConsoleOptions::from_config(&config.console, no_color) {
         Ok(o) => o,
@@ -246,14 +257,15 @@ async fn run_console(
     };
     opts.apply_notify(&config.notify);
     let policy = startup_policy(config, demo, auto_approve);
-    let start = StartOptions {
-        resume,
-        ..Default::default()
-    };
+    let start = resume
+        .as_ref()
+        .map_or_else(StartOptions::default, |r| r.start_options());
     let Some(running) = start_or_say(config, demo, policy.clone(), start).await else {
         return exit::FAILED;
     };
-    opts.initial_message = demo.then(|| "Show me what you can do.".to_string());
+    // A resumed demo continues from its conversation: no first message.
+    opts.initial_message =
+        (demo && resume.is_none()).then(|| "Show me what you can do.".to_string());
     opts.initial_policy = Some(match policy {
         Policy::Ask => crate::event::ApprovalPolicy::Ask,
         Policy::AutoApproveLow => crate::event::ApprovalPolicy::AutoApproveLow,

@@ -214,6 +214,9 @@ pub struct StartOptions {
     /// at once (`--trust-session-rules`). Without it they approve nothing
     /// until the operator confirms them (`AgentCommand::RestoredRules`).
     pub trust_session_rules: bool,
+    /// Lines for the operator at start-up (which model and target a
+    /// resume used), sent as Notices.
+    pub notices: Vec<String>,
 }
 
 /// Start the agent for `config`. With `demo`, a scripted model server is
@@ -381,7 +384,7 @@ pub async fn start_agent_with(
     let Target {
         exec,
         tmux,
-        notices,
+        mut notices,
         target_notices,
         leave,
     } = match options.target.take() {
@@ -414,6 +417,7 @@ pub async fn start_agent_with(
         )
         .await,
     );
+    notices.append(&mut options.notices);
     let (session, restore) = open_session(config, &options, &broker, &model, &target)?;
     let session_id = session.as_ref().map(|s| s.id().to_string());
     let spill_dir = match &session {
@@ -572,7 +576,15 @@ fn open_session(
             let writer = store.reopen(id, redactor)?;
             (Some(Arc::new(writer)), Some(restored))
         }
-        None => match store.create(&model.label, target, redactor) {
+        None => match store.create_with(
+            &model.label,
+            target,
+            Some(crate::cli::resume::launch_of(
+                config,
+                model.demo_server.is_some(),
+            )),
+            redactor,
+        ) {
             Ok(w) => (Some(Arc::new(w)), None),
             Err(e) => {
                 tracing::warn!("session recording disabled: {e}");
