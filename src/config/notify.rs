@@ -20,10 +20,10 @@ pub enum DesktopMode {
     /// Pick by `TERM_PROGRAM` / `TERM` (see `console::notify`).
     #[default]
     Auto,
-    /// `ESC ] 9 ; text BEL` (iTerm2, Windows Terminal, WezTerm, ConEmu…).
+    /// `ESC ] 9 ; text BEL` (iTerm2, Windows Terminal, WezTerm).
     Osc9,
-    /// `ESC ] 777 ; notify ; title ; body BEL` (rxvt-unicode, foot, kitty,
-    /// VTE terminals built with the patch, WezTerm).
+    /// `ESC ] 777 ; notify ; title ; body BEL` (rxvt-unicode, foot,
+    /// ghostty, WezTerm, VTE terminals built with Fedora's patch).
     Osc777,
     /// No desktop notification.
     Off,

@@ -31,7 +31,7 @@ pub struct Desktop {
 pub enum Osc {
     /// `ESC ] 9 ; body BEL`.
     Nine,
-    /// `ESC ] 777 ; notify ; title ; body BEL`.
+    /// `ESC ] 777 ; notify ; title ; body BEL` (rxvt-unicode, foot, ghostty).
     SevenSevenSeven,
 }
 
@@ -109,13 +109,15 @@ fn auto_osc(env: &TermEnv) -> Option<Osc> {
     }
     let program = env.term_program.as_deref().unwrap_or("");
     let term = env.term.as_deref().unwrap_or("");
-    match program {
-        "iTerm.app" | "WezTerm" | "ghostty" => return Some(Osc::Nine),
-        _ => {}
+    if matches!(program, "iTerm.app" | "WezTerm") {
+        return Some(Osc::Nine);
     }
-    if term == "xterm-kitty" || term == "xterm-ghostty" {
-        Some(Osc::Nine)
-    } else if term.starts_with("rxvt") || term.starts_with("foot") {
+    // kitty is left out: its own protocol is OSC 99.
+    if program == "ghostty"
+        || term == "xterm-ghostty"
+        || term.starts_with("rxvt")
+        || term.starts_with("foot")
+    {
         Some(Osc::SevenSevenSeven)
     } else {
         None
