@@ -105,6 +105,29 @@ pub struct MessageLine {
     pub message: ChatMessage,
 }
 
+impl Launch {
+    /// How a session started from `config` is recorded (`demo`: the
+    /// built-in scripted model).
+    pub fn of(config: &crate::config::Config, demo: bool) -> Launch {
+        use crate::config::TmuxMode;
+        Launch {
+            model: (!demo).then(|| config.model.model.clone()),
+            base_url: (!demo).then(|| config.model.base_url.clone()),
+            demo,
+            ssh: config.ssh.target.clone(),
+            container: config.container.name.clone(),
+            tmux: Some(
+                match config.tmux.mode {
+                    TmuxMode::Auto => "auto",
+                    TmuxMode::On => "on",
+                    TmuxMode::Off => "off",
+                }
+                .to_string(),
+            ),
+        }
+    }
+}
+
 /// Where sessions live: `<data_dir>/sessions`.
 #[derive(Debug, Clone)]
 pub struct SessionStore {

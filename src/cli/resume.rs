@@ -47,25 +47,6 @@ pub struct Resumed {
     pub notice: String,
 }
 
-/// The launch to record for a new session started from `config`.
-pub fn launch_of(config: &Config, demo: bool) -> Launch {
-    Launch {
-        model: (!demo).then(|| config.model.model.clone()),
-        base_url: (!demo).then(|| config.model.base_url.clone()),
-        demo,
-        ssh: config.ssh.target.clone(),
-        container: config.container.name.clone(),
-        tmux: Some(
-            match config.tmux.mode {
-                TmuxMode::Auto => "auto",
-                TmuxMode::On => "on",
-                TmuxMode::Off => "off",
-            }
-            .to_string(),
-        ),
-    }
-}
-
 /// Read session `id`'s meta data and make `config` start it as recorded
 /// where `given` did not say otherwise.
 pub fn prepare(config: &mut Config, given: Given, id: &str) -> Result<Resumed, SessionError> {

@@ -27,13 +27,20 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
                 Ok(r) => r,
                 Err(code) => return code,
             };
+            let mut demo = cli.demo;
+            if let Some(id) = &resume {
+                match prepare_resume(&mut config, given, id) {
+                    Ok(r) => demo = r.demo,
+                    Err(code) => return code,
+                }
+            }
             let exec = ExecArgs {
                 prompt,
                 json,
                 resume,
                 trust_session_rules,
             };
-            run_exec(&config, cli.demo, cli.auto_approve, exec).await
+            run_exec(&config, demo, cli.auto_approve, exec).await
         }
         Some(Command::Resume {
             id,
@@ -56,12 +63,9 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
                 Ok(id) => id,
                 Err(code) => return code,
             };
-            let resumed = match crate::cli::resume::prepare(&mut config, given, &id) {
+            let resumed = match prepare_resume(&mut config, given, &id) {
                 Ok(r) => r,
-                Err(e) => {
-                    eprintln!("vigil: {e}");
-                    return exit::USAGE;
-                }
+                Err(code) => return code,
             };
             match exec {
                 Some(prompt) => {
@@ -71,7 +75,6 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
                         resume: Some(id),
                         trust_session_rules,
                     };
-                    eprintln!("vigil: {}", resumed.notice);
                     run_exec(&config, resumed.demo, cli.auto_approve, exec).await
                 }
                 None => {
@@ -162,6 +165,21 @@ fn resolve_session(config: &Config, wanted: &str) -> Result<String, i32> {
         eprintln!("vigil: {e}");
         exit::USAGE
     })
+}
+
+/// Start session `id` the way it was recorded (unless `given` says
+/// otherwise), saying on stderr which model and target it uses.
+fn prepare_resume(
+    config: &mut Config,
+    given: crate::cli::resume::Given,
+    id: &str,
+) -> Result<crate::cli::resume::Resumed, i32> {
+    let resumed = crate::cli::resume::prepare(config, given, id).map_err(|e| {
+        eprintln!("vigil: {e}");
+        exit::USAGE
+    })?;
+    eprintln!("vigil: {}", resumed.notice);
+    Ok(resumed)
 }
 
 async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArgs) -> i32 {

@@ -15,7 +15,7 @@ use crate::agent::model::{ChatModel, ModelClient, ModelClientConfig};
 use crate::agent::restore::Restored;
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
 use crate::agent::session::SessionError;
-use crate::agent::session::{SessionStore, SessionWriter, tee};
+use crate::agent::session::{Launch, SessionStore, SessionWriter, tee};
 use crate::config::ConfigError;
 use crate::config::{ApiDialect, Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
@@ -579,10 +579,7 @@ fn open_session(
         None => match store.create_with(
             &model.label,
             target,
-            Some(crate::cli::resume::launch_of(
-                config,
-                model.demo_server.is_some(),
-            )),
+            Some(Launch::of(config, model.demo_server.is_some())),
             redactor,
         ) {
             Ok(w) => (Some(Arc::new(w)), None),

@@ -352,11 +352,8 @@ impl App {
             } => {
                 if let Some(request) = self.approvals.resolve(id) {
                     let call = &request.call_id;
-                    let mut record = decided_by.describe(&decision);
-                    if previewed {
-                        record.push_str(" after a preview");
-                    }
-                    self.tools.decided(call, &record);
+                    self.tools
+                        .decided(call, &decided_by.record(&decision, previewed));
                     if decided_by == DecidedBy::Cancelled {
                         self.tools.cancelled(call, &request.tool);
                     } else if !decision.is_approved() {

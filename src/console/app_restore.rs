@@ -51,6 +51,9 @@ impl App {
             let summary = summarize(&record.arguments);
             self.tools
                 .restored(&record.call_id, &record.name, &summary, status);
+            if let Some(how) = &record.decided {
+                self.tools.decided(&record.call_id, how);
+            }
             if let Some(text) = results.get(record.call_id.as_str()).filter(|_| ran) {
                 for (stream, part) in result_output(text) {
                     self.tools.output(&record.call_id, stream, &part);

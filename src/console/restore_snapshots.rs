@@ -1,5 +1,5 @@
 //! A resumed session on screen: the restored conversation and tools pane
-//! (100×30), the history view with an interrupted call, and opening a
+//! (100×30), the history view with an interrupted call (120×30), and opening a
 //! restored call's output (kept from its result, or read from its spill
 //! file when it was cut for the model).
 
@@ -41,6 +41,7 @@ fn record(id: &str, command: &str, summary: Option<ToolSummary>, started: bool) 
         arguments: format!(r#"{{"command":"{command}","risk":"low"}}"#),
         started,
         summary,
+        decided: None,
     }
 }
 
@@ -72,12 +73,15 @@ fn resumed(spill: PathBuf) -> App {
     ];
     let tools = vec![
         record("c1", "uname -a", Some(finished(0, 34, None)), true),
-        record(
-            "c2",
-            "make all",
-            Some(finished(2, 83_000, Some(spill))),
-            true,
-        ),
+        ToolRecord {
+            decided: Some("approved by operator".into()),
+            ..record(
+                "c2",
+                "make all",
+                Some(finished(2, 83_000, Some(spill))),
+                true,
+            )
+        },
         record("c3", "make install", None, true),
     ];
     let interrupted = vec![tools[2].clone()];
@@ -99,11 +103,11 @@ fn restored_conversation_and_tools_100x30() {
 }
 
 #[test]
-fn restored_history_view_100x30() {
+fn restored_history_view_120x30() {
     let mut app = resumed(PathBuf::from("/data/sessions/s/spill/c2-stdout.txt"));
     app.set_focus(Focus::Tools);
     app.on_key(key(KeyCode::Char('h')));
-    insta::assert_snapshot!(screen(&app, 100, 30));
+    insta::assert_snapshot!(screen(&app, 120, 30));
 }
 
 #[test]
