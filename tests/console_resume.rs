@@ -3,7 +3,10 @@
 //! and `vigil resume --last` shows the earlier conversation and both tool
 //! calls with their output, says which model and target it used (the ones
 //! recorded), opens a call's output in the viewer, and never replays the
-//! demo's first message over the old conversation.
+//! demo's first message over the old conversation. A session whose console
+//! was SIGKILLed mid-call resumes against its recorded model (a scripted
+//! server, named only in the first run's environment) with the call
+//! marked interrupted.
 
 mod common;
 
@@ -105,4 +108,75 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
 
     tmux.keys("again", &["C-c"]);
     assert_eq!(tmux.wait_exit("again", WAIT), "0/");
+}
+
+const LONG: &str = r#"
+[[rule]]
+when = { role = "user", contains = "again" }
+text = "A second answer from the recorded model."
+
+[[rule]]
+when = { role = "user" }
+text = "Running the long one."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "echo started-long; sleep 4; echo finished-long"
+risk = "low"
+mutation = false
+privesc = false
+why = "a call the kill interrupts"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_session_resumes_with_its_model_and_the_interrupted_call_marked() {
+    use vigil::scripted::{Scenario, ScriptedServer};
+    let server = ScriptedServer::start(Scenario::from_toml_str(LONG).unwrap())
+        .await
+        .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("resume-killed");
+    let first = format!(
+        "VIGIL_BASE_URL={} VIGIL_MODEL=test-model {}",
+        server.base_url(),
+        vigil(data.path(), "--no-tmux --auto-approve")
+    );
+    tmux.start("first", 120, 36, &first);
+    tmux.wait_text("first", "message", WAIT);
+    tmux.type_text("first", "run the long one");
+    tmux.keys("first", &["Enter"]);
+    tmux.wait_text("first", "started-long", WAIT);
+    // The console dies mid-call (the command finishes by itself later).
+    let pid: i32 = tmux.display("first", "#{pane_pid}").parse().unwrap();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    assert_eq!(comm.trim(), "vigil", "the pane runs vigil itself");
+    // SAFETY: kill(2) on the vigil process this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    tmux.wait_exit("first", WAIT);
+
+    // No model on the command line: the recorded one answers.
+    tmux.start("again", 120, 36, &vigil(data.path(), "resume --last"));
+    let screen = tmux.wait_text("again", "resumed session", WAIT);
+    assert!(screen.contains("test-model │ on local"), "{screen}");
+    assert!(screen.contains("> run the long one"), "{screen}");
+    assert!(
+        screen.contains("interrupted"),
+        "the call is marked:\n{screen}"
+    );
+    assert!(
+        screen.contains("interrupted when the session stopped"),
+        "{screen}"
+    );
+    assert!(
+        log(data.path()).contains("resumed with model test-model (recorded) on this machine"),
+        "the notice says which model and target"
+    );
+    // The recorded model really answers: a new turn reaches the server.
+    tmux.type_text("again", "and again");
+    tmux.keys("again", &["Enter"]);
+    tmux.wait_text("again", "A second answer from the recorded model.", WAIT);
+    tmux.keys("again", &["C-c"]);
+    tmux.wait_exit("again", WAIT);
 }
