@@ -3,7 +3,7 @@
 //! and `vigil resume --last` shows the earlier conversation and both tool
 //! calls with their output, says which model and target it used (the ones
 //! recorded), opens a call's output in the viewer, and never replays the
-//! demo's first message over the old conversation. A session whose console
+//! demo's opening over the old conversation (`next` goes on to the tour). A session whose console
 //! was SIGKILLed mid-call resumes against its recorded model (a scripted
 //! server, named only in the first run's environment) with the call
 //! marked interrupted.
@@ -84,15 +84,22 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
     assert_eq!(turns(data.path()), 1, "{}", tmux.screen("again"));
     assert!(tmux.screen("again").contains("│ idle"));
 
-    // The history lists both calls; Enter opens one's output.
-    tmux.keys("again", &["Escape"]);
-    std::thread::sleep(Duration::from_millis(100));
+    // The demo continues from there: `next` is the tour, not the opening.
+    tmux.type_text("again", "next");
+    tmux.keys("again", &["Enter"]);
+    tmux.wait_text("again", "Tour 1/8", WAIT);
+    tmux.wait_text("again", "approvals (1)", WAIT);
+    assert_eq!(turns(data.path()), 2);
+
+    // The history lists the earlier calls; Enter opens one's output.
     tmux.keys("again", &["h"]);
-    let list = tmux.wait_text("again", "history · 2 tool calls", WAIT);
+    let list = tmux.wait_text("again", "history · 3 tool calls", WAIT);
     assert!(
         list.contains("uname -a") && list.contains("mkdir -p"),
         "{list}"
     );
+    tmux.keys("again", &["Up"]);
+    tmux.wait_text("again", "›2", WAIT);
     tmux.keys("again", &["Enter"]);
     let viewer = tmux.wait_text("again", "stamp", WAIT);
     assert!(
@@ -100,7 +107,7 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
         "the mkdir call's output:\n{viewer}"
     );
     tmux.keys("again", &["Escape"]);
-    tmux.wait_text("again", "history · 2 tool calls", WAIT);
+    tmux.wait_text("again", "history · 3 tool calls", WAIT);
     tmux.keys("again", &["Up"]);
     tmux.wait_text("again", "›1", WAIT);
     tmux.keys("again", &["Enter"]);

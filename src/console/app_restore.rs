@@ -18,6 +18,9 @@ use super::app::App;
 use super::panes::tools::CallStatus;
 use crate::event::{HistoryEntry, OutputStream, ToolRecord, ToolSummary};
 
+/// Prefixed to a restored call's id in the panes.
+const EARLIER: &str = "earlier:";
+
 /// Argument fields that say what a call does, most telling first.
 const SUMMARY_FIELDS: &[&str] = &["command", "keys", "path", "url", "query", "name", "pane"];
 
@@ -45,21 +48,24 @@ impl App {
         self.conversation.end_round();
         let cut_short = |id: &str| interrupted.iter().any(|r| r.call_id == id);
         for record in tools {
+            // Under an id of their own: a model may number the calls of the
+            // resumed run from 1 again, and a new call must not take over
+            // an old one's entry.
+            let id = format!("{EARLIER}{}", record.call_id);
             let status = restored_status(record, cut_short(&record.call_id));
             // An interrupted call's result is only the stub the model got.
             let ran = status != CallStatus::Interrupted;
             let summary = summarize(&record.arguments);
-            self.tools
-                .restored(&record.call_id, &record.name, &summary, status);
+            self.tools.restored(&id, &record.name, &summary, status);
             if let Some(how) = &record.decided {
-                self.tools.decided(&record.call_id, how);
+                self.tools.decided(&id, how);
             }
             if let Some(text) = results.get(record.call_id.as_str()).filter(|_| ran) {
                 for (stream, part) in result_output(text) {
-                    self.tools.output(&record.call_id, stream, &part);
+                    self.tools.output(&id, stream, &part);
                 }
             }
-            self.track(&record.call_id);
+            self.track(&id);
         }
         if !interrupted.is_empty() {
             let calls: Vec<String> = interrupted
@@ -152,6 +158,27 @@ fn line_ended(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_call_with_an_old_id_gets_its_own_entry() {
+        let mut app = App::new(std::time::Instant::now());
+        let old = ToolRecord {
+            call_id: "call_1".into(),
+            name: "run_shell".into(),
+            arguments: r#"{"command":"uname -a"}"#.into(),
+            started: true,
+            summary: None,
+            decided: None,
+        };
+        app.restore(&[], std::slice::from_ref(&old), &[]);
+        app.on_agent_event(crate::event::AgentEvent::ToolCallRequested {
+            call_id: "call_1".into(),
+            name: "write_file".into(),
+            arguments: r#"{"path":"/tmp/x"}"#.into(),
+        });
+        let tools: Vec<_> = app.history.records().map(|r| r.tool.clone()).collect();
+        assert_eq!(tools, ["run_shell", "write_file"]);
+    }
 
     #[test]
     fn command_results_split_into_their_streams() {
