@@ -266,6 +266,15 @@ pub enum DecidedBy {
 }
 
 impl DecidedBy {
+    /// [`DecidedBy::describe`], saying when the operator had a preview.
+    pub fn record(&self, decision: &ApprovalDecision, previewed: bool) -> String {
+        let mut how = self.describe(decision);
+        if previewed {
+            how.push_str(" after a preview");
+        }
+        how
+    }
+
     /// One line for the tools pane and history, e.g. `by session rule `ls …``.
     pub fn describe(&self, decision: &ApprovalDecision) -> String {
         match (self, decision) {
@@ -316,6 +325,11 @@ pub struct ToolRecord {
     pub started: bool,
     /// How it ended (None: it never ended).
     pub summary: Option<ToolSummary>,
+    /// How a gated call was decided, as the tools pane says it ("approved
+    /// by operator", "by session rule `ls …`"); None: not gated, or a log
+    /// written before vigil kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided: Option<String>,
 }
 
 /// Why a turn failed; `vigil exec` maps each kind to an exit code.

@@ -8,6 +8,7 @@ pub mod compact;
 pub mod context;
 pub mod conversation;
 pub mod model;
+pub mod notify;
 pub mod preview;
 pub mod restore;
 pub mod runner;

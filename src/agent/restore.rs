@@ -96,6 +96,7 @@ impl Restored {
                                 arguments: call.function.arguments.clone(),
                                 started: false,
                                 summary: None,
+                                decided: None,
                             });
                         self.interrupted.push(record);
                     }
@@ -154,6 +155,7 @@ fn add_new(list: &mut Vec<(String, String)>, pair: (String, String)) {
 fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
     let mut tools: Vec<ToolRecord> = Vec::new();
     let mut requests: HashMap<u64, (String, String)> = HashMap::new();
+    let mut calls: HashMap<u64, String> = HashMap::new();
     let mut rules = Rules::default();
     for line in events {
         match &line.event {
@@ -167,6 +169,7 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                 arguments: arguments.clone(),
                 started: false,
                 summary: None,
+                decided: None,
             }),
             AgentEvent::ToolStarted { call_id, .. } => {
                 if let Some(t) = tools.iter_mut().rev().find(|t| &t.call_id == call_id) {
@@ -186,12 +189,23 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                 }
             }
             AgentEvent::ApprovalRequested { request } => {
+                calls.insert(request.id, request.call_id.clone());
                 requests.insert(
                     request.id,
                     (request.tool.clone(), request.gate.action.clone()),
                 );
             }
-            AgentEvent::ApprovalResolved { id, decision, .. } => {
+            AgentEvent::ApprovalResolved {
+                id,
+                decision,
+                decided_by,
+                previewed,
+                ..
+            } => {
+                let call = calls.get(id);
+                if let Some(t) = tools.iter_mut().rev().find(|t| Some(&t.call_id) == call) {
+                    t.decided = Some(decided_by.record(decision, *previewed));
+                }
                 let Some((tool, action)) = requests.get(id) else {
                     continue;
                 };
@@ -326,6 +340,21 @@ mod tests {
         assert_eq!(
             rules.standing,
             vec![("run_shell".into(), "make all".into())]
+        );
+        // Each gated call keeps how it was decided.
+        let mut with_calls = vec![EventLine {
+            at_ms: 0,
+            event: AgentEvent::ToolCallRequested {
+                call_id: "c1".into(),
+                name: "run_shell".into(),
+                arguments: "{}".into(),
+            },
+        }];
+        with_calls.extend(events[..2].iter().cloned());
+        let (tools, _) = history_from_events(&with_calls);
+        assert_eq!(
+            tools[0].decided.as_deref(),
+            Some("approved by operator · rule `git status …` added")
         );
         // A SessionRestored line written before prefix rules existed.
         let old = r#"{"at_ms":1,"event":{"type":"session_restored","id":"s","history":[],"tools":[],"standing_approvals":[["run_shell","ls"]],"interrupted":[]}}"#;

@@ -62,6 +62,33 @@ pub struct SessionMeta {
     pub started_ms: u64,
     pub model: String,
     pub target: String,
+    /// How the session was started, so `vigil resume` starts it the same
+    /// way (absent in sessions recorded before vigil kept it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+}
+
+/// The model and the target a session was started with: what `vigil
+/// resume` uses unless the command line or the environment says otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// The model name sent in requests (None: the demo's scripted model).
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The built-in scripted demo model.
+    #[serde(default)]
+    pub demo: bool,
+    /// `user@host[:port]` of an SSH target.
+    #[serde(default)]
+    pub ssh: Option<String>,
+    /// The container's name, for a container target.
+    #[serde(default)]
+    pub container: Option<String>,
+    /// `[tmux] mode`: "auto", "on" or "off".
+    #[serde(default)]
+    pub tmux: Option<String>,
 }
 
 /// One line of `events.jsonl`.
@@ -76,6 +103,29 @@ pub struct EventLine {
 pub struct MessageLine {
     pub at_ms: u64,
     pub message: ChatMessage,
+}
+
+impl Launch {
+    /// How a session started from `config` is recorded (`demo`: the
+    /// built-in scripted model).
+    pub fn of(config: &crate::config::Config, demo: bool) -> Launch {
+        use crate::config::TmuxMode;
+        Launch {
+            model: (!demo).then(|| config.model.model.clone()),
+            base_url: (!demo).then(|| config.model.base_url.clone()),
+            demo,
+            ssh: config.ssh.target.clone(),
+            container: config.container.name.clone(),
+            tmux: Some(
+                match config.tmux.mode {
+                    TmuxMode::Auto => "auto",
+                    TmuxMode::On => "on",
+                    TmuxMode::Off => "off",
+                }
+                .to_string(),
+            ),
+        }
+    }
 }
 
 /// Where sessions live: `<data_dir>/sessions`.
@@ -130,6 +180,17 @@ impl SessionStore {
         target: &str,
         redactor: Redactor,
     ) -> Result<SessionWriter, SessionError> {
+        self.create_with(model, target, None, redactor)
+    }
+
+    /// [`SessionStore::create`], recording how the session was started.
+    pub fn create_with(
+        &self,
+        model: &str,
+        target: &str,
+        launch: Option<Launch>,
+        redactor: Redactor,
+    ) -> Result<SessionWriter, SessionError> {
         let started_ms = now_ms();
         let id = format!("{started_ms}-{}", std::process::id());
         let dir = self.dir_of(&id);
@@ -140,6 +201,7 @@ impl SessionStore {
             started_ms,
             model: model.to_string(),
             target: target.to_string(),
+            launch,
         };
         let path = dir.join(META_FILE);
         let text = serde_json::to_string_pretty(&meta).unwrap_or_default();
@@ -147,6 +209,22 @@ impl SessionStore {
         f.write_all(redactor.apply(&text).as_bytes())
             .map_err(io(&path))?;
         SessionWriter::open(id, dir, redactor)
+    }
+
+    /// A session's `meta.json`.
+    pub fn meta(&self, id: &str) -> Result<SessionMeta, SessionError> {
+        let path = self.dir_of(id).join(META_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SessionError::NotFound(id.to_string()));
+            }
+            Err(e) => return Err(io(&path)(e)),
+        };
+        serde_json::from_str(&text).map_err(|e| SessionError::Bad {
+            path,
+            message: e.to_string(),
+        })
     }
 
     /// Re-open an existing session for appending.
@@ -393,6 +471,7 @@ mod tests {
                 started_ms: i,
                 model: "m".into(),
                 target: "t".into(),
+                launch: None,
             };
             std::fs::write(dir.join(META_FILE), serde_json::to_string(&meta).unwrap()).unwrap();
         }

@@ -55,9 +55,9 @@ struct Serving {
 }
 
 /// Run the agent process; returns the exit code.
-pub async fn run(config: &Config, demo: bool, policy: Policy, resume: Option<String>) -> i32 {
+pub async fn run(config: &Config, demo: bool, policy: Policy, options: StartOptions) -> i32 {
     ignore_hangup();
-    let serving = match start(config, demo, policy, resume).await {
+    let serving = match start(config, demo, policy, options).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("vigil: {e}");
@@ -78,18 +78,14 @@ async fn start(
     config: &Config,
     demo: bool,
     policy: Policy,
-    resume: Option<String>,
+    options: StartOptions,
 ) -> Result<Serving, AgentProcError> {
     let dir = runtime::dir()?;
     // A resumed session's lock is taken before anything is started, so a
     // second agent never opens the session at all.
-    let early = match &resume {
+    let early = match &options.resume {
         Some(id) => Some(SessionLock::acquire(&dir, id)?),
         None => None,
-    };
-    let options = StartOptions {
-        resume,
-        ..Default::default()
     };
     let mut running = wiring::start_agent_with(config, demo, policy, options).await?;
     let id = running

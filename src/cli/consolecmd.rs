@@ -200,10 +200,14 @@ async fn open_tunnel(
     remote::Tunnel::open(ssh, &socket).await
 }
 
-/// The console options from `[console]`, or None after saying why not.
+/// The console options from `[console]` and `[notify]`, or None after
+/// saying why not.
 fn options(config: &Config, no_color: bool) -> Option<ConsoleOptions> {
     match ConsoleOptions::from_config(&config.console, no_color) {
-        Ok(o) => Some(o),
+        Ok(mut o) => {
+            o.apply_notify(&config.notify);
+            Some(o)
+        }
         Err(e) => {
             eprintln!("vigil: {e}");
             None

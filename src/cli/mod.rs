@@ -1,7 +1,8 @@
 //! The run modes and their wiring: building the registry, the execution
 //! context, the model and the agent from a [`Config`] ([`wiring`]), the
 //! headless `vigil exec` ([`headless`]), `vigil tool` ([`toolcmd`]) and
-//! `vigil policy` ([`policycmd`]), the agent as its own process
+//! `vigil policy` ([`policycmd`]), how `vigil resume` starts a recorded
+//! session ([`resume`]), the agent as its own process
 //! (`vigil __agent`, [`agentproc`]), the console as a client of an agent
 //! process ([`consolecmd`]: [`spawn`] starts the process, [`attach`] and
 //! [`bridge`] talk to its socket; [`fleetcmd`] is `ps`, `stop` and which
@@ -19,6 +20,7 @@ pub mod fleetcmd;
 pub mod headless;
 pub mod policycmd;
 pub mod remote;
+pub mod resume;
 pub mod run;
 pub mod spawn;
 pub mod toolcmd;

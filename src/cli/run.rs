@@ -16,18 +16,14 @@ use crate::cli::{fleetcmd, headless, toolcmd, wiring};
 use crate::config::{ApprovalMode, Config};
 use crate::exec::leave::OnExit;
 
-pub async fn run(cli: Cli, config: Config) -> i32 {
+pub async fn run(cli: Cli, mut config: Config) -> i32 {
+    let given = crate::cli::resume::Given::from_cli(&cli);
     let agent_args = AgentArgs::from_cli(&cli);
-    let console = |resume: Option<String>| ConsoleStart {
-        config: &config,
-        args: &agent_args,
-        demo: cli.demo,
-        no_color: cli.no_color,
-        policy: startup_policy(&config, cli.demo, cli.auto_approve),
-        resume,
-    };
+    let (no_color, auto) = (cli.no_color, cli.auto_approve);
+    let console =
+        |config, resume, demo| console_start(config, &agent_args, no_color, auto, resume, demo);
     match cli.command {
-        None => run_console(console(None)).await,
+        None => run_console(console(&config, None, cli.demo)).await,
         Some(Command::Exec {
             prompt,
             json,
@@ -38,13 +34,20 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
                 Ok(r) => r,
                 Err(code) => return code,
             };
+            let mut demo = cli.demo;
+            if let Some(id) = &resume {
+                match prepare_resume(&mut config, given, id) {
+                    Ok(r) => demo = r.demo,
+                    Err(code) => return code,
+                }
+            }
             let exec = ExecArgs {
                 prompt,
                 json,
                 resume,
                 trust_session_rules,
             };
-            run_exec(&config, cli.demo, cli.auto_approve, exec).await
+            run_exec(&config, demo, cli.auto_approve, exec).await
         }
         Some(Command::Resume {
             id,
@@ -67,6 +70,10 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
                 Ok(id) => id,
                 Err(code) => return code,
             };
+            let resumed = match prepare_resume(&mut config, given, &id) {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
             match exec {
                 Some(prompt) => {
                     let exec = ExecArgs {
@@ -75,9 +82,9 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
                         resume: Some(id),
                         trust_session_rules,
                     };
-                    run_exec(&config, cli.demo, cli.auto_approve, exec).await
+                    run_exec(&config, resumed.demo, cli.auto_approve, exec).await
                 }
-                None => run_console(console(Some(id))).await,
+                None => run_console(console(&config, Some(id), resumed.demo)).await,
             }
         }
         Some(Command::Sessions) => list_sessions(&config),
@@ -105,9 +112,37 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
         Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,
         Some(Command::Agent { resume }) => {
-            let policy = startup_policy(&config, cli.demo, cli.auto_approve);
-            crate::cli::agentproc::run(&config, cli.demo, policy, resume).await
+            // A resumed session starts with its recorded model and target
+            // unless the flags passed through say otherwise.
+            let (demo, options) = match resume {
+                Some(id) => match prepare_resume(&mut config, given, &id) {
+                    Ok(r) => (r.demo, r.start_options()),
+                    Err(code) => return code,
+                },
+                None => (cli.demo, StartOptions::default()),
+            };
+            let policy = startup_policy(&config, demo, cli.auto_approve);
+            crate::cli::agentproc::run(&config, demo, policy, options).await
         }
+    }
+}
+
+/// How the console starts (a new session, or `resume`).
+fn console_start<'a>(
+    config: &'a Config,
+    args: &'a AgentArgs,
+    no_color: bool,
+    auto_approve: bool,
+    resume: Option<String>,
+    demo: bool,
+) -> ConsoleStart<'a> {
+    ConsoleStart {
+        config,
+        args,
+        demo,
+        no_color,
+        policy: startup_policy(config, demo, auto_approve),
+        resume,
     }
 }
 
@@ -186,6 +221,21 @@ fn resolve_session(config: &Config, wanted: &str) -> Result<String, i32> {
         eprintln!("vigil: {e}");
         exit::USAGE
     })
+}
+
+/// Start session `id` the way it was recorded (unless `given` says
+/// otherwise), saying on stderr which model and target it uses.
+fn prepare_resume(
+    config: &mut Config,
+    given: crate::cli::resume::Given,
+    id: &str,
+) -> Result<crate::cli::resume::Resumed, i32> {
+    let resumed = crate::cli::resume::prepare(config, given, id).map_err(|e| {
+        eprintln!("vigil: {e}");
+        exit::USAGE
+    })?;
+    eprintln!("vigil: {}", resumed.notice);
+    Ok(resumed)
 }
 
 async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArgs) -> i32 {

@@ -15,7 +15,7 @@ use crate::agent::model::{ChatModel, ModelClient, ModelClientConfig};
 use crate::agent::restore::Restored;
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
 use crate::agent::session::SessionError;
-use crate::agent::session::{SessionStore, SessionWriter, tee};
+use crate::agent::session::{Launch, SessionStore, SessionWriter, tee};
 use crate::config::ConfigError;
 use crate::config::{ApiDialect, Config, TmuxMode};
 use crate::event::{AgentCommand, AgentEvent};
@@ -214,6 +214,9 @@ pub struct StartOptions {
     /// at once (`--trust-session-rules`). Without it they approve nothing
     /// until the operator confirms them (`AgentCommand::RestoredRules`).
     pub trust_session_rules: bool,
+    /// Lines for the operator at start-up (which model and target a
+    /// resume used), sent as Notices.
+    pub notices: Vec<String>,
 }
 
 /// Start the agent for `config`. With `demo`, a scripted model server is
@@ -381,7 +384,7 @@ pub async fn start_agent_with(
     let Target {
         exec,
         tmux,
-        notices,
+        mut notices,
         target_notices,
         leave,
     } = match options.target.take() {
@@ -414,11 +417,16 @@ pub async fn start_agent_with(
         )
         .await,
     );
+    notices.append(&mut options.notices);
     let (session, restore) = open_session(config, &options, &broker, &model, &target)?;
     let session_id = session.as_ref().map(|s| s.id().to_string());
     let spill_dir = match &session {
         Some(s) => s.spill_dir(),
         None => config.data_dir().join("spill"),
+    };
+    let inner_rx = match notifier(config, &model.label, &target, session_id.clone()) {
+        Some(n) => n.relay(inner_rx),
+        None => inner_rx,
     };
     tokio::spawn(tee(inner_rx, session.clone(), event_tx));
 
@@ -461,6 +469,23 @@ pub async fn start_agent_with(
         session_id,
         leave,
     })
+}
+
+/// The `[notify] command` runner, when one is configured.
+fn notifier(
+    config: &Config,
+    model: &str,
+    target: &str,
+    session: Option<String>,
+) -> Option<Arc<crate::agent::notify::Notifier>> {
+    let agent = crate::agent::notify::AgentLabel {
+        name: config.agent.name.clone(),
+        model: model.to_string(),
+        target: target.to_string(),
+        pid: std::process::id(),
+    };
+    let timeout = Duration::from_secs(config.notify.command_timeout_secs);
+    crate::agent::notify::Notifier::new(&config.notify.command, timeout, agent, session)
 }
 
 /// The model the agent talks to, with what goes along with it.
@@ -551,7 +576,12 @@ fn open_session(
             let writer = store.reopen(id, redactor)?;
             (Some(Arc::new(writer)), Some(restored))
         }
-        None => match store.create(&model.label, target, redactor) {
+        None => match store.create_with(
+            &model.label,
+            target,
+            Some(Launch::of(config, model.demo_server.is_some())),
+            redactor,
+        ) {
             Ok(w) => (Some(Arc::new(w)), None),
             Err(e) => {
                 tracing::warn!("session recording disabled: {e}");

@@ -7,8 +7,10 @@
 
 pub mod approval;
 pub mod mcp;
+pub mod notify;
 
 pub use mcp::{McpConfig, McpServerConfig};
+pub use notify::{DesktopMode, NotifyConfig};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,8 @@ pub struct Config {
     pub container: ContainerSettings,
     /// `[[approval.rules]]`: the policy file.
     pub approval: approval::ApprovalConfig,
+    /// `[notify]`: bell, title, desktop notification, command.
+    pub notify: NotifyConfig,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -503,6 +507,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        self.notify.validate()?;
         let url = self.model.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::Invalid {

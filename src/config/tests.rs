@@ -56,6 +56,7 @@ fn the_example_config_parses_to_the_defaults() {
     let c = parse(text).unwrap();
     assert_eq!(c.tools, ToolsConfig::default());
     assert_eq!(c.console, ConsoleConfig::default());
+    assert_eq!(c.notify, crate::config::NotifyConfig::default());
 }
 
 #[test]

@@ -218,6 +218,18 @@ impl App {
         self.status.is_running()
     }
 
+    /// Approvals that wait for an answer (the title shows the count).
+    pub fn waiting(&self) -> usize {
+        self.approvals.unanswered()
+    }
+
+    /// The newest approval waiting, as one line for a desktop notification.
+    pub fn newest_waiting(&self) -> Option<String> {
+        self.approvals
+            .newest_open()
+            .map(|r| format!("{} wants to run {}", r.tool, r.gate.action))
+    }
+
     /// True once per approval that arrived since the last call.
     pub fn take_bell(&mut self) -> bool {
         std::mem::take(&mut self.bell)
@@ -265,7 +277,7 @@ impl App {
     }
 
     /// Copy a call's state from the tools pane into the history.
-    fn track(&mut self, call_id: &str) {
+    pub(crate) fn track(&mut self, call_id: &str) {
         if let Some(c) = self.tools.call(call_id) {
             self.history
                 .track(&c.call_id, &c.name, &c.summary, &c.status);
@@ -357,10 +369,7 @@ impl App {
             } => {
                 if let Some(request) = self.approvals.resolve(id) {
                     let call = &request.call_id;
-                    let mut record = decided_by.describe(&decision);
-                    if previewed {
-                        record.push_str(" after a preview");
-                    }
+                    let mut record = decided_by.record(&decision, previewed);
                     if let Some(who) = &answered_by {
                         record.push_str(&super::panes::tools::answered_by_text(who));
                     }
@@ -424,9 +433,18 @@ impl App {
                 self.overlay = Overlay::Rules;
                 self.on_agent_event(ev);
             }
-            AgentEvent::SessionRecording { ref id, .. }
-            | AgentEvent::SessionRestored { ref id, .. } => {
+            AgentEvent::SessionRecording { ref id, .. } => {
                 self.status.session_id = Some(id.clone());
+            }
+            AgentEvent::SessionRestored {
+                ref id,
+                ref history,
+                ref tools,
+                ref interrupted,
+                ..
+            } => {
+                self.status.session_id = Some(id.clone());
+                self.restore(history, tools, interrupted);
                 if let Some(text) = ev.notice_text() {
                     self.conversation.notice(&text);
                 }

@@ -123,8 +123,12 @@ where
     let mut agent_open = true;
     let mut mirror = opts.mirror.clone();
     let mut pacer = Pacer::new(opts.fps_cap, Instant::now());
+    let mut titled: Option<usize> = None;
     loop {
         side_effects(terminal, app, opts);
+        if opts.notify.title {
+            retitle(terminal, app.waiting(), &mut titled);
+        }
         let now = Instant::now();
         if pacer.due(now) {
             draw(terminal, app)?;
@@ -187,10 +191,13 @@ fn side_effects<B: Backend + Write>(
     app: &mut App,
     opts: &ConsoleOptions,
 ) {
-    if app.take_bell() && opts.bell {
-        let backend = terminal.backend_mut();
-        let _ = backend.write_all(b"\x07");
-        let _ = Write::flush(backend);
+    if app.take_bell() {
+        if opts.bell {
+            write_raw(terminal, "\x07");
+        }
+        if let (Some(d), Some(what)) = (opts.notify.desktop, app.newest_waiting()) {
+            write_raw(terminal, &super::notify::desktop(d, &what));
+        }
     }
     if let Some(text) = app.take_clipboard() {
         // OSC 52: the terminal (or tmux with set-clipboard on) puts it
@@ -198,6 +205,26 @@ fn side_effects<B: Backend + Write>(
         let backend = terminal.backend_mut();
         let _ = backend.write_all(super::app_copy::osc52(&text).as_bytes());
         let _ = Write::flush(backend);
+    }
+}
+
+/// Write bytes straight to the terminal, outside a frame (a failed write
+/// is not worth stopping the console for: the next frame reports it).
+pub(super) fn write_raw<B: Backend + Write>(terminal: &mut Terminal<B>, bytes: &str) {
+    let backend = terminal.backend_mut();
+    let _ = backend.write_all(bytes.as_bytes());
+    let _ = Write::flush(backend);
+}
+
+/// Put the count of waiting approvals in the title when it changed.
+fn retitle<B: Backend + Write>(
+    terminal: &mut Terminal<B>,
+    waiting: usize,
+    shown: &mut Option<usize>,
+) {
+    if *shown != Some(waiting) {
+        write_raw(terminal, &super::notify::set_title(waiting));
+        *shown = Some(waiting);
     }
 }
 

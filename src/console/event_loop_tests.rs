@@ -1,7 +1,8 @@
 //! The event loop's pacing: output bursts coalesce into frames, the
 //! operator's keys are drawn at once and ahead of queued output. Driven
 //! through [`run_with`] with a recording backend (every frame's text) and
-//! a channel standing in for the terminal's input.
+//! a channel standing in for the terminal's input. Also the bytes written
+//! between frames when an approval waits: bell, title, desktop escape.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,8 @@ use crate::event::{AgentCommand, AgentEvent, OutputStream};
 struct Recorder {
     inner: TestBackend,
     frames: Arc<Mutex<Vec<String>>>,
+    /// Bytes written outside frames (bell, title, notifications).
+    written: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Recorder {
@@ -44,6 +47,7 @@ impl Recorder {
 
 impl io::Write for Recorder {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.written.lock().unwrap().extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -94,13 +98,15 @@ impl Backend for Recorder {
     }
 }
 
-fn recorder() -> (Terminal<Recorder>, Arc<Mutex<Vec<String>>>) {
+fn recorder() -> (Terminal<Recorder>, Frames, Arc<Mutex<Vec<u8>>>) {
     let frames: Arc<Mutex<Vec<String>>> = Arc::default();
+    let written: Arc<Mutex<Vec<u8>>> = Arc::default();
     let backend = Recorder {
         inner: TestBackend::new(100, 30),
         frames: frames.clone(),
+        written: written.clone(),
     };
-    (Terminal::new(backend).expect("terminal"), frames)
+    (Terminal::new(backend).expect("terminal"), frames, written)
 }
 
 fn started() -> AgentEvent {
@@ -153,7 +159,7 @@ where
     D: FnOnce(fmpsc::UnboundedSender<io::Result<Event>>, Frames) -> F,
     F: std::future::Future<Output = ()>,
 {
-    let (mut term, frames) = recorder();
+    let (mut term, frames, _) = recorder();
     let mut app = app();
     let (key_tx, mut keys) = fmpsc::unbounded();
     for &c in first_keys {
@@ -255,5 +261,102 @@ async fn a_stream_of_output_costs_at_most_one_frame_per_tick() {
         frames.len() <= allowed,
         "{} frames for {events} output events in {elapsed:?} (at most {allowed})",
         frames.len()
+    );
+}
+
+#[tokio::test]
+async fn the_title_counts_waiting_approvals_and_a_new_one_notifies() {
+    use super::notify::{Desktop, NotifyOptions, Osc, desktop, set_title};
+    use crate::event::{ApprovalDecision, DecidedBy};
+    let (mut term, frames, written) = recorder();
+    let mut app = app();
+    let nine = Desktop {
+        osc: Osc::Nine,
+        tmux: false,
+    };
+    let opts = ConsoleOptions {
+        notify: NotifyOptions {
+            title: true,
+            desktop: Some(nine),
+        },
+        ..ConsoleOptions::default()
+    };
+    let (agent_tx, mut agent_rx) = mpsc::unbounded_channel();
+    let (key_tx, mut keys) = fmpsc::unbounded::<io::Result<Event>>();
+    let (cmd_tx, _cmd_rx) = mpsc::unbounded_channel::<AgentCommand>();
+    let request = super::app_tests::request(1, "c1", "rm -rf /tmp/x");
+    let shown = written.clone();
+    let seen = move |what: String| {
+        let shown = shown.clone();
+        async move {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(20) {
+                if String::from_utf8_lossy(&shown.lock().unwrap()).contains(&what) {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            false
+        }
+    };
+    let driver = async move {
+        agent_tx
+            .send(AgentEvent::ApprovalRequested { request })
+            .unwrap();
+        assert!(frame_with(&frames, "rm -rf /tmp/x").await);
+        assert!(seen(set_title(1)).await, "the title counts one");
+        agent_tx
+            .send(AgentEvent::ApprovalResolved {
+                id: 1,
+                decision: ApprovalDecision::ApproveOnce,
+                decided_by: DecidedBy::Operator,
+                previewed: false,
+                answered_by: None,
+            })
+            .unwrap();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            let text = String::from_utf8_lossy(&written.lock().unwrap()).into_owned();
+            if text.rfind(&set_title(0)) > text.find(&set_title(1)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(key_tx);
+        written
+    };
+    let (ran, written) = tokio::join!(
+        run(
+            &mut term,
+            &mut app,
+            &mut keys,
+            &mut agent_rx,
+            &cmd_tx,
+            &opts
+        ),
+        driver
+    );
+    ran.expect("the loop ends when the input ends");
+    let text = String::from_utf8_lossy(&written.lock().unwrap()).into_owned();
+    let at = |what: &str| {
+        text.find(what)
+            .unwrap_or_else(|| panic!("{what:?} in {text:?}"))
+    };
+    let first = at(&set_title(0));
+    let one = at(&set_title(1));
+    // The bell, then the desktop notification naming the command.
+    let rang = format!(
+        "\x07{}",
+        desktop(nine, "run_shell wants to run rm -rf /tmp/x")
+    );
+    assert!(first < at(&rang) && first < one, "{text:?}");
+    assert!(
+        text.rfind(&set_title(0)).unwrap() > one,
+        "back to no count once answered: {text:?}"
+    );
+    assert_eq!(
+        text.matches("\x1b]9;").count(),
+        1,
+        "one notification: {text:?}"
     );
 }

@@ -23,12 +23,14 @@ mod app_history;
 mod app_keys;
 mod app_leave;
 mod app_passthrough;
+mod app_restore;
 pub mod diff;
 pub mod event_loop;
 pub mod fault;
 pub mod io;
 pub mod keys;
 pub mod markdown;
+pub mod notify;
 pub mod panes;
 pub mod passthrough;
 pub mod preview_card;
@@ -52,6 +54,8 @@ mod footer_tests;
 mod overlay_snapshots;
 #[cfg(test)]
 mod preview_snapshots;
+#[cfg(test)]
+mod restore_snapshots;
 #[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
@@ -101,6 +105,9 @@ pub struct ConsoleOptions {
     /// Read-only (`vigil attach --watch`): approval keys, typing, pasting
     /// and passthrough are refused with a visible "watching: read-only".
     pub watch: bool,
+    /// The title with the waiting count and the desktop notification
+    /// (`[notify]`, see [`ConsoleOptions::apply_notify`]).
+    pub notify: notify::NotifyOptions,
 }
 
 /// How the operator left the console.
@@ -127,6 +134,7 @@ impl Default for ConsoleOptions {
             ask_on_exit: None,
             attached: false,
             watch: false,
+            notify: notify::NotifyOptions::default(),
         }
     }
 }
@@ -158,6 +166,14 @@ impl ConsoleOptions {
             themes,
             ..ConsoleOptions::default()
         })
+    }
+
+    /// Take `[notify]` into account for the terminal this process runs in:
+    /// the bell rings only when both `[console] bell` and `[notify] bell`
+    /// allow it; the title and the desktop notification as configured.
+    pub fn apply_notify(&mut self, cfg: &crate::config::NotifyConfig) {
+        self.bell &= cfg.bell;
+        self.notify = notify::NotifyOptions::resolve(cfg, &notify::TermEnv::from_process());
     }
 }
 
@@ -193,7 +209,10 @@ pub async fn run(
             let _ = commands.send(AgentCommand::UserMessage { text });
         }
         let mut input = crossterm::event::EventStream::new();
-        event_loop::run(
+        if opts.notify.title {
+            event_loop::write_raw(&mut term, notify::PUSH_TITLE);
+        }
+        let ran = event_loop::run(
             &mut term,
             &mut app,
             &mut input,
@@ -201,7 +220,13 @@ pub async fn run(
             &commands,
             &opts,
         )
-        .await?;
+        .await;
+        if opts.notify.title {
+            // Where the title stack is not kept, at least no stale count.
+            event_loop::write_raw(&mut term, &notify::set_title(0));
+            event_loop::write_raw(&mut term, notify::POP_TITLE);
+        }
+        ran?;
         Ok(app.leaving())
     }
     .await;

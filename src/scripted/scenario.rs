@@ -138,6 +138,10 @@ pub struct When {
     /// A substring the last message's content must contain.
     #[serde(default)]
     pub contains: Option<String>,
+    /// Only while the conversation holds a single user message (an opening
+    /// turn: a resumed conversation never matches it again).
+    #[serde(default)]
+    pub first_turn: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -273,6 +277,11 @@ impl Scenario {
         let last = messages.and_then(|m| m.last());
         let last_role = last.and_then(|m| m.get("role")).and_then(Value::as_str);
         let last_text = last.map(content_text).unwrap_or_default();
+        let users = messages.map_or(0, |m| {
+            m.iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                .count()
+        });
         let (i, rule) = self.rules.iter().enumerate().find(|(i, rule)| {
             let budget = rule.times == 0 || used.get(*i).copied().unwrap_or(0) < rule.times;
             let role_ok = match rule.when.role {
@@ -285,7 +294,8 @@ impl Scenario {
                 .contains
                 .as_ref()
                 .is_none_or(|needle| last_text.contains(needle.as_str()));
-            budget && role_ok && text_ok
+            let turn_ok = !rule.when.first_turn || users <= 1;
+            budget && role_ok && text_ok && turn_ok
         })?;
         if let Some(n) = used.get_mut(i) {
             *n = n.saturating_add(1);
@@ -527,6 +537,16 @@ mod tests {
         let done = req(json!([{"role":"tool","content":"stamp written","tool_call_id":"call_2"}]));
         let p3 = s.select(&mut used, &done).unwrap();
         assert!(p3.tool_calls.is_empty());
+        // A resumed demo (earlier turns in the request) never gets the
+        // opening turn again: `next` starts the tour.
+        let resumed = req(json!([
+            {"role":"user","content":"Show me what you can do."},
+            {"role":"assistant","content":"All done."},
+            {"role":"user","content":"next"}
+        ]));
+        let fresh = vec![0; s.rules.len()];
+        let p = s.select(&mut fresh.clone(), &resumed).unwrap();
+        assert!(p.text.starts_with("Tour 1/8"), "{}", p.text);
         let later = req(json!([{"role":"user","content":"and now?"}]));
         for _ in 0..3 {
             let p = s.select(&mut used, &later).unwrap();

@@ -59,6 +59,15 @@ impl ApprovalsPane {
         self.queue.iter().filter(|p| p.answered.is_none()).count()
     }
 
+    /// The most recent request nobody has answered yet.
+    pub fn newest_open(&self) -> Option<&ApprovalRequest> {
+        self.queue
+            .iter()
+            .rev()
+            .find(|p| p.answered.is_none())
+            .map(|p| &p.request)
+    }
+
     pub fn selected(&self) -> Option<&Pending> {
         self.queue.get(self.selected)
     }

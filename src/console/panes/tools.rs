@@ -41,6 +41,9 @@ pub enum CallStatus {
     Denied,
     /// The operator cancelled the turn before the call finished.
     Cancelled,
+    /// vigil stopped (crash, kill) before the call finished; its outcome is
+    /// unknown (a resumed session shows it so).
+    Interrupted,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -174,6 +177,10 @@ pub fn status_label(status: &CallStatus, theme: &Theme) -> (String, Style) {
         CallStatus::Running => ("running".to_string(), theme.running),
         CallStatus::Denied => ("denied".to_string(), theme.bad),
         CallStatus::Cancelled => ("cancelled".to_string(), theme.warn),
+        CallStatus::Interrupted => (
+            "interrupted".to_string(),
+            theme.warn.add_modifier(Modifier::BOLD),
+        ),
         CallStatus::Finished(s) => finished_label(s, theme),
     }
 }
@@ -353,6 +360,14 @@ impl ToolsPane {
             seen: Vec::new(),
             error: None,
         });
+    }
+
+    /// A call of a resumed session, as it was when the session was last
+    /// written: its status and the output the model was given.
+    pub fn restored(&mut self, call_id: &str, name: &str, summary: &str, status: CallStatus) {
+        let call = self.ensure(call_id, name, summary);
+        call.summary = one_line(&sanitize(summary), 300);
+        call.status = status;
     }
 
     pub fn denied(&mut self, call_id: &str) {
