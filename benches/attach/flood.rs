@@ -20,9 +20,15 @@ use vigil::scripted::{Scenario, ScriptedServer};
 
 use super::stats::ms;
 
-const LINES: u64 = 2_000_000;
+/// `seq 1 LINES` (`VIGIL_ATTACH_LINES`, default 2 000 000).
+fn lines() -> u64 {
+    std::env::var("VIGIL_ATTACH_LINES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000)
+}
 
-fn scenario() -> Scenario {
+fn scenario(lines: u64) -> Scenario {
     Scenario::from_toml_str(&format!(
         r#"
 model = "bench"
@@ -30,7 +36,7 @@ record_requests = false
 [[rule]]
 when = {{ role = "user", contains = "flood" }}
 times = 0
-tool_calls = [{{ name = "run_shell", arguments = {{ command = "seq 1 {LINES}", risk = "low", mutation = false, privesc = false, why = "bench" }} }}]
+tool_calls = [{{ name = "run_shell", arguments = {{ command = "seq 1 {lines}", risk = "low", mutation = false, privesc = false, why = "bench" }} }}]
 [[rule]]
 when = {{ role = "tool" }}
 times = 0
@@ -104,8 +110,9 @@ fn reader(socket: String, seen: Arc<Seen>, start: Instant) {
 
 /// One flood with `clients` readers.
 fn once(rt: &tokio::runtime::Runtime, clients: usize) {
+    let lines = lines();
     let server = rt
-        .block_on(ScriptedServer::start(scenario()))
+        .block_on(ScriptedServer::start(scenario(lines)))
         .expect("server");
     let dir = tempfile::tempdir().expect("tempdir");
     let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
@@ -157,14 +164,14 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
             let mut spread = Vec::new();
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(2));
-                let lines: Vec<u64> = seen
+                let now: Vec<u64> = seen
                     .iter()
                     .map(|s| s.line.load(Ordering::Relaxed))
                     .collect();
-                let (lo, hi) = (lines.iter().min().copied(), lines.iter().max().copied());
+                let (lo, hi) = (now.iter().min().copied(), now.iter().max().copied());
                 if let (Some(lo), Some(hi)) = (lo, hi)
                     && hi > 0
-                    && hi < LINES
+                    && hi < lines
                 {
                     spread.push(hi - lo);
                 }
@@ -195,10 +202,10 @@ fn once(rt: &tokio::runtime::Runtime, clients: usize) {
         .iter()
         .map(|s| s.markers.load(Ordering::Relaxed))
         .collect();
-    let lines_per_ms = LINES as f64 / ms(wall).max(1.0);
+    let lines_per_ms = lines as f64 / ms(wall).max(1.0);
     let p = |q: usize| spread.get((spread.len() * q / 100).min(spread.len().saturating_sub(1)));
     println!(
-        "flood seq 1 {LINES}, {clients} watch client(s): agent VmHWM {:.1} MiB (idle RSS {:.1} MiB), \
+        "flood seq 1 {lines}, {clients} watch client(s): agent VmHWM {:.1} MiB (idle RSS {:.1} MiB), \
          turn {:.0} ms",
         hwm as f64 / 1024.0,
         idle_rss as f64 / 1024.0,

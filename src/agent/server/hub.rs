@@ -303,3 +303,78 @@ pub async fn pump(hub: Arc<Hub>, mut events: mpsc::UnboundedReceiver<AgentEvent>
         hub.record(event);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::approval::Policy;
+    use crate::agent::server::journal::Journal;
+    use crate::event::ApprovalDecision;
+    use crate::event::wire::ServerMsg;
+
+    fn resolved(id: u64, decided_by: DecidedBy) -> AgentEvent {
+        AgentEvent::ApprovalResolved {
+            id,
+            decision: ApprovalDecision::ApproveOnce,
+            decided_by,
+            previewed: false,
+            answered_by: None,
+        }
+    }
+
+    #[test]
+    fn the_first_answer_is_stamped_a_later_one_refused_and_a_policy_decision_left_alone() {
+        let (tx, _) = mpsc::unbounded_channel();
+        let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+        let (cmd_tx, mut commands) = mpsc::unbounded_channel();
+        let hub = Hub::new(
+            Identity::default(),
+            Journal::default(),
+            broker,
+            cmd_tx,
+            None,
+        );
+        let one = hub.join(Role::Console, "one");
+        let two = hub.join(Role::Console, "two");
+        let watch = hub.join(Role::Watch, "w");
+        let _control = hub.join(Role::Control, "ps");
+        assert_eq!((one.id, two.id, watch.id), (1, 2, 3));
+        assert_eq!(hub.info().consoles, 3, "control clients are not consoles");
+        let approve = |id| AgentCommand::Approval {
+            id,
+            decision: ApprovalDecision::ApproveOnce,
+        };
+        hub.command(&two, approve(7)).unwrap();
+        assert_eq!(commands.try_recv().unwrap(), approve(7));
+        let why = hub.command(&one, approve(7)).unwrap_err();
+        assert_eq!(why, "approval #7 was already answered by console 2 (two)");
+        assert!(
+            commands.try_recv().is_err(),
+            "the late answer never reaches the agent"
+        );
+        hub.record(resolved(7, DecidedBy::Operator));
+        hub.record(resolved(
+            8,
+            DecidedBy::Policy {
+                name: "auto".into(),
+            },
+        ));
+        let lines = hub.journal().read_after(0, 10, usize::MAX).lines;
+        let stamped: Vec<Option<Answerer>> = lines
+            .iter()
+            .map(|l| match serde_json::from_str(l.as_str()).unwrap() {
+                ServerMsg::Event {
+                    event: AgentEvent::ApprovalResolved { answered_by, .. },
+                    ..
+                } => answered_by,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(stamped[0].as_ref().map(|a| a.console.id), Some(2));
+        assert_eq!(stamped[1], None, "a policy decision names no console");
+        // Quit from a console is a stop that keeps remote sessions.
+        hub.command(&one, AgentCommand::Quit).unwrap();
+        let stop = hub.stop_requested().borrow().clone().unwrap();
+        assert_eq!(stop.on_exit, OnExit::Keep);
+    }
+}
