@@ -196,11 +196,12 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
     let inner = Tmux::new("agent");
     let launch = format!(
         "cd {work} && env TERM=xterm-256color VIGIL_DATA_DIR={data} VIGIL_TMUX_SOCKET={sock} \
-         XDG_CONFIG_HOME={xdg} {vigil} --config {cfg} --base-url {url} --model e2e {extra}",
+         VIGIL_RUNTIME_DIR={rt} XDG_CONFIG_HOME={xdg} {vigil} --config {cfg} --base-url {url} --model e2e {extra}",
         work = dir.path().display(),
         data = data.display(),
         sock = inner.0,
         xdg = dir.path().join("xdg").display(),
+        rt = dir.path().join("rt").display(),
         vigil = vigil_bin(),
         cfg = cfg.display(),
         extra = if tmux_mode { "" } else { "--no-tmux" },
@@ -247,6 +248,12 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
     let pids = vigil_pids(pane);
     sample_hwm(&mut hwm, &pids);
     let after_kib = pids.iter().map(|&p| status_kib(p, "VmRSS:")).sum();
+    // The console and the agent process it started (which outlives a
+    // closed terminal by design): both are ours, found under the pane.
+    for &p in &pids {
+        // SAFETY: SIGTERM to a vigil process this run started.
+        unsafe { libc::kill(p, libc::SIGTERM) };
+    }
     Figures {
         hwm_kib: hwm.values().sum(),
         processes: hwm.len(),

@@ -236,6 +236,13 @@ fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
     c.keys(&["q"]);
     c.tmux.wait_exit(&c.session, WAIT);
     c.restart(&format!("resume {}", ids[0]));
+    // The old screen may still show the model's name while the new agent
+    // starts: wait for the agent itself.
+    c.wait("resumed session");
+    let start = std::time::Instant::now();
+    while live_ids(&c) != ids && start.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(live_ids(&c), ids);
 }
 

@@ -35,7 +35,7 @@ fn the_title_shows_how_many_approvals_wait() {
         })
     };
     tmux.wait_text("demo", "approvals (1)", WAIT);
-    title("vigil · 1 waiting");
+    title("vigil: 1 waiting");
     tmux.keys("demo", &["y"]);
     tmux.wait_text("demo", "All done.", WAIT);
     title("vigil");

@@ -3,8 +3,8 @@
 //! and `vigil resume --last` shows the earlier conversation and both tool
 //! calls with their output, says which model and target it used (the ones
 //! recorded), opens a call's output in the viewer, and never replays the
-//! demo's opening over the old conversation (`next` goes on to the tour). A session whose console
-//! was SIGKILLed mid-call resumes against its recorded model (a scripted
+//! demo's opening over the old conversation (`next` goes on to the tour). A session whose agent
+//! process and console were SIGKILLed mid-call resumes against its recorded model (a scripted
 //! server, named only in the first run's environment) with the call
 //! marked interrupted.
 
@@ -55,7 +55,13 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
     tmux.wait_for("first", "the turn to end", WAIT, |s| {
         s.contains("guided tour") && s.contains("│ idle")
     });
-    tmux.keys("first", &["C-c"]);
+    // Leave and stop the agent (q asks: s stops it; C-c would detach).
+    // Esc first leaves the message box (q there is a letter).
+    tmux.keys("first", &["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys("first", &["q"]);
+    tmux.wait_text("first", "leave this console", WAIT);
+    tmux.keys("first", &["s"]);
     assert_eq!(tmux.wait_exit("first", WAIT), "0/");
     assert_eq!(turns(data.path()), 1);
 
@@ -153,7 +159,15 @@ async fn a_killed_session_resumes_with_its_model_and_the_interrupted_call_marked
     tmux.type_text("first", "run the long one");
     tmux.keys("first", &["Enter"]);
     tmux.wait_text("first", "started-long", WAIT);
-    // The console dies mid-call (the command finishes by itself later).
+    // The whole session dies mid-call: the agent process (and the
+    // command in its group) and the console.
+    let agents = common::agent_pids(tmux.runtime_dir());
+    assert_eq!(agents.len(), 1, "one agent process: {agents:?}");
+    // SAFETY: kill(2) on the agent process group this test's vigil started.
+    unsafe {
+        libc::kill(-agents[0], libc::SIGKILL);
+    }
+    common::assert_all_gone(&agents, "SIGKILL");
     let pid: i32 = tmux.display("first", "#{pane_pid}").parse().unwrap();
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     assert_eq!(comm.trim(), "vigil", "the pane runs vigil itself");

@@ -36,7 +36,7 @@ pub struct NotifyConfig {
     /// false` also silences it, as before).
     pub bell: bool,
     /// Show the count of waiting approvals in the terminal title
-    /// ("vigil · 2 waiting"); the previous title is restored on exit.
+    /// ("vigil: 2 waiting"); the previous title is restored on exit.
     pub title: bool,
     /// "auto", "osc9", "osc777" or "off".
     pub desktop: DesktopMode,

@@ -124,12 +124,12 @@ fn auto_osc(env: &TermEnv) -> Option<Osc> {
     }
 }
 
-/// The title text: "vigil" or "vigil · N waiting".
+/// The title text: "vigil" or "vigil: N waiting".
 pub fn title_text(waiting: usize) -> String {
     if waiting == 0 {
         "vigil".to_string()
     } else {
-        format!("vigil · {waiting} waiting")
+        format!("vigil: {waiting} waiting")
     }
 }
 
@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn title_bytes_carry_the_count() {
         assert_eq!(set_title(0), "\x1b]2;vigil\x1b\\");
-        assert_eq!(set_title(2), "\x1b]2;vigil · 2 waiting\x1b\\");
+        assert_eq!(set_title(2), "\x1b]2;vigil: 2 waiting\x1b\\");
         assert_eq!(PUSH_TITLE.as_bytes(), b"\x1b[22;0t");
         assert_eq!(POP_TITLE.as_bytes(), b"\x1b[23;0t");
     }

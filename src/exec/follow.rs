@@ -22,8 +22,8 @@ use tempfile::NamedTempFile;
 
 use super::bulk::{self, Bulk};
 use super::capture::{Capture, Retain, move_to_spill};
-use super::process::{Store, Utf8Chunker};
 use super::pump::{Pumps, pipes_into};
+use super::store::{Store, Utf8Chunker};
 use super::{ExecError, OutputFn, OutputStream};
 
 /// Bytes read from a file at a time: one pipe's worth, as the pipes were

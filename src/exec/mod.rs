@@ -20,6 +20,7 @@ pub mod pump;
 pub mod sandbox;
 pub mod ssh;
 mod ssh_errors;
+pub mod store;
 pub mod tether;
 pub mod tmux;
 pub mod transport;

@@ -41,7 +41,7 @@ pub fn text_of(bytes: &[u8]) -> (String, bool) {
 /// The lossy decoding of the start of a longer stream: an incomplete
 /// sequence at the very end is left out (the next bytes would complete it).
 fn decode_head(bytes: &[u8]) -> String {
-    let mut chunker = crate::exec::process::Utf8Chunker::default();
+    let mut chunker = crate::exec::store::Utf8Chunker::default();
     chunker.push(bytes)
 }
 

@@ -469,7 +469,7 @@ async fn collect(
     files: &CmdFiles,
     mut streamer: Streamer,
     req: &RunRequest,
-) -> [crate::exec::process::Store; 2] {
+) -> [crate::exec::store::Store; 2] {
     streamer.finish(mgr, files).await;
     streamer.place(files, req.retain.as_ref()).await;
     mgr.remove(&files.all()).await;

@@ -19,7 +19,7 @@ use super::script::CmdFiles;
 use crate::exec::OutputFn;
 use crate::exec::capture::{Capture, Retain, move_to_spill};
 use crate::exec::follow::which;
-use crate::exec::process::{Store, Utf8Chunker};
+use crate::exec::store::{Store, Utf8Chunker};
 
 /// Bytes read from an output file at a time.
 const READ_CHUNK: usize = 256 * 1024;
