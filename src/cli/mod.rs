@@ -15,6 +15,7 @@ pub mod args;
 pub mod attach;
 pub mod bridge;
 pub mod consolecmd;
+pub mod fleet;
 pub mod fleetcmd;
 pub mod headless;
 pub mod policycmd;

@@ -122,6 +122,7 @@ where
     let (io_tx, mut io_rx) = tokio::sync::mpsc::unbounded_channel::<IoResult>();
     let mut agent_open = true;
     let mut mirror = opts.mirror.clone();
+    let mut fleet = opts.fleet.as_ref().map(|f| f.view.clone());
     let mut pacer = Pacer::new(opts.fps_cap, Instant::now());
     loop {
         side_effects(terminal, app, opts);
@@ -158,6 +159,13 @@ where
                 }
                 pacer.changed();
             }
+            changed = watched(&mut fleet) => {
+                match changed {
+                    Some(view) => app.set_fleet(view, wall_ms()),
+                    None => fleet = None,
+                }
+                pacer.at_once();
+            }
             maybe = events.recv(), if agent_open => match maybe {
                 Some(ev) => {
                     if drain(app, ev, events) {
@@ -191,6 +199,13 @@ fn side_effects<B: Backend + Write>(
         let backend = terminal.backend_mut();
         let _ = backend.write_all(b"\x07");
         let _ = Write::flush(backend);
+    }
+    let answers = app.take_fleet_answers();
+    if let Some(fleet) = &opts.fleet {
+        for answer in answers {
+            // Unbounded: never waits; a closed feed lost its agents anyway.
+            let _ = fleet.answers.send(answer);
+        }
     }
     if let Some(text) = app.take_clipboard() {
         // OSC 52: the terminal (or tmux with set-clipboard on) puts it
@@ -251,7 +266,19 @@ pub(super) const fn streamed(ev: &AgentEvent) -> bool {
 /// The next capture of the mirrored pane (None: the feed ended). Never
 /// resolves without a feed, so an idle or absent pane costs nothing.
 async fn mirror_changed(mirror: &mut Option<watch::Receiver<String>>) -> Option<String> {
-    let Some(rx) = mirror.as_mut() else {
+    watched(mirror).await
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The next value of a watched feed (None: the feed ended); never resolves
+/// without one.
+async fn watched<T: Clone>(feed: &mut Option<watch::Receiver<T>>) -> Option<T> {
+    let Some(rx) = feed.as_mut() else {
         return std::future::pending().await;
     };
     match rx.changed().await {

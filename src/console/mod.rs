@@ -19,6 +19,7 @@
 pub mod app;
 mod app_copy;
 mod app_draw;
+mod app_fleet;
 mod app_history;
 mod app_keys;
 mod app_leave;
@@ -67,6 +68,7 @@ use tokio::sync::watch;
 
 use crate::config::ConsoleConfig;
 use crate::event::OnExit;
+use crate::event::fleet::{FleetAnswer, FleetView};
 use crate::event::{AgentCommand, AgentEvent, ApprovalPolicy};
 use keys::Keymap;
 use theme::Theme;
@@ -101,16 +103,30 @@ pub struct ConsoleOptions {
     /// Read-only (`vigil attach --watch`): approval keys, typing, pasting
     /// and passthrough are refused with a visible "watching: read-only".
     pub watch: bool,
+    /// The other agents (the agents overlay, their calls in the approval
+    /// queue). None: this console sees its own agent only.
+    pub fleet: Option<FleetFeed>,
+}
+
+/// The fleet client's feed (`cli::fleet` fills it): the latest
+/// [`FleetView`], and where answers to another agent's calls go.
+#[derive(Debug, Clone)]
+pub struct FleetFeed {
+    pub view: watch::Receiver<FleetView>,
+    pub answers: UnboundedSender<FleetAnswer>,
 }
 
 /// How the operator left the console.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Leaving {
     /// The agent keeps working (pending approvals wait); `vigil attach`
     /// comes back.
     Detach,
     /// Stop the agent, doing this with remote managed sessions.
     Stop(OnExit),
+    /// Detach and attach to the agent of this session instead (the agents
+    /// overlay).
+    Switch(String),
 }
 
 impl Default for ConsoleOptions {
@@ -127,6 +143,7 @@ impl Default for ConsoleOptions {
             ask_on_exit: None,
             attached: false,
             watch: false,
+            fleet: None,
         }
     }
 }

@@ -148,6 +148,9 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             keys.push((k(Action::History), "history"));
             keys.push((k(Action::Copy), "copy command"));
             keys.push((k(Action::FocusInput), "message"));
+            if view.attached {
+                keys.push((k(Action::Agents), "agents"));
+            }
         }
         Focus::Mirror => {
             keys.push(("Enter".into(), "type into the pane"));

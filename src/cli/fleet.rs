@@ -1,0 +1,284 @@
+//! The other agents, for a console: watches the runtime directory, keeps a
+//! connection to every live agent and folds what they say into one
+//! [`FleetView`] (each agent's status, and the calls the *other* agents
+//! wait on) that the console reads from a watch channel. The console's
+//! answers to another agent's call ([`FleetAnswer`]) go out as `Command`
+//! lines on that agent's connection, so its server stamps who answered.
+//!
+//! This console's own agent is asked only for its status (a control
+//! connection); another agent's connection is a console one, of which only
+//! `ApprovalRequested`, `ApprovalResolved` and `Status` are read. It never
+//! starts, stops or removes anything, and never renders.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::agent::server::lines::read_line;
+use crate::agent::server::runtime;
+use crate::cli::attach::{self, Link};
+use crate::console::FleetFeed;
+use crate::event::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView, label};
+use crate::event::wire::{AgentInfo, ClientMsg, Role, ServerMsg};
+use crate::event::{AgentCommand, AgentEvent, ApprovalRequest};
+
+/// How often the runtime directory is looked at for new agents.
+const SCAN_EVERY: Duration = Duration::from_secs(1);
+/// How often each agent is asked for its status (state, counts).
+const STATUS_EVERY: Duration = Duration::from_secs(2);
+
+/// The running fleet client; dropping it closes every connection.
+pub struct Fleet {
+    pub feed: FleetFeed,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Start watching the fleet for a console attached to agent `this`.
+pub fn start(this: String) -> Fleet {
+    let (view_tx, view) = watch::channel(FleetView::default());
+    let (answers, answers_rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(manage(this, view_tx, answers_rx));
+    Fleet {
+        feed: FleetFeed { view, answers },
+        task,
+    }
+}
+
+/// What a watcher reports about its agent.
+#[derive(Debug)]
+enum Update {
+    Joined {
+        id: String,
+        info: AgentInfo,
+        out: UnboundedSender<ClientMsg>,
+    },
+    Info(String, AgentInfo),
+    Asked(String, ApprovalRequest),
+    Resolved(String, u64),
+    Gone(String),
+}
+
+/// One agent as known here.
+struct Watched {
+    info: AgentInfo,
+    pending: Vec<FleetPending>,
+    out: UnboundedSender<ClientMsg>,
+}
+
+/// Everything known about the fleet; owned by the manager task.
+#[derive(Default)]
+struct State {
+    this: String,
+    agents: BTreeMap<String, Watched>,
+    /// Ids with a watcher running (connected or connecting).
+    watching: BTreeSet<String>,
+}
+
+async fn manage(
+    this: String,
+    view: watch::Sender<FleetView>,
+    mut answers: UnboundedReceiver<FleetAnswer>,
+) {
+    let mut state = State {
+        this,
+        ..State::default()
+    };
+    // Aborted with this task: dropping the set ends every watcher.
+    let mut watchers = JoinSet::new();
+    let (up_tx, mut up) = mpsc::unbounded_channel();
+    let mut scan = tokio::time::interval(SCAN_EVERY);
+    loop {
+        tokio::select! {
+            _ = scan.tick() => {
+                for (id, socket) in state.new_sockets() {
+                    let is_this = id == state.this;
+                    watchers.spawn(watch_agent(socket, id, is_this, up_tx.clone()));
+                }
+            }
+            Some(update) = up.recv() => {
+                state.apply(update);
+                view.send_replace(state.view());
+            }
+            Some(answer) = answers.recv() => state.route(answer),
+            Some(_) = watchers.join_next() => {}
+        }
+    }
+}
+
+impl State {
+    /// Sockets in the runtime directory nobody watches yet (marked watched).
+    fn new_sockets(&mut self) -> Vec<(String, PathBuf)> {
+        let Ok(dir) = runtime::dir() else {
+            return Vec::new();
+        };
+        let ids = runtime::socket_ids(&dir).unwrap_or_default();
+        let mut out = Vec::new();
+        for id in ids {
+            if self.watching.insert(id.clone()) {
+                out.push((id.clone(), runtime::socket_path(&dir, &id)));
+            }
+        }
+        out
+    }
+
+    fn apply(&mut self, update: Update) {
+        match update {
+            Update::Joined { id, info, out } => {
+                self.agents.insert(
+                    id,
+                    Watched {
+                        info,
+                        pending: Vec::new(),
+                        out,
+                    },
+                );
+            }
+            Update::Info(id, info) => {
+                if let Some(a) = self.agents.get_mut(&id) {
+                    a.info = info;
+                }
+            }
+            Update::Asked(id, request) => {
+                if let Some(a) = self.agents.get_mut(&id) {
+                    a.pending.push(FleetPending {
+                        agent: id.clone(),
+                        label: label(&a.info),
+                        asked_ms: now_ms(),
+                        request,
+                    });
+                }
+            }
+            Update::Resolved(id, call) => {
+                if let Some(a) = self.agents.get_mut(&id) {
+                    a.pending.retain(|p| p.request.id != call);
+                }
+            }
+            Update::Gone(id) => {
+                self.agents.remove(&id);
+                self.watching.remove(&id);
+            }
+        }
+    }
+
+    fn view(&self) -> FleetView {
+        let mut agents: Vec<FleetAgent> = self
+            .agents
+            .iter()
+            .map(|(id, a)| FleetAgent {
+                info: a.info.clone(),
+                this: *id == self.this,
+            })
+            .collect();
+        agents.sort_by_key(|a| a.info.started_ms);
+        let mut pending: Vec<FleetPending> = self
+            .agents
+            .values()
+            .flat_map(|a| a.pending.iter().cloned())
+            .collect();
+        pending.sort_by_key(|p| p.asked_ms);
+        FleetView { agents, pending }
+    }
+
+    /// Send the console's answer on the agent's connection.
+    fn route(&self, answer: FleetAnswer) {
+        if let Some(a) = self.agents.get(&answer.agent) {
+            let command = AgentCommand::Approval {
+                id: answer.id,
+                decision: answer.decision,
+            };
+            let _ = a.out.send(ClientMsg::Command { command });
+        }
+    }
+}
+
+/// Keep one agent's connection until it goes; report what matters.
+async fn watch_agent(socket: PathBuf, id: String, this: bool, up: UnboundedSender<Update>) {
+    let role = if this { Role::Control } else { Role::Console };
+    let name = format!("{} (fleet view)", attach::console_name());
+    let conn = match attach::connect(&socket, &id, role, &name).await {
+        Ok(c) => c,
+        Err(_) => {
+            // Stale, or gone already: looked at again on the next scan.
+            tokio::time::sleep(SCAN_EVERY).await;
+            let _ = up.send(Update::Gone(id));
+            return;
+        }
+    };
+    let (out, out_rx) = mpsc::unbounded_channel();
+    let _ = up.send(Update::Joined {
+        id: id.clone(),
+        info: conn.info.clone(),
+        out,
+    });
+    let Link { reader, writer, .. } = conn.link;
+    tokio::select! {
+        () = read_agent(reader, &id, this, &up) => {}
+        () = write_agent(writer, out_rx) => {}
+    }
+    let _ = up.send(Update::Gone(id));
+}
+
+/// The agent's lines until it goes: approvals (of another agent) and status.
+async fn read_agent<R: tokio::io::AsyncBufRead + Unpin>(
+    mut reader: R,
+    id: &str,
+    this: bool,
+    up: &UnboundedSender<Update>,
+) {
+    while let Ok(Some(text)) = read_line(&mut reader).await {
+        let Ok(msg) = serde_json::from_str::<ServerMsg>(&text) else {
+            continue;
+        };
+        let update = match msg {
+            ServerMsg::Status { agent } => Update::Info(id.into(), agent),
+            ServerMsg::Event { event, .. } if !this => match event {
+                AgentEvent::ApprovalRequested { request } if !request.automatic => {
+                    Update::Asked(id.into(), request)
+                }
+                AgentEvent::ApprovalResolved { id: call, .. } => Update::Resolved(id.into(), call),
+                _ => continue,
+            },
+            ServerMsg::Bye { .. } => return,
+            _ => continue,
+        };
+        if up.send(update).is_err() {
+            return;
+        }
+    }
+}
+
+/// The answers routed here, and a status request every [`STATUS_EVERY`].
+async fn write_agent(mut writer: OwnedWriteHalf, mut out: UnboundedReceiver<ClientMsg>) {
+    let mut tick = tokio::time::interval(STATUS_EVERY);
+    loop {
+        let msg = tokio::select! {
+            Some(msg) = out.recv() => msg,
+            _ = tick.tick() => ClientMsg::Status,
+        };
+        let Ok(mut line) = serde_json::to_string(&msg) else {
+            continue;
+        };
+        line.push('\n');
+        if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
