@@ -3,6 +3,7 @@
 //! approval, read-only watchers, bad input, a second agent, a stale socket,
 //! stop, a client killed mid-stream, and another user kept out.
 
+mod common;
 #[path = "support/agent_proc.rs"]
 mod support;
 
@@ -525,4 +526,68 @@ fn another_user_cannot_connect_neither_through_the_directory_nor_the_socket() {
     // The owner still can.
     let mut me = agent.connect();
     assert_eq!(me.attach(Role::Watch, 0, "me").agent.id, agent.id);
+}
+
+/// The next `Mirror` frame whose text satisfies `pred` (events skipped).
+fn mirror_until(c: &mut support::Client, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    loop {
+        match c.next() {
+            Some(ServerMsg::Mirror { text }) if pred(&text) => return text,
+            Some(ServerMsg::Mirror { .. } | ServerMsg::Event { .. }) => {}
+            other => panic!("waiting for a mirror frame with {what}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn mirror_frames_follow_the_managed_pane_and_sighup_does_not_end_the_agent() {
+    let dirs = Dirs::with_tmux();
+    let agent = Agent::start(&dirs, &[]);
+    let mut c = agent.connect();
+    let attached = c.attach(Role::Console, 0, "c");
+    assert!(attached.agent.mirror.is_some(), "a managed pane to mirror");
+    c.command(say("gate-me"));
+    let id = requested(&c.until("the request", is_request));
+    c.command(AgentCommand::Approval {
+        id,
+        decision: vigil::event::ApprovalDecision::ApproveOnce,
+    });
+    mirror_until(&mut c, "the command's output", |t| t.contains("gated-ran"));
+
+    // A terminal closing under the agent (SIGHUP) changes nothing.
+    unsafe { libc::kill(agent.pid as i32, libc::SIGHUP) };
+    // A console attaching now gets the pane as it is, right after Live.
+    let mut late = agent.connect();
+    late.attach(Role::Watch, 0, "late");
+    match late.expect() {
+        ServerMsg::Mirror { text } => assert!(text.contains("gated-ran"), "{text}"),
+        other => panic!("no mirror frame after live: {other:?}"),
+    }
+    late.send(&ClientMsg::Status);
+    let info = loop {
+        if let ServerMsg::Status { agent } = late.expect() {
+            break agent;
+        }
+    };
+    assert_eq!(info.pid, agent.pid, "the agent outlived SIGHUP");
+}
+
+#[test]
+fn an_open_runtime_directory_is_refused_on_the_ready_line() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dirs = Dirs::new();
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(dirs.runtime())
+        .unwrap();
+    std::fs::set_permissions(dirs.runtime(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (mut child, said) = dirs.spawn(&[]);
+    let error = said["error"].as_str().unwrap_or_else(|| panic!("{said}"));
+    assert!(error.contains("is open to others (mode 755)"), "{error}");
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    assert_eq!(
+        std::fs::read_dir(dirs.runtime()).unwrap().count(),
+        0,
+        "nothing was created in it"
+    );
 }

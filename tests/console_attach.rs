@@ -104,12 +104,18 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     c.open("second", "attach --last");
     c.tmux.wait_text("second", "approvals (1)", WAIT);
     c.tmux.keys("second", &["y"]);
-    // Both show the result; the first says which console answered.
-    c.tmux.wait_text("second", "gated-output", WAIT);
-    c.wait("gated-output");
-    leave_box(&c);
-    c.keys(&["Tab"]);
-    c.keys(&["z"]);
+    // Both show the result (the model's answer to it: the command's text
+    // is on screen from the start); the first says which console answered.
+    c.tmux.wait_text("second", "TOOL SAID", WAIT);
+    c.wait("TOOL SAID");
+    // Wide enough for the whole status line of the call.
+    let resized = c
+        .tmux
+        .cmd()
+        .args(["resize-window", "-t", &c.session, "-x", "220", "-y", "30"])
+        .status()
+        .expect("tmux resize-window");
+    assert!(resized.success());
     let screen = c.wait_for("who answered", |s| s.contains("at console 2"));
     assert!(screen.contains("approved by operator"), "{screen}");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
@@ -131,7 +137,7 @@ fn a_watcher_cannot_approve_and_is_told() {
     c.wait("approvals (1)");
     // The operator's console still can; the watcher sees it happen.
     c.keys(&["y"]);
-    c.tmux.wait_text("watch", "gated-output", WAIT);
+    c.tmux.wait_text("watch", "TOOL SAID", WAIT);
 }
 
 #[test]
@@ -218,4 +224,19 @@ fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
     c.tmux.wait_exit(&c.session, WAIT);
     c.restart(&format!("resume {}", ids[0]));
     assert_eq!(c.live_ids(), ids);
+}
+
+#[test]
+fn an_agent_that_cannot_start_says_why_and_where_its_log_is() {
+    let c = start("attach-fail");
+    let (code, out, err) = c.run(&["--ssh", "nobody@127.0.0.1:1"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("the agent could not start"), "{err}");
+    let log = err
+        .split("its log: ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_else(|| panic!("no log named: {err}"));
+    assert!(std::path::Path::new(log).exists(), "{log}");
+    assert!(log.contains("/data/agent-"), "{log}");
 }

@@ -119,7 +119,7 @@ async fn start(
     let events = std::mem::replace(&mut running.events, events);
     tokio::spawn(hub::pump(hub.clone(), events));
     let mut newest = hub.newest();
-    let started = newest.wait_for(|_| !hub.identity().model.is_empty());
+    let started = newest.wait_for(|_| hub.identity().session_started);
     if !matches!(tokio::time::timeout(START_WAIT, started).await, Ok(Ok(_))) {
         return Err(AgentProcError::NoSession);
     }

@@ -106,10 +106,12 @@ pub enum Command {
     },
     /// List recorded sessions: id, start time, model, turns, last message.
     Sessions,
-    /// Attach a console to a running agent (see `vigil ps`).
+    /// Attach a console to a running agent (see `vigil ps`), here or on
+    /// another machine through ssh (`user@host[:port]:ID`).
     Attach {
         /// The session id of the agent (with a single agent running, it
-        /// may be left out).
+        /// may be left out), or `user@host[:port]:ID` for one reached
+        /// through ssh (with the `[ssh]` identity and options).
         id: Option<String>,
         /// The most recently started running agent.
         #[arg(long, conflicts_with = "id")]
@@ -117,6 +119,9 @@ pub enum Command {
         /// Read-only: see everything, approve and type nothing.
         #[arg(long)]
         watch: bool,
+        /// How to run vigil on the remote machine (a shell command).
+        #[arg(long, value_name = "CMD", default_value = "vigil")]
+        remote_vigil: String,
     },
     /// List the running agents: id, model, target, state, approvals
     /// waiting, consoles attached, age (and sockets left by dead agents).
@@ -124,6 +129,13 @@ pub enum Command {
         /// One JSON object: the running agents and the stale sockets.
         #[arg(long)]
         json: bool,
+        /// List the agents of another machine, through ssh
+        /// (`user@host[:port]`, with the `[ssh]` identity and options).
+        #[arg(value_name = "USER@HOST[:PORT]")]
+        target: Option<String>,
+        /// How to run vigil on the remote machine (a shell command).
+        #[arg(long, value_name = "CMD", default_value = "vigil")]
+        remote_vigil: String,
     },
     /// Stop a running agent: it ends its turn, closes its connections and
     /// exits (remote managed tmux sessions are kept unless --remove-remote).

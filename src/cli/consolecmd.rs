@@ -12,7 +12,7 @@ use crate::agent::approval::Policy;
 use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
 use crate::cli::spawn::{AgentArgs, spawn_agent};
-use crate::cli::{bridge, fleet, fleetcmd};
+use crate::cli::{bridge, fleet, fleetcmd, remote};
 use crate::config::Config;
 use crate::console::{self, ConsoleOptions, Leaving};
 use crate::event::ApprovalPolicy;
@@ -42,7 +42,7 @@ pub async fn run_console(start: ConsoleStart<'_>) -> i32 {
         match find_live(id).await {
             Some(Ok(conn)) => {
                 eprintln!("vigil: session {id} has a running agent: attaching to it");
-                return on_connection(conn, opts).await;
+                return on_connection(conn, opts, true).await;
             }
             Some(Err(e)) => {
                 eprintln!("vigil: {e}");
@@ -81,21 +81,35 @@ pub async fn run_console(start: ConsoleStart<'_>) -> i32 {
         Policy::AutoApproveLow => ApprovalPolicy::AutoApproveLow,
         _ => ApprovalPolicy::ApproveAll,
     });
-    on_connection(conn, opts).await
+    on_connection(conn, opts, true).await
 }
 
-/// `vigil attach [ID | --last] [--watch]`.
-pub async fn attach_console(
-    config: &Config,
-    no_color: bool,
-    id: Option<String>,
-    last: bool,
-    watch: bool,
-) -> i32 {
+/// What `vigil attach` was asked for.
+pub struct AttachHow {
+    /// A local session id, `user@host[:port]:ID`, or None (`--last`, or
+    /// the only agent running).
+    pub id: Option<String>,
+    pub last: bool,
+    pub watch: bool,
+    /// How to run vigil on a remote machine.
+    pub remote_vigil: String,
+}
+
+/// `vigil attach [ID | user@host[:port]:ID | --last] [--watch]`.
+pub async fn attach_console(config: &Config, no_color: bool, how: AttachHow) -> i32 {
     let Some(mut opts) = options(config, no_color) else {
         return exit::USAGE;
     };
-    let id = match fleetcmd::choose(id, last).await {
+    let watch = how.watch;
+    match how.id.as_deref().and_then(remote::split_remote) {
+        Some(Ok((target, id))) => return attach_remote(config, opts, &target, &id, &how).await,
+        Some(Err(e)) => {
+            eprintln!("vigil: {e}");
+            return exit::USAGE;
+        }
+        None => {}
+    }
+    let id = match fleetcmd::choose(how.id, how.last).await {
         Ok(id) => id,
         Err(e) => {
             eprintln!("vigil: {e}");
@@ -110,13 +124,80 @@ pub async fn attach_console(
     match connected {
         Ok(conn) => {
             opts.watch = watch;
-            on_connection(conn, opts).await
+            on_connection(conn, opts, true).await
         }
         Err(e) => {
             eprintln!("vigil: {e}");
             exit::FAILED
         }
     }
+}
+
+/// `vigil attach user@host[:port]:ID`: find the agent's socket there
+/// (`vigil ps --json` over ssh), forward a private local socket to it
+/// through the ControlMaster, attach; the tunnel and the master close
+/// when the console leaves.
+async fn attach_remote(
+    config: &Config,
+    mut opts: ConsoleOptions,
+    target: &str,
+    id: &str,
+    how: &AttachHow,
+) -> i32 {
+    let tunnel = match open_tunnel(config, target, id, &how.remote_vigil).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            return exit::FAILED;
+        }
+    };
+    let role = if how.watch {
+        Role::Watch
+    } else {
+        Role::Console
+    };
+    let name = attach::console_name();
+    let code = match attach::connect(tunnel.local(), id, role, &name).await {
+        Ok(conn) => {
+            opts.watch = how.watch;
+            on_connection(conn, opts, false).await
+        }
+        Err(e) => {
+            eprintln!("vigil: {e} (on {target})");
+            exit::FAILED
+        }
+    };
+    tunnel.close().await;
+    code
+}
+
+/// A tunnel to the socket of session `id`'s agent on `target`.
+async fn open_tunnel(
+    config: &Config,
+    target: &str,
+    id: &str,
+    remote_vigil: &str,
+) -> Result<remote::Tunnel, remote::RemoteError> {
+    let ssh = remote::master(config, target).await?;
+    let socket = match remote::fleet(&ssh, target, remote_vigil).await {
+        Ok(fleet) => fleet
+            .agents
+            .into_iter()
+            .find(|a| a.id == id)
+            .map(|a| a.socket),
+        Err(e) => {
+            ssh.shutdown().await;
+            return Err(e);
+        }
+    };
+    let Some(socket) = socket else {
+        ssh.shutdown().await;
+        return Err(remote::RemoteError::NoSuchAgent {
+            target: target.into(),
+            id: id.into(),
+        });
+    };
+    remote::Tunnel::open(ssh, &socket).await
 }
 
 /// The console options from `[console]`, or None after saying why not.
@@ -150,11 +231,13 @@ async fn find_live(id: &str) -> Option<Result<Connection, AttachError>> {
 
 /// Run the console on a welcomed connection, then leave as the operator
 /// chose; switching to another agent (the agents overlay) detaches and runs
-/// the console again on that agent's connection.
-async fn on_connection(mut conn: Connection, mut opts: ConsoleOptions) -> i32 {
+/// the console again on that agent's connection. `local`: the agent runs
+/// here, so the other agents of the runtime directory are its fleet (a
+/// remote agent's console has none).
+async fn on_connection(mut conn: Connection, mut opts: ConsoleOptions, local: bool) -> i32 {
     loop {
         let id = conn.info.id.clone();
-        let (result, how) = one_console(conn, opts.clone()).await;
+        let (result, how) = one_console(conn, opts.clone(), local).await;
         // Said once, to the agent the console started with.
         opts.initial_message = None;
         opts.initial_policy = None;
@@ -195,10 +278,14 @@ async fn on_connection(mut conn: Connection, mut opts: ConsoleOptions) -> i32 {
 
 /// One console on one connection: run it (with the fleet of the other
 /// agents, unless read-only) and leave the agent as the operator chose.
-async fn one_console(conn: Connection, mut opts: ConsoleOptions) -> (std::io::Result<()>, Leaving) {
+async fn one_console(
+    conn: Connection,
+    mut opts: ConsoleOptions,
+    local: bool,
+) -> (std::io::Result<()>, Leaving) {
     opts.attached = true;
     opts.ask_on_exit = conn.info.leaves_behind.clone();
-    let fleet = (!opts.watch).then(|| fleet::start(conn.info.id.clone()));
+    let fleet = (local && !opts.watch).then(|| fleet::start(conn.info.id.clone()));
     opts.fleet = fleet.as_ref().map(|f| f.feed.clone());
     let bridge = bridge::start(conn);
     opts.mirror = bridge.mirror;

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::server::runtime;
 use crate::cli::attach::{self, AttachError, Connection};
@@ -19,7 +19,7 @@ use crate::event::OnExit;
 use crate::event::wire::{AgentInfo, Role};
 
 /// A socket nobody answers on (its agent died).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Stale {
     pub id: String,
     pub socket: PathBuf,
@@ -28,7 +28,7 @@ pub struct Stale {
 }
 
 /// What `vigil ps` found.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Fleet {
     pub agents: Vec<AgentInfo>,
     pub stale: Vec<Stale>,
@@ -74,10 +74,25 @@ pub async fn ps(json: bool) -> i32 {
         }
     };
     if json {
-        return crate::cli::run::print_json(&fleet);
+        return print_json(&fleet);
     }
     print!("{}", table(&fleet, now_ms()));
     exit::OK
+}
+
+/// Print `value` as pretty JSON on stdout (the exit code says whether it
+/// could be encoded).
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> i32 {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => {
+            println!("{text}");
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("vigil: {e}");
+            exit::FAILED
+        }
+    }
 }
 
 /// The `vigil ps` table.

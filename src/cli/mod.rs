@@ -19,6 +19,7 @@ pub mod fleet;
 pub mod fleetcmd;
 pub mod headless;
 pub mod policycmd;
+pub mod remote;
 pub mod run;
 pub mod spawn;
 pub mod toolcmd;

@@ -8,7 +8,7 @@
 use crate::agent::approval::Policy;
 use crate::agent::session::SessionStore;
 use crate::cli::args::{Cli, Command, ExecArgs, PolicyAction, ToolAction};
-use crate::cli::consolecmd::{ConsoleStart, attach_console, run_console};
+use crate::cli::consolecmd::{AttachHow, ConsoleStart, attach_console, run_console};
 use crate::cli::headless::exit;
 use crate::cli::spawn::AgentArgs;
 use crate::cli::wiring::StartOptions;
@@ -81,10 +81,26 @@ pub async fn run(cli: Cli, config: Config) -> i32 {
             }
         }
         Some(Command::Sessions) => list_sessions(&config),
-        Some(Command::Attach { id, last, watch }) => {
-            attach_console(&config, cli.no_color, id, last, watch).await
+        Some(Command::Attach {
+            id,
+            last,
+            watch,
+            remote_vigil,
+        }) => {
+            let how = AttachHow {
+                id,
+                last,
+                watch,
+                remote_vigil,
+            };
+            attach_console(&config, cli.no_color, how).await
         }
-        Some(Command::Ps { json }) => fleetcmd::ps(json).await,
+        Some(Command::Ps {
+            json,
+            target: Some(target),
+            remote_vigil,
+        }) => crate::cli::remote::ps_remote(&config, &target, &remote_vigil, json).await,
+        Some(Command::Ps { json, .. }) => fleetcmd::ps(json).await,
         Some(Command::Stop { id, remove_remote }) => fleetcmd::stop(&id, remove_remote).await,
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
         Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,
@@ -270,7 +286,7 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             print!("{}", toolcmd::listing(&registry.definitions()));
             exit::OK
         }
-        ToolAction::List { json: true } => print_json(&registry.definitions()),
+        ToolAction::List { json: true } => fleetcmd::print_json(&registry.definitions()),
         ToolAction::Call { name, arguments } => {
             let dir = config.data_dir().join("spill");
             let ctx = crate::tools::ToolContext::new("cli").with_spill_dir(dir);
@@ -283,21 +299,6 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             } else {
                 exit::FAILED
             }
-        }
-    }
-}
-
-/// Print `value` as pretty JSON on stdout (the exit code says whether it
-/// could be encoded).
-pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> i32 {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => {
-            println!("{text}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("vigil: {e}");
-            exit::FAILED
         }
     }
 }

@@ -160,3 +160,18 @@ fn the_tools_pane_says_who_answered_100x24() {
     );
     insta::assert_snapshot!(shown);
 }
+
+#[test]
+fn the_footer_names_the_detach_key_when_attached() {
+    let mut app = attached();
+    app.set_focus(Focus::Conversation);
+    let shown = screen(&app, 160, 30);
+    let footer = shown.lines().last().unwrap_or_default();
+    assert!(footer.contains("Ctrl-d detach"), "{footer}");
+    assert!(footer.contains("q leave…"), "{footer}");
+    app.set_focus(Focus::Input);
+    let shown = screen(&app, 160, 30);
+    let footer = shown.lines().last().unwrap_or_default();
+    assert!(footer.contains("Ctrl-d detach"), "{footer}");
+    assert!(!footer.contains("quit"), "{footer}");
+}

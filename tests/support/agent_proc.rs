@@ -41,6 +41,8 @@ text = "echo: {last_user}"
 /// The directories one agent (or several on the same session) share.
 pub struct Dirs {
     pub tmp: tempfile::TempDir,
+    /// vigil's private tmux server (None: `--no-tmux`).
+    pub tmux: Option<crate::common::Server>,
     pub server: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
@@ -58,9 +60,20 @@ impl Dirs {
         }
         Dirs {
             tmp,
+            tmux: None,
             server,
             _rt: rt,
         }
+    }
+
+    /// Like [`Dirs::new`], the agent's commands in a managed tmux pane on
+    /// a private tmux server (killed on drop).
+    pub fn with_tmux() -> Dirs {
+        let mut dirs = Dirs::new();
+        dirs.tmux = Some(crate::common::Server {
+            socket: crate::common::socket(),
+        });
+        dirs
     }
 
     pub fn runtime(&self) -> PathBuf {
@@ -83,14 +96,13 @@ impl Dirs {
             .env("VIGIL_DATA_DIR", self.tmp.path().join("data"))
             .env("HOME", self.tmp.path().join("home"))
             .env("XDG_CONFIG_HOME", self.tmp.path().join("xdg"))
-            .env_remove("VIGIL_LOG")
-            .args([
-                "--no-tmux",
-                "--base-url",
-                &self.server.base_url(),
-                "--model",
-                "e2e",
-            ])
+            .env("PYENV_REHASH_TIMEOUT", "1")
+            .env_remove("VIGIL_LOG");
+        match &self.tmux {
+            Some(server) => cmd.env("VIGIL_TMUX_SOCKET", &server.socket).arg("--tmux"),
+            None => cmd.arg("--no-tmux"),
+        };
+        cmd.args(["--base-url", &self.server.base_url(), "--model", "e2e"])
             .arg("__agent")
             .args(extra)
             .current_dir(self.tmp.path())
@@ -119,6 +131,18 @@ impl Dirs {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(self.log()).unwrap_or_default()
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        if let Some(server) = self.tmux.take() {
+            let name = server.socket.clone();
+            drop(server);
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let _ = std::fs::remove_file(format!("/tmp/tmux-{uid}/{name}"));
+        }
     }
 }
 

@@ -20,6 +20,8 @@ use crate::event::{AgentCommand, AgentEvent, Answerer, DecidedBy, MirrorTarget, 
 /// What the agent process is, fixed once its session started.
 #[derive(Debug, Clone, Default)]
 pub struct Identity {
+    /// The agent has announced its session (`SessionStarted` journaled).
+    pub session_started: bool,
     pub id: String,
     pub model: String,
     pub target: String,
@@ -261,6 +263,7 @@ impl Hub {
                 i.target = target.clone();
                 i.demo = *demo;
                 i.mirror = mirror.clone();
+                i.session_started = true;
             }),
             AgentEvent::ApprovalResolved {
                 id,

@@ -176,3 +176,6 @@ async fn mirror_changed(mirror: &mut Option<watch::Receiver<String>>) -> String 
     }
     std::future::pending().await
 }
+
+#[cfg(test)]
+mod tests;
