@@ -96,6 +96,7 @@ impl App {
                     pending,
                     layer,
                     attached: self.attached,
+                    others: self.fleet.agents.len() > 1,
                 },
                 &self.keys,
                 theme,

@@ -48,6 +48,8 @@ mod diff_snapshots;
 #[cfg(test)]
 mod event_loop_tests;
 #[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
 mod footer_tests;
 #[cfg(test)]
 mod overlay_snapshots;

@@ -32,7 +32,7 @@ pub fn render(
     frame.render_widget(block, area);
     let width = inner.width as usize;
     let mut lines = vec![Line::styled(
-        "Enter switches this console to the selected agent (this one keeps working).",
+        "* this console's agent · Enter switches to the selected one (it keeps working)",
         theme.dim,
     )];
     if view.agents.is_empty() {
@@ -55,9 +55,9 @@ fn row(a: &FleetAgent, selected: bool, now_ms: u64, theme: &Theme) -> Line<'stat
         AgentState::Waiting => theme.warn,
     };
     let waiting = match info.pending_approvals {
-        0 => "no approvals waiting".to_string(),
-        1 => "1 approval waiting".to_string(),
-        n => format!("{n} approvals waiting"),
+        0 => "no approvals".to_string(),
+        1 => "1 approval".to_string(),
+        n => format!("{n} approvals"),
     };
     let consoles = match info.consoles {
         1 => "1 console".to_string(),
@@ -68,15 +68,14 @@ fn row(a: &FleetAgent, selected: bool, now_ms: u64, theme: &Theme) -> Line<'stat
         Span::styled(if a.this { "* " } else { "  " }, theme.info),
         Span::styled(format!("{:<6} ", short_id(&info.id)), style),
         Span::styled(format!("{:<8} ", info.state.as_str()), state),
-        Span::styled(format!("{waiting:<21} "), theme.text),
+        Span::styled(format!("{waiting:<13} "), theme.text),
         Span::styled(format!("{consoles:<11} "), theme.dim),
-        Span::styled(format!("{} ", sanitize(&info.model)), theme.text),
-        Span::styled(format!("@ {} ", sanitize(&info.target)), theme.dim),
         Span::styled(
-            format!("· {}", age(now_ms.saturating_sub(info.started_ms))),
+            format!("{:>4}  ", age(now_ms.saturating_sub(info.started_ms))),
             theme.dim,
         ),
-        Span::styled(if a.this { " (this console)" } else { "" }, theme.info),
+        Span::styled(format!("{} ", sanitize(&info.model)), theme.text),
+        Span::styled(format!("@ {}", sanitize(&info.target)), theme.dim),
     ])
 }
 

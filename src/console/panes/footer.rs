@@ -64,6 +64,8 @@ pub struct FooterView {
     pub layer: Layer,
     /// A client of an agent process (detach works, `q` asks).
     pub attached: bool,
+    /// Other agents run beside this console's (the agents key is shown).
+    pub others: bool,
 }
 
 /// The (key, action) pairs for this state, most important first.
@@ -148,7 +150,7 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             keys.push((k(Action::History), "history"));
             keys.push((k(Action::Copy), "copy command"));
             keys.push((k(Action::FocusInput), "message"));
-            if view.attached {
+            if view.others {
                 keys.push((k(Action::Agents), "agents"));
             }
         }
@@ -238,6 +240,7 @@ mod tests {
             pending,
             layer: Layer::Panes,
             attached: false,
+            others: false,
         };
         let map = Keymap::default();
         assert!(keys(view(1), &map).contains(&("y".to_string(), "once")));
