@@ -282,3 +282,190 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Risk;
+    use crate::event::wire::AgentState;
+
+    fn info(id: &str, started_ms: u64) -> AgentInfo {
+        AgentInfo {
+            id: id.into(),
+            pid: 1,
+            model: "m".into(),
+            target: "local".into(),
+            demo: false,
+            state: AgentState::Idle,
+            pending_approvals: 0,
+            consoles: 0,
+            started_ms,
+            socket: PathBuf::from(format!("/tmp/{id}.sock")),
+            mirror: None,
+            leaves_behind: None,
+        }
+    }
+
+    fn request(id: u64) -> ApprovalRequest {
+        ApprovalRequest {
+            id,
+            call_id: format!("c{id}"),
+            tool: "run_shell".into(),
+            target: "local".into(),
+            gate: crate::cli::policycmd::shell_gate("touch x"),
+            estimate: Risk::Medium,
+            estimate_reason: String::new(),
+            automatic: false,
+            change: None,
+        }
+    }
+
+    fn join(state: &mut State, id: &str, started_ms: u64) -> UnboundedReceiver<ClientMsg> {
+        let (out, rx) = mpsc::unbounded_channel();
+        state.watching.insert(id.into());
+        state.apply(Update::Joined {
+            id: id.into(),
+            info: info(id, started_ms),
+            out,
+        });
+        rx
+    }
+
+    #[test]
+    fn the_view_marks_this_agent_and_keeps_the_others_calls_oldest_first() {
+        let mut state = State {
+            this: "a".into(),
+            ..State::default()
+        };
+        let _a = join(&mut state, "a", 20);
+        let _b = join(&mut state, "b-123456789", 10);
+        state.apply(Update::Asked("b-123456789".into(), request(2)));
+        std::thread::sleep(Duration::from_millis(2));
+        state.apply(Update::Asked("b-123456789".into(), request(1)));
+        let view = state.view();
+        let ids: Vec<(&str, bool)> = view
+            .agents
+            .iter()
+            .map(|a| (a.info.id.as_str(), a.this))
+            .collect();
+        assert_eq!(
+            ids,
+            [("b-123456789", false), ("a", true)],
+            "oldest agent first"
+        );
+        let calls: Vec<u64> = view.pending.iter().map(|p| p.request.id).collect();
+        assert_eq!(calls, [2, 1], "oldest call first, whatever its id");
+        assert_eq!(view.pending[0].label, "456789 m");
+
+        state.apply(Update::Resolved("b-123456789".into(), 2));
+        assert_eq!(state.view().pending.len(), 1);
+        state.apply(Update::Gone("b-123456789".into()));
+        let view = state.view();
+        assert!(view.pending.is_empty(), "a gone agent's calls go with it");
+        assert_eq!(view.agents.len(), 1);
+        assert!(!state.watching.contains("b-123456789"), "looked for again");
+    }
+
+    #[test]
+    fn an_answer_goes_out_on_its_agents_connection_only() {
+        let mut state = State {
+            this: "a".into(),
+            ..State::default()
+        };
+        let mut a = join(&mut state, "a", 1);
+        let mut b = join(&mut state, "b", 2);
+        state.route(FleetAnswer {
+            agent: "b".into(),
+            id: 7,
+            decision: crate::event::ApprovalDecision::Deny,
+        });
+        assert_eq!(
+            b.try_recv().ok(),
+            Some(ClientMsg::Command {
+                command: AgentCommand::Approval {
+                    id: 7,
+                    decision: crate::event::ApprovalDecision::Deny
+                }
+            })
+        );
+        assert!(a.try_recv().is_err());
+        // An answer for an agent that went is dropped, not misdelivered.
+        state.route(FleetAnswer {
+            agent: "gone".into(),
+            id: 7,
+            decision: crate::event::ApprovalDecision::ApproveOnce,
+        });
+        assert!(a.try_recv().is_err() && b.try_recv().is_err());
+    }
+
+    fn line(msg: &ServerMsg) -> String {
+        serde_json::to_string(msg).unwrap() + "\n"
+    }
+
+    async fn read(lines: &[ServerMsg], this: bool) -> Vec<Update> {
+        let text: String = lines.iter().map(line).collect();
+        let reader = tokio::io::BufReader::new(std::io::Cursor::new(text.into_bytes()));
+        let (up, mut rx) = mpsc::unbounded_channel();
+        read_agent(reader, "b", this, &up).await;
+        let mut out = Vec::new();
+        while let Ok(u) = rx.try_recv() {
+            out.push(u);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn only_operator_calls_their_ends_and_status_are_read_until_bye() {
+        let mut automatic = request(1);
+        automatic.automatic = true;
+        let ev = |seq, event| ServerMsg::Event { seq, event };
+        let lines = [
+            ev(1, AgentEvent::Notice { text: "hi".into() }),
+            ev(2, AgentEvent::ApprovalRequested { request: automatic }),
+            ev(
+                3,
+                AgentEvent::ApprovalRequested {
+                    request: request(2),
+                },
+            ),
+            ServerMsg::Status {
+                agent: info("b", 1),
+            },
+            ev(
+                4,
+                AgentEvent::ApprovalResolved {
+                    id: 2,
+                    decision: crate::event::ApprovalDecision::Deny,
+                    decided_by: crate::event::DecidedBy::Operator,
+                    previewed: false,
+                    answered_by: None,
+                },
+            ),
+            ServerMsg::Bye {
+                reason: "stopped".into(),
+            },
+            ev(
+                5,
+                AgentEvent::ApprovalRequested {
+                    request: request(3),
+                },
+            ),
+        ];
+        let got: Vec<(&str, u64)> = read(&lines, false)
+            .await
+            .iter()
+            .map(|u| match u {
+                Update::Asked(_, r) => ("asked", r.id),
+                Update::Resolved(_, id) => ("resolved", *id),
+                Update::Info(..) => ("info", 0),
+                _ => ("other", 0),
+            })
+            .collect();
+        assert_eq!(got, [("asked", 2), ("info", 0), ("resolved", 2)]);
+        // This console's own agent: status only (its calls are in the
+        // console's own queue already).
+        let got = read(&lines, true).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(matches!(got[0], Update::Info(..)));
+    }
+}
