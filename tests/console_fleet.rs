@@ -112,7 +112,7 @@ fn another_agents_call_is_approved_from_this_console_and_the_overlay_switches_to
     let tools = c.wait_for("who answered", |s| s.contains("at console"));
     assert!(tools.contains("approved by operator"), "{tools}");
     assert!(
-        tools.contains("fleet"),
+        tools.contains("(fleet view: "),
         "answered_by names A's console:\n{tools}"
     );
     // A kept running: switching is a detach.

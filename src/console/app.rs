@@ -117,6 +117,8 @@ pub struct App {
     pub(crate) fleet_now_ms: u64,
     /// Answers to other agents' calls, taken by the loop.
     pub(crate) fleet_out: Vec<FleetAnswer>,
+    /// A fleet feed is connected (the agents key works).
+    pub(crate) has_fleet: bool,
 }
 
 impl App {
@@ -156,6 +158,7 @@ impl App {
             fleet: FleetView::default(),
             fleet_now_ms: 0,
             fleet_out: Vec::new(),
+            has_fleet: false,
         }
     }
 

@@ -18,6 +18,7 @@ impl App {
     /// The fleet client's latest view, seen at `now_ms` (wall clock): the
     /// other agents' calls join the approval queue by age.
     pub fn set_fleet(&mut self, view: FleetView, now_ms: u64) {
+        self.has_fleet = true;
         let new = self.approvals.sync_foreign(&view.pending);
         if new > 0 && !self.read_only {
             self.bell = true;
@@ -33,6 +34,12 @@ impl App {
         }
         self.fleet = view;
         self.fleet_now_ms = now_ms;
+    }
+
+    /// A fleet feed will come (the agents key opens the overlay at once,
+    /// before the first view).
+    pub fn enable_fleet(&mut self) {
+        self.has_fleet = true;
     }
 
     /// Answers to other agents' calls since the last call (the event loop

@@ -190,13 +190,15 @@ impl App {
                 self.set_focus(Focus::Input);
                 return Some(Vec::new());
             }
-            Action::Agents if self.attached && !self.read_only => {
+            Action::Agents if self.has_fleet => {
                 self.open_agents();
                 return Some(Vec::new());
             }
             Action::Agents => {
                 self.flash = Some(
-                    "the agents view is for a console attached to an agent (`vigil attach`)".into(),
+                    "no agents view here: it is for a local console attached to an agent \
+                     (`vigil attach`), not read-only"
+                        .into(),
                 );
                 return Some(Vec::new());
             }

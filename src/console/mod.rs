@@ -206,6 +206,9 @@ pub async fn run(
         app.set_ask_on_exit(opts.ask_on_exit.clone());
         app.set_attached(opts.attached);
         app.set_read_only(opts.watch);
+        if opts.fleet.is_some() {
+            app.enable_fleet();
+        }
         if let Some(text) = opts.initial_message.clone().filter(|_| !opts.watch) {
             app.note_sent(&text);
             // The agent may already be gone; the console still shows why.
