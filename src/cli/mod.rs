@@ -4,8 +4,9 @@
 //! `vigil policy` ([`policycmd`]), the agent as its own process
 //! (`vigil __agent`, [`agentproc`]), the console as a client of an agent
 //! process ([`consolecmd`]: [`spawn`] starts the process, [`attach`] and
-//! [`bridge`] talk to its socket; [`fleetcmd`] is `ps`, `stop` and which
-//! agent `attach` means), and the start-up check that lets each layer
+//! [`bridge`] talk to its socket, [`fleet`] feeds it the other agents and
+//! their waiting calls; [`fleetcmd`] is `ps`, `stop` and which agent
+//! `attach` means), and the start-up check that lets each layer
 //! validate its own part of the configuration ([`check_config`]). It sits on
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
