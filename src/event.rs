@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod fleet;
 pub mod wire;
 
 pub use crate::exec::leave::OnExit;

@@ -63,19 +63,6 @@ fn start(tag: &str) -> Console {
     Console::start_scenario(tag, SCENARIO, BASE_CONFIG, "", "")
 }
 
-/// `vigil ps --json`: the running agents' ids.
-fn live_ids(c: &Console) -> Vec<String> {
-    let (code, out, err) = c.run(&["ps", "--json"]);
-    assert_eq!(code, Some(0), "vigil ps failed: {err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("ps --json");
-    v["agents"]
-        .as_array()
-        .expect("agents")
-        .iter()
-        .map(|a| a["id"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 /// Leave the message box (Esc), apart from the next key: Esc and a key
 /// sent together read as Alt-key.
 fn leave_box(c: &Console) {
@@ -93,7 +80,7 @@ fn a_killed_console_loses_nothing_and_attach_shows_what_came_meanwhile() {
     unsafe { libc::kill(console, libc::SIGKILL) };
     assert!(common::gone_within(console, WAIT), "the console survived");
     // The agent is still there, working.
-    assert_eq!(live_ids(&c).len(), 1, "vigil ps lists the agent");
+    assert_eq!(c.live_ids().len(), 1, "vigil ps lists the agent");
     assert_eq!(c.agent_pids().len(), 1);
     std::thread::sleep(Duration::from_secs(2));
     c.restart("attach --last");
@@ -156,7 +143,7 @@ fn a_watcher_cannot_approve_and_is_told() {
 #[test]
 fn ps_lists_the_agent_and_stop_ends_it() {
     let c = start("attach-ps");
-    let ids = live_ids(&c);
+    let ids = c.live_ids();
     assert_eq!(ids.len(), 1, "{ids:?}");
     let (code, table, _) = c.run(&["ps"]);
     assert_eq!(code, Some(0));
@@ -186,7 +173,7 @@ fn q_then_detach_keeps_the_agent_and_q_then_stop_ends_it() {
     c.wait("1 command running");
     c.keys(&["d"]);
     c.tmux.wait_exit(&c.session, WAIT);
-    assert_eq!(live_ids(&c).len(), 1, "detach stopped the agent");
+    assert_eq!(c.live_ids().len(), 1, "detach stopped the agent");
     let pids = c.agent_pids();
 
     c.restart("attach --last");
@@ -197,7 +184,7 @@ fn q_then_detach_keeps_the_agent_and_q_then_stop_ends_it() {
     c.keys(&["s"]);
     c.tmux.wait_exit(&c.session, WAIT);
     common::assert_all_gone(&pids, "stop from the q question");
-    assert!(live_ids(&c).is_empty());
+    assert!(c.live_ids().is_empty());
 }
 
 #[test]
@@ -216,7 +203,7 @@ fn resume_of_a_live_session_attaches_instead_of_starting_a_second_agent() {
 #[test]
 fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
     let c = start("attach-stale");
-    let ids = live_ids(&c);
+    let ids = c.live_ids();
     let pids = c.agent_pids();
     // SAFETY: kill(2) on the agent process group this test's vigil started.
     unsafe { libc::kill(-pids[0], libc::SIGKILL) };
@@ -240,10 +227,10 @@ fn a_dead_agent_leaves_a_stale_socket_that_is_named_with_the_way_back() {
     // starts: wait for the agent itself.
     c.wait("resumed session");
     let start = std::time::Instant::now();
-    while live_ids(&c) != ids && start.elapsed() < WAIT {
+    while c.live_ids() != ids && start.elapsed() < WAIT {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(live_ids(&c), ids);
+    assert_eq!(c.live_ids(), ids);
 }
 
 #[test]

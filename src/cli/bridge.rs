@@ -89,12 +89,12 @@ impl BridgeHandle {
     pub async fn leave(self, how: Leaving) -> Option<String> {
         self.forward.abort();
         let last = match how {
-            Leaving::Detach => ClientMsg::Detach,
+            Leaving::Detach | Leaving::Switch(_) => ClientMsg::Detach,
             Leaving::Stop(on_exit) => ClientMsg::Stop { on_exit },
         };
         let _ = self.out.send(last);
         let _ = tokio::time::timeout(FLUSH_WAIT, self.writer).await;
-        if how == Leaving::Detach {
+        if !matches!(how, Leaving::Stop(_)) {
             self.reader.abort();
             return None;
         }

@@ -12,7 +12,7 @@ use crate::agent::approval::Policy;
 use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
 use crate::cli::spawn::{AgentArgs, spawn_agent};
-use crate::cli::{bridge, fleetcmd, remote};
+use crate::cli::{bridge, fleet, fleetcmd, remote};
 use crate::config::Config;
 use crate::console::{self, ConsoleOptions, Leaving};
 use crate::event::ApprovalPolicy;
@@ -42,7 +42,7 @@ pub async fn run_console(start: ConsoleStart<'_>) -> i32 {
         match find_live(id).await {
             Some(Ok(conn)) => {
                 eprintln!("vigil: session {id} has a running agent: attaching to it");
-                return on_connection(conn, opts).await;
+                return on_connection(conn, opts, true).await;
             }
             Some(Err(e)) => {
                 eprintln!("vigil: {e}");
@@ -81,7 +81,7 @@ pub async fn run_console(start: ConsoleStart<'_>) -> i32 {
         Policy::AutoApproveLow => ApprovalPolicy::AutoApproveLow,
         _ => ApprovalPolicy::ApproveAll,
     });
-    on_connection(conn, opts).await
+    on_connection(conn, opts, true).await
 }
 
 /// What `vigil attach` was asked for.
@@ -124,7 +124,7 @@ pub async fn attach_console(config: &Config, no_color: bool, how: AttachHow) -> 
     match connected {
         Ok(conn) => {
             opts.watch = watch;
-            on_connection(conn, opts).await
+            on_connection(conn, opts, true).await
         }
         Err(e) => {
             eprintln!("vigil: {e}");
@@ -160,7 +160,7 @@ async fn attach_remote(
     let code = match attach::connect(tunnel.local(), id, role, &name).await {
         Ok(conn) => {
             opts.watch = how.watch;
-            on_connection(conn, opts).await
+            on_connection(conn, opts, false).await
         }
         Err(e) => {
             eprintln!("vigil: {e} (on {target})");
@@ -234,30 +234,71 @@ async fn find_live(id: &str) -> Option<Result<Connection, AttachError>> {
 }
 
 /// Run the console on a welcomed connection, then leave as the operator
-/// chose.
-async fn on_connection(conn: Connection, mut opts: ConsoleOptions) -> i32 {
-    let id = conn.info.id.clone();
+/// chose; switching to another agent (the agents overlay) detaches and runs
+/// the console again on that agent's connection. `local`: the agent runs
+/// here, so the other agents of the runtime directory are its fleet (a
+/// remote agent's console has none).
+async fn on_connection(mut conn: Connection, mut opts: ConsoleOptions, local: bool) -> i32 {
+    loop {
+        let id = conn.info.id.clone();
+        let (result, how) = one_console(conn, opts.clone(), local).await;
+        // Said once, to the agent the console started with.
+        opts.initial_message = None;
+        opts.initial_policy = None;
+        match &how {
+            Leaving::Detach => eprintln!(
+                "vigil: detached from {id}; the agent keeps working \
+                 (`vigil attach {id}` comes back, `vigil stop {id}` ends it)"
+            ),
+            Leaving::Switch(next) if result.is_ok() => {
+                match attach::socket_of(next) {
+                    Ok(socket) => {
+                        match attach::connect(&socket, next, Role::Console, &attach::console_name())
+                            .await
+                        {
+                            Ok(c) => {
+                                conn = c;
+                                continue;
+                            }
+                            Err(e) => eprintln!("vigil: cannot switch to {next}: {e}"),
+                        }
+                    }
+                    Err(e) => eprintln!("vigil: cannot switch to {next}: {e}"),
+                }
+                eprintln!("vigil: detached from {id}; `vigil attach {id}` comes back");
+                return exit::FAILED;
+            }
+            _ => {}
+        }
+        return match result {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                eprintln!("vigil: console error: {e}");
+                exit::FAILED
+            }
+        };
+    }
+}
+
+/// One console on one connection: run it (with the fleet of the other
+/// agents, unless read-only) and leave the agent as the operator chose.
+async fn one_console(
+    conn: Connection,
+    mut opts: ConsoleOptions,
+    local: bool,
+) -> (std::io::Result<()>, Leaving) {
     opts.attached = true;
     opts.ask_on_exit = conn.info.leaves_behind.clone();
+    let fleet = (local && !opts.watch).then(|| fleet::start(conn.info.id.clone()));
+    opts.fleet = fleet.as_ref().map(|f| f.feed.clone());
     let bridge = bridge::start(conn);
     opts.mirror = bridge.mirror;
     let result = console::run(bridge.events, bridge.commands, opts).await;
+    drop(fleet);
     // A console whose terminal failed detaches: nothing is lost.
-    let how = result.as_ref().map_or(Leaving::Detach, |h| *h);
-    if let Some(said) = bridge.handle.leave(how).await {
+    let how = result.as_ref().map_or(Leaving::Detach, Clone::clone);
+    if let Some(said) = bridge.handle.leave(how.clone()).await {
         eprintln!("vigil: {said}");
     }
-    if how == Leaving::Detach {
-        eprintln!(
-            "vigil: detached from {id}; the agent keeps working \
-             (`vigil attach {id}` comes back, `vigil stop {id}` ends it)"
-        );
-    }
-    match result {
-        Ok(_) => exit::OK,
-        Err(e) => {
-            eprintln!("vigil: console error: {e}");
-            exit::FAILED
-        }
-    }
+    (result.map(|_| ()), how)
 }

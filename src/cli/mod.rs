@@ -5,8 +5,9 @@
 //! session ([`resume`]), the agent as its own process
 //! (`vigil __agent`, [`agentproc`]), the console as a client of an agent
 //! process ([`consolecmd`]: [`spawn`] starts the process, [`attach`] and
-//! [`bridge`] talk to its socket; [`fleetcmd`] is `ps`, `stop` and which
-//! agent `attach` means), and the start-up check that lets each layer
+//! [`bridge`] talk to its socket, [`fleet`] feeds it the other agents and
+//! their waiting calls; [`fleetcmd`] is `ps`, `stop` and which agent
+//! `attach` means), and the start-up check that lets each layer
 //! validate its own part of the configuration ([`check_config`]). It sits on
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
@@ -16,6 +17,7 @@ pub mod args;
 pub mod attach;
 pub mod bridge;
 pub mod consolecmd;
+pub mod fleet;
 pub mod fleetcmd;
 pub mod headless;
 pub mod policycmd;

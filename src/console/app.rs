@@ -29,6 +29,7 @@ use super::panes::status::StatusBar;
 use super::panes::tools::ToolsPane;
 use super::panes::viewer::Viewer;
 use super::theme::Theme;
+use crate::event::fleet::{FleetAnswer, FleetView};
 use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState};
 
 pub use super::panes::footer::Focus;
@@ -47,6 +48,10 @@ pub enum Overlay {
     },
     /// The standing approvals (session rules), with revoke.
     Rules,
+    /// The running agents, with the one Enter switches to.
+    Agents {
+        selected: usize,
+    },
 }
 
 /// Where each pane was last drawn (for mouse hits).
@@ -106,6 +111,14 @@ pub struct App {
     pub(crate) confirm_cancel: bool,
     /// Text to put on the system clipboard (OSC 52), taken by the loop.
     pub(crate) clipboard: Option<String>,
+    /// The other agents, as the fleet client last saw them.
+    pub(crate) fleet: FleetView,
+    /// When that view arrived (Unix milliseconds; dates the agents' ages).
+    pub(crate) fleet_now_ms: u64,
+    /// Answers to other agents' calls, taken by the loop.
+    pub(crate) fleet_out: Vec<FleetAnswer>,
+    /// A fleet feed is connected (the agents key works).
+    pub(crate) has_fleet: bool,
 }
 
 impl App {
@@ -142,6 +155,10 @@ impl App {
             agent_gone: false,
             confirm_cancel: false,
             clipboard: None,
+            fleet: FleetView::default(),
+            fleet_now_ms: 0,
+            fleet_out: Vec::new(),
+            has_fleet: false,
         }
     }
 
@@ -211,7 +228,7 @@ impl App {
     /// How the operator left (see [`Leaving`]); stopping keeps remote
     /// sessions unless the operator chose to remove them.
     pub fn leaving(&self) -> Leaving {
-        self.exit_choice
+        self.exit_choice.clone()
     }
 
     pub fn is_running(&self) -> bool {

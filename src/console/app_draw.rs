@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 
 use super::app::{App, Focus, Overlay, PaneRects};
 use super::panes::footer::{self, FooterView, Layer};
-use super::panes::{help, leave, quit_ask};
+use super::panes::{agents, help, leave, quit_ask};
 use super::passthrough;
 
 /// Below this size the focused pane is shown alone.
@@ -39,6 +39,9 @@ impl App {
             (None, Overlay::History { viewer: None }) => Layer::History,
             (None, Overlay::Help { .. }) => Layer::Modal("↑↓ scroll · any other key closes"),
             (None, Overlay::Rules) => Layer::Rules,
+            (None, Overlay::Agents { .. }) => Layer::Modal(
+                "↑↓ select · Enter switch to it (this agent keeps working) · Esc close",
+            ),
             _ if self.mirror.typing() => Layer::Modal(passthrough::HINT),
             _ => Layer::Panes,
         };
@@ -53,6 +56,17 @@ impl App {
             Overlay::Rules => {
                 self.rects.set(PaneRects::default());
                 self.rules.render(frame, body, theme);
+            }
+            Overlay::Agents { selected } => {
+                self.rects.set(PaneRects::default());
+                agents::render(
+                    frame,
+                    body,
+                    &self.fleet,
+                    *selected,
+                    self.fleet_now_ms,
+                    theme,
+                );
             }
             _ => self.draw_panes(frame, body),
         }
@@ -82,6 +96,7 @@ impl App {
                     pending,
                     layer,
                     attached: self.attached,
+                    others: self.fleet.agents.len() > 1,
                 },
                 &self.keys,
                 theme,

@@ -23,6 +23,7 @@ use ratatui::layout::{Position, Rect};
 use super::app::{App, Focus, Overlay};
 use super::io::IoRequest;
 use super::keys::{Action, Scope};
+use super::panes::approvals::Answered;
 use super::panes::leave::Answer;
 use super::panes::modal::{Modal, Outcome};
 use crate::event::{AgentCommand, ApprovalDecision, ApprovalPolicy};
@@ -86,6 +87,7 @@ impl App {
             }
             Overlay::History { .. } => return self.on_history_key(key),
             Overlay::Rules => return self.on_rules_key(key),
+            Overlay::Agents { .. } => return self.on_agents_key(key),
             Overlay::None => {}
         }
         if let Some(out) = self.on_global_key(&key, confirming) {
@@ -186,6 +188,18 @@ impl App {
             Action::Quit => return Some(self.quit_key()),
             Action::FocusInput => {
                 self.set_focus(Focus::Input);
+                return Some(Vec::new());
+            }
+            Action::Agents if self.has_fleet => {
+                self.open_agents();
+                return Some(Vec::new());
+            }
+            Action::Agents => {
+                self.flash = Some(
+                    "no agents view here: it is for a local console attached to an agent \
+                     (`vigil attach`), not read-only"
+                        .into(),
+                );
                 return Some(Vec::new());
             }
             Action::Rules => {
@@ -313,6 +327,13 @@ impl App {
             return Vec::new();
         };
         let id = request.id;
+        if let Some(refused) = self.foreign_refusal(action) {
+            self.flash = Some(refused);
+            return Vec::new();
+        }
+        let Some(request) = self.approvals.selected_open() else {
+            return Vec::new();
+        };
         let decision = match action {
             Action::Approve => ApprovalDecision::ApproveOnce,
             Action::ApproveSession => {
@@ -359,7 +380,14 @@ impl App {
 
     fn answer(&mut self, decision: ApprovalDecision) -> Vec<AgentCommand> {
         match self.approvals.answer(decision.clone()) {
-            Some(id) => vec![AgentCommand::Approval { id, decision }],
+            Some(Answered { agent: None, id }) => vec![AgentCommand::Approval { id, decision }],
+            Some(Answered {
+                agent: Some(agent),
+                id,
+            }) => {
+                self.answer_elsewhere(agent, id, decision);
+                Vec::new()
+            }
             None => Vec::new(),
         }
     }
@@ -438,17 +466,7 @@ impl App {
 
     /// Answer request `id` (selecting it first: the modal was about it).
     fn answer_id(&mut self, id: u64, decision: ApprovalDecision) -> Vec<AgentCommand> {
-        while self.approvals.selected().is_some_and(|p| p.request.id > id) {
-            self.approvals.select_prev();
-        }
-        while self.approvals.selected().is_some_and(|p| p.request.id < id) {
-            let before = self.approvals.selected().map(|p| p.request.id);
-            self.approvals.select_next();
-            if self.approvals.selected().map(|p| p.request.id) == before {
-                break;
-            }
-        }
-        if self.approvals.selected().map(|p| p.request.id) != Some(id) {
+        if !self.approvals.select_local(id) {
             return Vec::new();
         }
         self.answer(decision)
@@ -516,6 +534,7 @@ impl App {
             }
             Overlay::Rules if delta < 0 => self.rules.select_prev(),
             Overlay::Rules => self.rules.select_next(),
+            Overlay::Agents { .. } => return false,
             Overlay::None => match pane {
                 Some(Focus::Conversation) => self.conversation.scroll.scroll_by(delta),
                 Some(Focus::Tools) => self.tools.scroll.scroll_by(delta),

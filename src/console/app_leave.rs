@@ -103,11 +103,13 @@ impl App {
 
     /// Leave now, this way.
     pub(crate) fn leave_as(&mut self, how: Leaving) -> Vec<AgentCommand> {
+        let stop = matches!(how, Leaving::Stop(_));
         self.exit_choice = how;
         self.quit = true;
-        match how {
-            Leaving::Stop(_) => vec![AgentCommand::Quit],
-            Leaving::Detach => Vec::new(),
+        if stop {
+            vec![AgentCommand::Quit]
+        } else {
+            Vec::new()
         }
     }
 

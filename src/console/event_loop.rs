@@ -122,6 +122,7 @@ where
     let (io_tx, mut io_rx) = tokio::sync::mpsc::unbounded_channel::<IoResult>();
     let mut agent_open = true;
     let mut mirror = opts.mirror.clone();
+    let mut fleet = opts.fleet.as_ref().map(|f| f.view.clone());
     let mut pacer = Pacer::new(opts.fps_cap, Instant::now());
     let mut titled: Option<usize> = None;
     loop {
@@ -162,6 +163,13 @@ where
                 }
                 pacer.changed();
             }
+            changed = watched(&mut fleet) => {
+                match changed {
+                    Some(view) => app.set_fleet(view, wall_ms()),
+                    None => fleet = None,
+                }
+                pacer.at_once();
+            }
             maybe = events.recv(), if agent_open => match maybe {
                 Some(ev) => {
                     if drain(app, ev, events) {
@@ -197,6 +205,13 @@ fn side_effects<B: Backend + Write>(
         }
         if let (Some(d), Some(what)) = (opts.notify.desktop, app.newest_waiting()) {
             write_raw(terminal, &super::notify::desktop(d, &what));
+        }
+    }
+    let answers = app.take_fleet_answers();
+    if let Some(fleet) = &opts.fleet {
+        for answer in answers {
+            // Unbounded: never waits; a closed feed lost its agents anyway.
+            let _ = fleet.answers.send(answer);
         }
     }
     if let Some(text) = app.take_clipboard() {
@@ -278,7 +293,19 @@ pub(super) const fn streamed(ev: &AgentEvent) -> bool {
 /// The next capture of the mirrored pane (None: the feed ended). Never
 /// resolves without a feed, so an idle or absent pane costs nothing.
 async fn mirror_changed(mirror: &mut Option<watch::Receiver<String>>) -> Option<String> {
-    let Some(rx) = mirror.as_mut() else {
+    watched(mirror).await
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The next value of a watched feed (None: the feed ended); never resolves
+/// without one.
+async fn watched<T: Clone>(feed: &mut Option<watch::Receiver<T>>) -> Option<T> {
+    let Some(rx) = feed.as_mut() else {
         return std::future::pending().await;
     };
     match rx.changed().await {

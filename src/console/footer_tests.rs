@@ -130,6 +130,7 @@ fn view(app: &App) -> FooterView {
         pending: app.approvals.unanswered(),
         layer: layer(app),
         attached: app.attached,
+        others: app.fleet.agents.len() > 1,
     }
 }
 

@@ -51,6 +51,8 @@ pub enum Action {
     Mark,
     /// Preview the waiting command's effects in a throwaway view.
     Preview,
+    /// The running agents overlay: switch to another agent.
+    Agents,
 }
 
 /// Where an action's key is looked up; keys only clash within one scope.
@@ -65,7 +67,7 @@ pub enum Scope {
 }
 
 impl Action {
-    pub const ALL: [Action; 28] = [
+    pub const ALL: [Action; 29] = [
         Action::Quit,
         Action::Detach,
         Action::NextPane,
@@ -94,6 +96,7 @@ impl Action {
         Action::Copy,
         Action::Mark,
         Action::Preview,
+        Action::Agents,
     ];
 
     /// The name used in `[console.keys]`.
@@ -127,6 +130,7 @@ impl Action {
             Action::Copy => "copy",
             Action::Mark => "mark",
             Action::Preview => "preview",
+            Action::Agents => "agents",
         }
     }
 
@@ -161,6 +165,7 @@ impl Action {
             Action::Copy => "copy the selected command or output (OSC 52)",
             Action::Mark => "mark a line range to copy",
             Action::Preview => "preview the command's effects in a throwaway view",
+            Action::Agents => "the running agents: state, approvals; enter switches to one",
         }
     }
 
@@ -211,6 +216,7 @@ impl Action {
             Action::Copy => "c",
             Action::Mark => "v",
             Action::Preview => "v",
+            Action::Agents => "g",
         }
     }
 

@@ -19,6 +19,7 @@
 pub mod app;
 mod app_copy;
 mod app_draw;
+mod app_fleet;
 mod app_history;
 mod app_keys;
 mod app_leave;
@@ -49,6 +50,8 @@ mod diff_snapshots;
 #[cfg(test)]
 mod event_loop_tests;
 #[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
 mod footer_tests;
 #[cfg(test)]
 mod overlay_snapshots;
@@ -71,6 +74,7 @@ use tokio::sync::watch;
 
 use crate::config::ConsoleConfig;
 use crate::event::OnExit;
+use crate::event::fleet::{FleetAnswer, FleetView};
 use crate::event::{AgentCommand, AgentEvent, ApprovalPolicy};
 use keys::Keymap;
 use theme::Theme;
@@ -108,16 +112,30 @@ pub struct ConsoleOptions {
     /// The title with the waiting count and the desktop notification
     /// (`[notify]`, see [`ConsoleOptions::apply_notify`]).
     pub notify: notify::NotifyOptions,
+    /// The other agents (the agents overlay, their calls in the approval
+    /// queue). None: this console sees its own agent only.
+    pub fleet: Option<FleetFeed>,
+}
+
+/// The fleet client's feed (`cli::fleet` fills it): the latest
+/// [`FleetView`], and where answers to another agent's calls go.
+#[derive(Debug, Clone)]
+pub struct FleetFeed {
+    pub view: watch::Receiver<FleetView>,
+    pub answers: UnboundedSender<FleetAnswer>,
 }
 
 /// How the operator left the console.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Leaving {
     /// The agent keeps working (pending approvals wait); `vigil attach`
     /// comes back.
     Detach,
     /// Stop the agent, doing this with remote managed sessions.
     Stop(OnExit),
+    /// Detach and attach to the agent of this session instead (the agents
+    /// overlay).
+    Switch(String),
 }
 
 impl Default for ConsoleOptions {
@@ -135,6 +153,7 @@ impl Default for ConsoleOptions {
             attached: false,
             watch: false,
             notify: notify::NotifyOptions::default(),
+            fleet: None,
         }
     }
 }
@@ -203,6 +222,9 @@ pub async fn run(
         app.set_ask_on_exit(opts.ask_on_exit.clone());
         app.set_attached(opts.attached);
         app.set_read_only(opts.watch);
+        if opts.fleet.is_some() {
+            app.enable_fleet();
+        }
         if let Some(text) = opts.initial_message.clone().filter(|_| !opts.watch) {
             app.note_sent(&text);
             // The agent may already be gone; the console still shows why.

@@ -169,7 +169,8 @@ fn help_lists_bindings_and_any_key_closes_it() {
     let mut app = app();
     app.set_focus(Focus::Tools);
     app.on_key(key(KeyCode::Char('?')));
-    let s = screen(&app, 100, 30);
+    // Tall enough for the approvals section (a shorter screen scrolls).
+    let s = screen(&app, 100, 34);
     assert!(s.contains("deny with a reason for the model"), "{s}");
     app.on_key(key(KeyCode::Char('x')));
     assert!(matches!(app.overlay, Overlay::None));

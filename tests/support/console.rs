@@ -210,6 +210,19 @@ impl Console {
         )
     }
 
+    /// `vigil ps --json`: the running agents' ids, oldest first.
+    pub fn live_ids(&self) -> Vec<String> {
+        let (code, out, err) = self.run(&["ps", "--json"]);
+        assert_eq!(code, Some(0), "vigil ps failed: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("ps --json");
+        v["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .map(|a| a["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     pub fn work(&self) -> PathBuf {
         self.dir.path().join("work")
     }

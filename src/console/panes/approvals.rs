@@ -15,6 +15,7 @@ use crate::console::diff::DiffCard;
 use crate::console::preview_card;
 use crate::console::text::{one_line, sanitize, wrap};
 use crate::console::theme::Theme;
+use crate::event::fleet::FleetPending;
 use crate::event::{ApprovalDecision, ApprovalRequest, PreviewOutcome, PreviewReport, Risk};
 
 /// Lines of action text shown for the selected request.
@@ -32,6 +33,28 @@ pub struct Pending {
     pub diff: Option<DiffCard>,
     /// The preview's report, when one arrived (a deny can quote it).
     pub preview: Option<Box<PreviewReport>>,
+    /// Another agent's call (None: this console's agent).
+    pub agent: Option<Foreign>,
+    /// When it was asked, as seen here (Unix milliseconds): the queue is
+    /// oldest first across agents.
+    pub asked_ms: u64,
+}
+
+/// The agent another agent's call belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    /// Its session id.
+    pub id: String,
+    /// Short id and model, shown on the call.
+    pub label: String,
+}
+
+/// A request answered from the queue: whose, and which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// None: this console's agent.
+    pub agent: Option<String>,
+    pub id: u64,
 }
 
 #[derive(Debug, Default)]
@@ -74,7 +97,7 @@ impl ApprovalsPane {
 
     pub fn push(&mut self, request: ApprovalRequest) {
         let was_all_answered = self.unanswered() == 0;
-        self.queue.push(request_pending(request));
+        self.queue.push(request_pending(request, None, wall_ms()));
         if was_all_answered {
             self.selected = self.queue.len() - 1;
         }
@@ -92,7 +115,7 @@ impl ApprovalsPane {
         if let Some(i) = self.automatic.iter().position(|r| r.id == id) {
             return Some(self.automatic.swap_remove(i));
         }
-        let idx = self.queue.iter().position(|p| p.request.id == id)?;
+        let idx = self.local_index(id)?;
         let pending = self.queue.remove(idx);
         if idx < self.selected {
             self.selected -= 1;
@@ -105,7 +128,7 @@ impl ApprovalsPane {
     /// when nothing open is selected or a preview is already there.
     pub fn start_preview(&mut self) -> Option<u64> {
         let p = self.queue.get_mut(self.selected)?;
-        if p.answered.is_some() || p.diff.is_some() {
+        if p.answered.is_some() || p.diff.is_some() || p.agent.is_some() {
             return None;
         }
         p.diff = Some(preview_card::running());
@@ -114,7 +137,7 @@ impl ApprovalsPane {
 
     /// A preview arrived for request `id`: it becomes the request's card.
     pub fn set_preview(&mut self, id: u64, outcome: &PreviewOutcome) {
-        let Some(p) = self.queue.iter_mut().find(|p| p.request.id == id) else {
+        let Some(p) = self.local_index(id).map(|i| &mut self.queue[i]) else {
             return;
         };
         p.diff = Some(preview_card::card(outcome));
@@ -162,17 +185,82 @@ impl ApprovalsPane {
 
     /// Answer the selected request; returns its id when there was one to
     /// answer. Moves the selection to the next unanswered request.
-    pub fn answer(&mut self, decision: ApprovalDecision) -> Option<u64> {
+    pub fn answer(&mut self, decision: ApprovalDecision) -> Option<Answered> {
         let pending = self.queue.get_mut(self.selected)?;
         if pending.answered.is_some() {
             return None;
         }
         pending.answered = Some(decision);
-        let id = pending.request.id;
+        let answered = Answered {
+            agent: pending.agent.as_ref().map(|a| a.id.clone()),
+            id: pending.request.id,
+        };
         if let Some(next) = self.queue.iter().position(|p| p.answered.is_none()) {
             self.selected = next;
         }
-        Some(id)
+        Some(answered)
+    }
+
+    /// Select this agent's request `id`; false when it is not queued.
+    pub fn select_local(&mut self, id: u64) -> bool {
+        match self.local_index(id) {
+            Some(i) => {
+                self.selected = i;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn local_index(&self, id: u64) -> Option<usize> {
+        self.queue
+            .iter()
+            .position(|p| p.agent.is_none() && p.request.id == id)
+    }
+
+    /// The other agents' calls are now `pending` (oldest first): drop the
+    /// ones resolved, insert the new ones by age. The selection stays on
+    /// the request it was on. Returns how many are new.
+    pub fn sync_foreign(&mut self, pending: &[FleetPending]) -> usize {
+        let key = |p: &Pending| (p.agent.as_ref().map(|a| a.id.clone()), p.request.id);
+        let was = self.selected().map(key);
+        self.queue.retain(|p| match &p.agent {
+            None => true,
+            Some(a) => pending
+                .iter()
+                .any(|f| f.agent == a.id && f.request.id == p.request.id),
+        });
+        let mut new = 0;
+        for f in pending {
+            let known = self.queue.iter().any(|p| {
+                p.agent.as_ref().is_some_and(|a| a.id == f.agent) && p.request.id == f.request.id
+            });
+            if known {
+                continue;
+            }
+            let agent = Foreign {
+                id: f.agent.clone(),
+                label: f.label.clone(),
+            };
+            let at = self
+                .queue
+                .iter()
+                .position(|p| p.asked_ms > f.asked_ms)
+                .unwrap_or(self.queue.len());
+            self.queue.insert(
+                at,
+                request_pending(f.request.clone(), Some(agent), f.asked_ms),
+            );
+            new += 1;
+        }
+        self.selected = match was {
+            Some(k) => self.queue.iter().position(|p| key(p) == k).unwrap_or(0),
+            None => 0,
+        };
+        if self.selected_open().is_none() {
+            self.select_oldest_open();
+        }
+        new
     }
 
     /// Select the oldest request nobody answered yet (if any).
@@ -258,13 +346,21 @@ impl ApprovalsPane {
     }
 }
 
-fn request_pending(request: ApprovalRequest) -> Pending {
+fn request_pending(request: ApprovalRequest, agent: Option<Foreign>, asked_ms: u64) -> Pending {
     Pending {
         diff: request.change.as_ref().map(DiffCard::of),
         preview: None,
         request,
         answered: None,
+        agent,
+        asked_ms,
     }
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn header_line(p: &Pending, selected: bool, focused: bool, theme: &Theme) -> Line<'static> {
@@ -276,15 +372,21 @@ fn header_line(p: &Pending, selected: bool, focused: bool, theme: &Theme) -> Lin
             style = theme.selected.add_modifier(Modifier::BOLD);
         }
     }
-    let mut spans = vec![
-        Span::styled(marker, style),
+    let mut spans = vec![Span::styled(marker, style)];
+    if let Some(agent) = &p.agent {
+        spans.push(Span::styled(
+            format!("[{}] ", one_line(&sanitize(&agent.label), 32)),
+            theme.info,
+        ));
+    }
+    spans.extend([
         Span::styled(format!("#{} ", p.request.id), style),
         Span::styled(sanitize(&p.request.tool), style),
         Span::styled(
             format!(" @ {}", one_line(&sanitize(&p.request.target), 60)),
             theme.dim,
         ),
-    ];
+    ]);
     if let Some(answer) = &p.answered {
         let label = if answer.is_approved() {
             " approved, waiting"
@@ -422,7 +524,8 @@ mod tests {
         p.push(request(1, "rm a"));
         p.push(request(2, "rm b"));
         assert_eq!(p.selected().map(|s| s.request.id), Some(1));
-        assert_eq!(p.answer(ApprovalDecision::ApproveOnce), Some(1));
+        let answered = p.answer(ApprovalDecision::ApproveOnce);
+        assert_eq!(answered.map(|a| (a.agent, a.id)), Some((None, 1)));
         assert_eq!(p.selected().map(|s| s.request.id), Some(2));
         p.select_prev();
         assert_eq!(p.answer(ApprovalDecision::Deny), None, "already answered");

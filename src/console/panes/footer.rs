@@ -64,6 +64,8 @@ pub struct FooterView {
     pub layer: Layer,
     /// A client of an agent process (detach works, `q` asks).
     pub attached: bool,
+    /// Other agents run beside this console's (the agents key is shown).
+    pub others: bool,
 }
 
 /// The (key, action) pairs for this state, most important first.
@@ -148,6 +150,9 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             keys.push((k(Action::History), "history"));
             keys.push((k(Action::Copy), "copy command"));
             keys.push((k(Action::FocusInput), "message"));
+            if view.others {
+                keys.push((k(Action::Agents), "agents"));
+            }
         }
         Focus::Mirror => {
             keys.push(("Enter".into(), "type into the pane"));
@@ -235,6 +240,7 @@ mod tests {
             pending,
             layer: Layer::Panes,
             attached: false,
+            others: false,
         };
         let map = Keymap::default();
         assert!(keys(view(1), &map).contains(&("y".to_string(), "once")));

@@ -5,6 +5,7 @@
 //! Panes never execute anything and never talk to the agent: the
 //! [`App`](super::app::App) turns their answers into commands.
 
+pub mod agents;
 pub mod approvals;
 pub mod conversation;
 pub mod diff_card;
