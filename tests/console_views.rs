@@ -19,8 +19,10 @@ fn help_zoom_theme_and_configured_keys() {
     c.keys(&["Tab"]);
     c.wait("PgUp/PgDn scroll");
     c.keys(&["?"]);
-    c.wait("deny with a reason for the model");
     c.wait("Ctrl-z");
+    // The list is longer than the window: it scrolls to the rest.
+    c.keys(&["Down", "Down", "Down", "Down", "Down", "Down"]);
+    c.wait("deny with a reason for the model");
     c.keys(&["Escape"]);
     c.wait("PgUp/PgDn scroll");
     c.keys(&["C-z"]);
