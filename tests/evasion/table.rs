@@ -300,4 +300,9 @@ pub const TABLE: &[Case] = &[
     r("grep -r", "grep -r keep {DIR} --include=* > {M}"),
     r("ls", "ls; rm -f {V}"),
     r("ls", "ls\nrm -f {V}"),
+    // A real-time scheduler wrapper, a builtin's writing option, and a
+    // prompt string bash expands before every later command.
+    c("wrapper", "chrt -i 0 touch {M}"),
+    c("writing reader", "history -w {M}"),
+    c("shell state", "PS0='$(touch {M})'"),
 ];
