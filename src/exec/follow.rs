@@ -81,12 +81,7 @@ impl FileOutputs {
     /// The child's stdout and stderr: pipes pumped into the two files.
     pub fn stdio(&self) -> std::io::Result<([Stdio; 2], Pumps)> {
         let [o, e] = &self.streams;
-        let files = vec![o.file.as_file().try_clone()?, e.file.as_file().try_clone()?];
-        let (ends, pumps) = pipes_into(files)?;
-        let [out, err]: [Stdio; 2] = ends
-            .try_into()
-            .map_err(|_| std::io::Error::other("two pipes were asked for"))?;
-        Ok(([out, err], pumps))
+        pipes_into([o.file.as_file().try_clone()?, e.file.as_file().try_clone()?])
     }
 
     /// Take what was appended to each file, at most `max` bytes per stream;

@@ -35,24 +35,19 @@ pub struct Pumps {
     each: Vec<Pump>,
 }
 
-/// A pipe whose write end goes to the child and whose read end is pumped
-/// into `file` (written at its current offset).
-pub fn pipe_into(file: File) -> std::io::Result<(Stdio, Pumps)> {
-    pipes_into(vec![file]).map(|(mut w, p)| (w.remove(0), p))
-}
-
-/// [`pipe_into`] for several files at once (one pipe and one pump each).
-pub fn pipes_into(files: Vec<File>) -> std::io::Result<(Vec<Stdio>, Pumps)> {
-    let mut ends = Vec::new();
-    for _ in &files {
-        ends.push(pipe()?);
-    }
-    let mut writers = Vec::new();
-    let mut each = Vec::new();
-    for (file, (read, write)) in files.into_iter().zip(ends) {
+/// One pipe per file: the write ends go to the child, the read ends are
+/// pumped into the files (each written at its current offset).
+pub fn pipes_into<const N: usize>(files: [File; N]) -> std::io::Result<([Stdio; N], Pumps)> {
+    let mut each = Vec::with_capacity(N);
+    let mut writers = Vec::with_capacity(N);
+    for file in files {
+        let (read, write) = pipe()?;
         writers.push(Stdio::from(write));
         each.push(Pump::start(read, file)?);
     }
+    let writers = writers
+        .try_into()
+        .map_err(|_| std::io::Error::other("a pipe per file"))?;
     Ok((writers, Pumps { each }))
 }
 
@@ -209,7 +204,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         let file = File::create(&path).unwrap();
-        let (w, pumps) = pipe_into(file).unwrap();
+        let ([w], pumps) = pipes_into([file]).unwrap();
         // The child writes 2.6 MB and leaves a writer behind that starts
         // writing once the pumps were stopped.
         let go = dir.path().join("go");
