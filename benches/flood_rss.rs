@@ -25,7 +25,8 @@
 //! takes minutes), `VIGIL_FLOOD_REPEAT=N` pools the keys of N runs,
 //! `VIGIL_FLOOD_BIN` runs another vigil binary (before/after in the same
 //! minutes), `VIGIL_FLOOD_TIMELINE=1` prints the recorded events' times,
-//! `VIGIL_FLOOD_SLOW=MS` prints every key slower than MS and when it was sent.
+//! `VIGIL_FLOOD_SLOW=MS` prints every key slower than MS and when it was sent,
+//! and the console's own slow frames (its `vigil::latency` log).
 //! The bare pane runs the managed pane's shell (`bash`, rc files) and both
 //! are typed into only at their prompt. Every tmux server is private
 //! (`-L vigil-flood-…`) and killed at the end; temporary folders are removed.
@@ -39,7 +40,7 @@ use vigil::scripted::{Scenario, ScriptedServer};
 
 #[path = "flood/session_files.rs"]
 mod session_files;
-use session_files::{bytes_under, timeline, unix_ms};
+use session_files::{bytes_under, slow_frames, timeline, unix_ms};
 
 /// The binary under test: `VIGIL_FLOOD_BIN` (e.g. a copy of an older
 /// build, to compare before and after in the same minutes) or this build's.
@@ -196,7 +197,7 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
     let inner = Tmux::new("agent");
     let launch = format!(
         "cd {work} && env TERM=xterm-256color VIGIL_DATA_DIR={data} VIGIL_TMUX_SOCKET={sock} \
-         VIGIL_RUNTIME_DIR={rt} XDG_CONFIG_HOME={xdg} {vigil} --config {cfg} --base-url {url} --model e2e {extra}",
+         VIGIL_RUNTIME_DIR={rt} XDG_CONFIG_HOME={xdg} {log}{vigil} --config {cfg} --base-url {url} --model e2e {extra}",
         work = dir.path().display(),
         data = data.display(),
         sock = inner.0,
@@ -205,6 +206,12 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         vigil = vigil_bin(),
         cfg = cfg.display(),
         extra = if tmux_mode { "" } else { "--no-tmux" },
+        // With VIGIL_FLOOD_SLOW the console logs its own slow frames.
+        log = if slow_ms().is_some() {
+            "VIGIL_LOG=vigil::latency=debug "
+        } else {
+            ""
+        },
     );
     outer.run(&[
         "new-session",
@@ -245,6 +252,16 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
     outer.run(&["send-keys", "-t", "c", "Enter"]);
     let (keys, wall, mut hwm) = probe_until_done(&outer, pane, start);
     std::thread::sleep(Duration::from_secs(1));
+    if slow_ms().is_some() {
+        match slow_frames(&data, enter_ms) {
+            None => println!("      (the console wrote no log)"),
+            Some(frames) => {
+                for (at, fields) in frames {
+                    println!("      console slow frame {at} ms after Enter: {fields}");
+                }
+            }
+        }
+    }
     let pids = vigil_pids(pane);
     sample_hwm(&mut hwm, &pids);
     let after_kib = pids.iter().map(|&p| status_kib(p, "VmRSS:")).sum();
@@ -328,9 +345,7 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
         typed += 1;
         let sent = start.elapsed();
         if let Some(d) = probe_key(t, typed, &mut watch) {
-            if std::env::var("VIGIL_FLOOD_SLOW")
-                .is_ok_and(|v| d.as_millis() >= v.parse().unwrap_or(50))
-            {
+            if slow_ms().is_some_and(|slow| d.as_millis() >= slow) {
                 println!(
                     "      slow key: sent {:.0} ms after Enter, shown {:.1} ms later",
                     ms(sent),
@@ -341,6 +356,13 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
         }
         watch.pause(t, Duration::from_millis(30));
     }
+}
+
+/// `VIGIL_FLOOD_SLOW=MS`: report keys slower than MS (and the console's
+/// own slow frames).
+fn slow_ms() -> Option<u128> {
+    let v = std::env::var("VIGIL_FLOOD_SLOW").ok()?;
+    Some(v.parse().unwrap_or(50))
 }
 
 /// Type one more `Z` (the `typed`-th) and wait until the screen shows

@@ -322,6 +322,44 @@ fn a_second_agent_on_the_session_is_refused_with_the_pid_and_stop_says_bye() {
 }
 
 #[test]
+fn resume_exec_on_a_session_with_a_live_agent_is_refused_and_writes_nothing() {
+    let dirs = Dirs::new();
+    let agent = Agent::start(&dirs, &[]);
+    let mut c = agent.connect();
+    c.attach(Role::Console, 0, "c");
+    c.command(say("first"));
+    c.until("a turn", turn_finished);
+    let events = dirs
+        .data()
+        .join("sessions")
+        .join(&agent.id)
+        .join("events.jsonl");
+    let before = std::fs::read(&events).expect("the session's events");
+    let out = dirs
+        .vigil()
+        .args(["resume", &agent.id, "--exec", "second"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("vigil resume --exec");
+    assert_eq!(out.status.code(), Some(1));
+    // stderr: captured, or the log when the command sent it there.
+    let said = String::from_utf8_lossy(&out.stderr).to_string() + &dirs.log_text();
+    assert!(
+        said.contains(&format!(
+            "session {id} already has an agent (pid {pid}): `vigil attach {id}`",
+            id = agent.id,
+            pid = agent.pid
+        )),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(&events).unwrap(), before, "nothing written");
+    // The live agent still has its session and carries on.
+    c.command(say("still here"));
+    c.until("a second turn", turn_finished);
+    assert!(std::fs::read(&events).unwrap().len() > before.len());
+}
+
+#[test]
 fn a_stale_socket_left_by_a_killed_agent_is_removed_on_resume() {
     let dirs = Dirs::new();
     let mut agent = Agent::start(&dirs, &[]);

@@ -5,8 +5,9 @@
 //! and bad input (a binary flood, a full spill folder) ends in a clear
 //! result while the agent carries on.
 //!
-//! The 1 GB cases are ignored by default (minutes on a shared machine):
-//! `cargo test --release --test flood_output -- --ignored --test-threads 1`.
+//! The 1 GB cases run with the rest (about 20 s for both in a debug build).
+//! The tests of this file run one at a time: they measure this process's
+//! peak RSS, which a neighbour holding a gigabyte would spoil.
 
 mod common;
 
@@ -22,16 +23,21 @@ use vigil::tools::{ToolContext, ToolRegistry, ToolRun};
 
 const LIMIT: usize = 4000;
 
+/// Held by every test of this file for its whole run.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// One test on this machine's plain processes and one in the managed pane.
 macro_rules! on_both_targets {
     ($plain:ident, $managed:ident, $body:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $plain() {
+            let _one = ONE_AT_A_TIME.lock().await;
             $body(ExecutionContext::local()).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $managed() {
+            let _one = ONE_AT_A_TIME.lock().await;
             let (backend, _server) = common::start("bash").await;
             $body(ExecutionContext::from_arc(backend)).await;
         }
@@ -232,8 +238,8 @@ fn vm_hwm_mib() -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "1 GB: cargo test --release --test flood_output -- --ignored --test-threads 1"]
 async fn a_gigabyte_is_spilled_exactly_in_flat_memory() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let plain = flood_is_exact(ExecutionContext::local(), 111_111_111).await;
     let (backend, _server) = common::start("bash").await;
     let pane = flood_is_exact(ExecutionContext::from_arc(backend), 111_111_111).await;
@@ -245,8 +251,8 @@ async fn a_gigabyte_is_spilled_exactly_in_flat_memory() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "1 GB: cargo test --release --test flood_output -- --ignored --test-threads 1"]
 async fn a_gigabyte_without_a_newline_is_spilled_exactly_in_flat_memory() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let producer = "head -c 1000000000 /dev/zero | tr '\\0' x";
     let dir = tempfile::tempdir().unwrap();
     reset_hwm();
@@ -343,10 +349,12 @@ async fn session_stays_small(extra: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_file_stays_small_plain() {
+    let _one = ONE_AT_A_TIME.lock().await;
     session_stays_small(&["--no-tmux"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_file_stays_small_managed_pane() {
+    let _one = ONE_AT_A_TIME.lock().await;
     session_stays_small(&[]).await;
 }

@@ -64,3 +64,43 @@ fn find_named(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// The console's own slow-frame log lines (`vigil::latency`, written when
+/// `VIGIL_LOG` asks for them) as (ms after Enter, the line's fields), so a
+/// slow key seen from outside can be told apart: the console waited or drew
+/// long (it is in the log), or the key reached it late (it is not).
+/// None when the console wrote no log.
+pub fn slow_frames(data: &Path, enter_ms: i64) -> Option<Vec<(i64, String)>> {
+    let text = std::fs::read_to_string(data.join("vigil.log")).ok()?;
+    let found = text
+        .lines()
+        .filter(|l| l.contains("slow frame"))
+        .filter_map(|l| {
+            let at = rfc3339_ms(l.split_whitespace().next()?)? - enter_ms;
+            let fields = l.split("slow frame").nth(1).unwrap_or("").trim();
+            (at >= -5).then(|| (at, fields.to_string()))
+        })
+        .collect();
+    Some(found)
+}
+
+/// Unix ms of a `YYYY-MM-DDTHH:MM:SS.ffffffZ` UTC stamp.
+fn rfc3339_ms(stamp: &str) -> Option<i64> {
+    let (date, time) = stamp.trim_end_matches('Z').split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.split(':');
+    let (h, min) = (
+        t.next()?.parse::<i64>().ok()?,
+        t.next()?.parse::<i64>().ok()?,
+    );
+    let secs: f64 = t.next()?.parse().ok()?;
+    // Days since the epoch (civil calendar, Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3600 + min * 60) * 1000 + (secs * 1000.0) as i64)
+}

@@ -245,6 +245,12 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
         resume,
         trust_session_rules,
     } = args;
+    // A resumed session is held as an agent process holds it, so `resume
+    // --exec` never writes into a session another agent is recording.
+    let lock = match resume.as_deref().map(hold_session).transpose() {
+        Ok(lock) => lock,
+        Err(code) => return code,
+    };
     // The demo runs its low-risk calls by itself here too, as in the console.
     let policy = startup_policy(config, demo, auto_approve);
     let opts = StartOptions {
@@ -279,7 +285,22 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
     if let Some(said) = running.leave.finish(OnExit::Keep).await {
         eprintln!("vigil: {said}");
     }
+    if let Some(lock) = lock {
+        lock.release();
+    }
     code
+}
+
+/// Take session `id`'s lock in the runtime directory, or say who holds it.
+fn hold_session(id: &str) -> Result<crate::agent::server::lock::SessionLock, i32> {
+    let dir = crate::agent::server::runtime::dir().map_err(|e| {
+        eprintln!("vigil: {e}");
+        exit::FAILED
+    })?;
+    crate::agent::server::lock::SessionLock::acquire(&dir, id).map_err(|e| {
+        eprintln!("vigil: {e}");
+        exit::FAILED
+    })
 }
 
 fn list_sessions(config: &Config) -> i32 {

@@ -54,6 +54,8 @@ pub(super) struct Pacer {
     dirty: bool,
     /// The operator or a step of the turn: draw without waiting for the clock.
     urgent: bool,
+    /// When the oldest key not yet drawn arrived (for the slow-key log).
+    key_at: Option<std::time::Instant>,
 }
 
 impl Pacer {
@@ -63,7 +65,14 @@ impl Pacer {
             next_frame: now,
             dirty: true,
             urgent: false,
+            key_at: None,
         }
+    }
+
+    /// The operator typed: drawn at once, and timed until it is.
+    pub(super) fn key(&mut self) {
+        self.at_once();
+        self.key_at.get_or_insert_with(std::time::Instant::now);
     }
 
     /// The screen changed (agent output, a tick): drawn when the clock allows.
@@ -132,8 +141,10 @@ where
         }
         let now = Instant::now();
         if pacer.due(now) {
+            let started = std::time::Instant::now();
             draw(terminal, app)?;
             pacer.drawn(now);
+            log_slow_frame(pacer.key_at.take(), started);
         }
         let wake = pacer.wake(now, app.needs_tick());
         // `biased`: the keyboard is looked at first, so a key never waits
@@ -331,7 +342,7 @@ fn on_terminal_event(
                     let _ = commands.send(cmd);
                 }
             }
-            pacer.at_once();
+            pacer.key();
         }
         Event::Paste(text) => {
             for cmd in app.on_paste(&text) {
@@ -342,6 +353,25 @@ fn on_terminal_event(
         Event::Mouse(m) if app.on_mouse(m) => pacer.changed(),
         Event::Resize(..) | Event::FocusGained => pacer.at_once(),
         _ => {}
+    }
+}
+
+/// A key's frame (or any frame) slower than this is logged at debug level
+/// under `vigil::latency`, with where the time went: waiting before the
+/// frame (the loop was busy elsewhere) or drawing it.
+const SLOW_FRAME: Duration = Duration::from_millis(25);
+
+fn log_slow_frame(key_at: Option<std::time::Instant>, started: std::time::Instant) {
+    let drawing = started.elapsed();
+    let waited = key_at.map(|k| started.saturating_duration_since(k));
+    if drawing + waited.unwrap_or_default() >= SLOW_FRAME {
+        tracing::debug!(
+            target: "vigil::latency",
+            key = key_at.is_some(),
+            waited_us = waited.map_or(0, |d| d.as_micros() as u64),
+            drawing_us = drawing.as_micros() as u64,
+            "slow frame"
+        );
     }
 }
 

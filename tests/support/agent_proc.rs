@@ -80,12 +80,29 @@ impl Dirs {
         self.tmp.path().join("run")
     }
 
+    /// The data folder (`VIGIL_DATA_DIR`): sessions, logs.
+    pub fn data(&self) -> PathBuf {
+        self.tmp.path().join("data")
+    }
+
     pub fn log(&self) -> PathBuf {
         self.tmp.path().join("agent.log")
     }
 
     /// `vigil … __agent EXTRA`, its own process group, stdout piped.
     pub fn command(&self, extra: &[&str]) -> Command {
+        let mut cmd = self.vigil();
+        cmd.arg("__agent")
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        cmd
+    }
+
+    /// `vigil …` with this test's folders, target and model, in its own
+    /// process group, stderr appended to the log; the caller adds the
+    /// subcommand.
+    pub fn vigil(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -93,7 +110,7 @@ impl Dirs {
             .open(self.log())
             .expect("log");
         cmd.env("VIGIL_RUNTIME_DIR", self.runtime())
-            .env("VIGIL_DATA_DIR", self.tmp.path().join("data"))
+            .env("VIGIL_DATA_DIR", self.data())
             .env("HOME", self.tmp.path().join("home"))
             .env("XDG_CONFIG_HOME", self.tmp.path().join("xdg"))
             .env("PYENV_REHASH_TIMEOUT", "1")
@@ -103,11 +120,7 @@ impl Dirs {
             None => cmd.arg("--no-tmux"),
         };
         cmd.args(["--base-url", &self.server.base_url(), "--model", "e2e"])
-            .arg("__agent")
-            .args(extra)
             .current_dir(self.tmp.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(log)
             .process_group(0);
         cmd
