@@ -386,6 +386,71 @@ fn a_stale_socket_left_by_a_killed_agent_is_removed_on_resume() {
     }
 }
 
+/// `vigil ps ARGS` with the test's folders: (exit code, stdout).
+fn ps(dirs: &Dirs, args: &[&str]) -> (Option<i32>, String) {
+    let out = dirs
+        .vigil()
+        .arg("ps")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("vigil ps");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn prune_removes_only_sockets_whose_agent_is_gone_for_sure() {
+    let dirs = Dirs::new();
+    let live = Agent::start(&dirs, &[]);
+    let mut dead = Agent::start(&dirs, &[]);
+    dead.kill();
+    // A socket nobody answers on while its session lock is held (an agent
+    // starting, or one stuck): stale to a connect, but not ours to remove.
+    let rt = dirs.runtime();
+    let held_id = "held-session";
+    let held_sock = vigil::agent::server::runtime::socket_path(&rt, held_id);
+    drop(std::os::unix::net::UnixListener::bind(&held_sock).unwrap());
+    let lock = vigil::agent::server::lock::SessionLock::acquire(&rt, held_id).unwrap();
+    // Not a socket at all, named like one: never removed.
+    let plain = rt.join("not-a-socket.sock");
+    std::fs::write(&plain, "keep me").unwrap();
+
+    let (code, before) = ps(&dirs, &[]);
+    assert_eq!(code, Some(0));
+    assert!(before.contains(&live.id), "{before}");
+    for id in [dead.id.as_str(), held_id, "not-a-socket"] {
+        assert!(before.contains(&format!("stale: {id} ")), "{id}: {before}");
+    }
+
+    let (code, pruned) = ps(&dirs, &["--prune"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        pruned.contains(&format!("removed the stale socket of {}", dead.id)),
+        "{pruned}"
+    );
+    assert!(!dead.socket.exists(), "the dead agent's socket is gone");
+    assert!(held_sock.exists(), "a socket whose lock is held is kept");
+    assert!(pruned.contains("already has an agent"), "{pruned}");
+    assert_eq!(std::fs::read_to_string(&plain).unwrap(), "keep me");
+    assert!(live.socket.exists(), "a live agent is untouched");
+
+    let (_, after) = ps(&dirs, &[]);
+    assert!(after.contains(&live.id), "{after}");
+    assert!(!after.contains(&dead.id), "{after}");
+    assert!(after.contains(&format!("stale: {held_id} ")), "{after}");
+    // Once the lock is free, the held one goes too.
+    lock.release();
+    let (_, last) = ps(&dirs, &["--prune"]);
+    assert!(
+        last.contains("removed the stale socket of held-session"),
+        "{last}"
+    );
+    assert!(!held_sock.exists());
+}
+
 #[test]
 fn a_client_killed_mid_stream_does_not_hurt_the_agent() {
     let dirs = Dirs::new();

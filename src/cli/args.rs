@@ -129,6 +129,11 @@ pub enum Command {
         /// One JSON object: the running agents and the stale sockets.
         #[arg(long)]
         json: bool,
+        /// Remove the sockets left by dead agents (only those whose session
+        /// lock is free: their agent is gone for sure). Their sessions stay
+        /// recorded: `vigil resume ID` starts them again.
+        #[arg(long, conflicts_with = "target")]
+        prune: bool,
         /// List the agents of another machine, through ssh
         /// (`user@host[:port]`, with the `[ssh]` identity and options).
         #[arg(value_name = "USER@HOST[:PORT]")]

@@ -4,14 +4,18 @@
 //! attach` means (an id, `--last`, or the only one running). Each run mode
 //! returns the process's exit code and prints its errors once.
 //!
-//! It never starts an agent and never removes a socket: a stale one is
-//! reported with the command that brings its session back.
+//! It never starts an agent. A stale socket is reported with the command
+//! that brings its session back, and removed only when asked (`--prune`)
+//! and only while this process holds the session's lock (so never the
+//! socket of an agent that is starting or alive but not answering).
 
-use std::path::PathBuf;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::server::lock::SessionLock;
 use crate::agent::server::runtime;
 use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
@@ -32,6 +36,9 @@ pub struct Stale {
 pub struct Fleet {
     pub agents: Vec<AgentInfo>,
     pub stale: Vec<Stale>,
+    /// Stale sockets `--prune` removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pruned: Vec<Stale>,
 }
 
 /// Ask every socket in the runtime directory for its agent's status.
@@ -52,6 +59,38 @@ pub async fn survey() -> Result<Fleet, AttachError> {
     Ok(fleet)
 }
 
+/// Remove the stale sockets whose session lock this process can take (the
+/// kernel freed it: no agent holds the session), moving them from `stale`
+/// to `pruned`; one whose lock is held stays listed, with why. Only a
+/// socket is removed, never another kind of file or a symlink's target.
+pub fn prune_stale(dir: &Path, fleet: &mut Fleet) {
+    for mut s in std::mem::take(&mut fleet.stale) {
+        let lock = match SessionLock::acquire(dir, &s.id) {
+            Ok(lock) => lock,
+            Err(e) => {
+                s.why = format!("kept: {e}");
+                fleet.stale.push(s);
+                continue;
+            }
+        };
+        let is_socket =
+            std::fs::symlink_metadata(&s.socket).is_ok_and(|m| m.file_type().is_socket());
+        let removed = if is_socket {
+            std::fs::remove_file(&s.socket).map_err(|e| e.to_string())
+        } else {
+            Err("not a socket".to_string())
+        };
+        lock.release();
+        match removed {
+            Ok(()) => fleet.pruned.push(s),
+            Err(e) => {
+                s.why = format!("kept: cannot remove it: {e}");
+                fleet.stale.push(s);
+            }
+        }
+    }
+}
+
 fn stale(id: String, socket: PathBuf, e: &AttachError) -> Stale {
     Stale {
         id,
@@ -64,15 +103,24 @@ async fn control(socket: &std::path::Path, id: &str) -> Result<Connection, Attac
     attach::connect(socket, id, Role::Control, &attach::console_name()).await
 }
 
-/// `vigil ps [--json]`.
-pub async fn ps(json: bool) -> i32 {
-    let fleet = match survey().await {
+/// `vigil ps [--json] [--prune]`.
+pub async fn ps(json: bool, prune: bool) -> i32 {
+    let mut fleet = match survey().await {
         Ok(f) => f,
         Err(e) => {
             eprintln!("vigil: {e}");
             return exit::FAILED;
         }
     };
+    if prune {
+        match runtime::dir() {
+            Ok(dir) => prune_stale(&dir, &mut fleet),
+            Err(e) => {
+                eprintln!("vigil: {e}");
+                return exit::FAILED;
+            }
+        }
+    }
     if json {
         return print_json(&fleet);
     }
@@ -121,10 +169,18 @@ pub fn table(fleet: &Fleet, now_ms: u64) -> String {
     }
     for s in &fleet.stale {
         out.push_str(&format!(
-            "stale: {} ({}): its agent is gone; `vigil resume {}` starts it again\n",
+            "stale: {} ({}): {}; `vigil resume {}` starts it again \
+             (`vigil ps --prune` removes the socket)\n",
             s.id,
             s.socket.display(),
+            s.why,
             s.id
+        ));
+    }
+    for s in &fleet.pruned {
+        out.push_str(&format!(
+            "removed the stale socket of {}; its session is kept: `vigil resume {}`\n",
+            s.id, s.id
         ));
     }
     out

@@ -3,7 +3,7 @@
 //! headless `vigil exec` ([`headless`]), `vigil tool` ([`toolcmd`]) and
 //! `vigil policy` ([`policycmd`]), how `vigil resume` starts a recorded
 //! session ([`resume`]), the agent as its own process
-//! (`vigil __agent`, [`agentproc`]), the console as a client of an agent
+//! (`vigil __agent`, [`agentproc`]; [`agentlogs`] prunes their logs), the console as a client of an agent
 //! process ([`consolecmd`]: [`spawn`] starts the process, [`attach`] and
 //! [`bridge`] talk to its socket, [`fleet`] feeds it the other agents and
 //! their waiting calls; [`fleetcmd`] is `ps`, `stop` and which agent
@@ -12,6 +12,7 @@
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
 
+pub mod agentlogs;
 pub mod agentproc;
 pub mod args;
 pub mod attach;

@@ -106,8 +106,9 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
             json,
             target: Some(target),
             remote_vigil,
+            ..
         }) => crate::cli::remote::ps_remote(&config, &target, &remote_vigil, json).await,
-        Some(Command::Ps { json, .. }) => fleetcmd::ps(json).await,
+        Some(Command::Ps { json, prune, .. }) => fleetcmd::ps(json, prune).await,
         Some(Command::Stop { id, remove_remote }) => fleetcmd::stop(&id, remove_remote).await,
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
         Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,

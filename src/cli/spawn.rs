@@ -179,6 +179,7 @@ pub async fn spawn_agent(
 /// Open a fresh log for a starting agent (renamed after its pid once
 /// known).
 fn open_log(data_dir: &Path) -> Result<(std::fs::File, PathBuf), SpawnError> {
+    crate::cli::agentlogs::prune_now(data_dir);
     let path = data_dir.join(format!("agent-starting-{}.log", std::process::id()));
     let opened = std::fs::create_dir_all(data_dir).and_then(|()| {
         std::fs::OpenOptions::new()
