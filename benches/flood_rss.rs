@@ -11,7 +11,10 @@
 //! - key→frame latency during the flood: a key typed into the input box
 //!   until capture-pane shows it (p50/p99; a capture costs ~4 ms), and the
 //!   same probe before the flood (idle: what the probe sees on this machine
-//!   at this moment);
+//!   at this moment) and while a bare flood runs beside the idle console,
+//!   `seq 1 N > file` (tmux mode) or `seq 1 N | cat > file` (plain mode)
+//!   (beside: what the flood itself costs the keys; a floor, skipped with
+//!   the others by `VIGIL_FLOOD_FLOOR=0`);
 //! - wall: Enter to the turn's end on screen, against the same command in a
 //!   bare tmux pane of the managed pane's size (tmux mode) or a bare
 //!   `sh -c` whose output is read and dropped (plain mode), measured before
@@ -38,8 +41,11 @@ use std::time::{Duration, Instant};
 
 use vigil::scripted::{Scenario, ScriptedServer};
 
+#[path = "flood/keys.rs"]
+mod keys;
 #[path = "flood/session_files.rs"]
 mod session_files;
+use keys::{Watch, beside_keys, beside_script, clear_input, idle_keys, probe_key};
 use session_files::{bytes_under, slow_frames, timeline, unix_ms};
 
 /// The binary under test: `VIGIL_FLOOD_BIN` (e.g. a copy of an older
@@ -180,6 +186,8 @@ struct Figures {
     keys: Vec<Duration>,
     /// Key→frame before the flood, same method.
     idle: Vec<Duration>,
+    /// Key→frame while a bare flood runs beside the idle console.
+    beside: Vec<Duration>,
     wall: Duration,
     events: u64,
     spill: u64,
@@ -188,7 +196,7 @@ struct Figures {
 }
 
 /// One flood through the real binary.
-fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
+fn through_vigil(tmux_mode: bool, url: &str, n: u64) -> Figures {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("config.toml");
     std::fs::write(&cfg, CONFIG).expect("config");
@@ -246,6 +254,11 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         std::thread::sleep(Duration::from_millis(500));
     }
     let idle = idle_keys(&outer);
+    let beside = if floors_on() {
+        beside_keys(&outer, n, !tmux_mode)
+    } else {
+        Vec::new()
+    };
     outer.run(&["send-keys", "-t", "c", "-l", "flood"]);
     let start = Instant::now();
     let enter_ms = unix_ms();
@@ -277,6 +290,7 @@ fn through_vigil(tmux_mode: bool, url: &str) -> Figures {
         after_kib,
         keys,
         idle,
+        beside,
         wall,
         events: bytes_under(&data, "events.jsonl"),
         spill: bytes_under(&data, "spill"),
@@ -292,32 +306,6 @@ fn sample_hwm(peaks: &mut Peaks, pids: &[i32]) {
         let kib = status_kib(p, "VmHWM:");
         let peak = peaks.entry(p).or_default();
         *peak = (*peak).max(kib);
-    }
-}
-
-/// Screen captures of the console that note when the turn's end first
-/// showed (the time the capture that showed it returned).
-struct Watch {
-    start: Instant,
-    done: Option<Duration>,
-}
-
-impl Watch {
-    fn look(&mut self, t: &Tmux) -> String {
-        let s = t.screen("c");
-        if self.done.is_none() && s.contains("FLOOD-DONE") {
-            self.done = Some(self.start.elapsed());
-        }
-        s
-    }
-
-    /// Watch the screen for `d` (a capture every ~5 ms).
-    fn pause(&mut self, t: &Tmux, d: Duration) {
-        let until = Instant::now() + d;
-        while self.done.is_none() && Instant::now() < until {
-            self.look(t);
-            std::thread::sleep(Duration::from_millis(5));
-        }
     }
 }
 
@@ -363,52 +351,6 @@ fn probe_until_done(t: &Tmux, pane: i32, start: Instant) -> (Vec<Duration>, Dura
 fn slow_ms() -> Option<u128> {
     let v = std::env::var("VIGIL_FLOOD_SLOW").ok()?;
     Some(v.parse().unwrap_or(50))
-}
-
-/// Type one more `Z` (the `typed`-th) and wait until the screen shows
-/// `typed` of them; `None` when the turn ended first or it took over 10 s.
-fn probe_key(t: &Tmux, typed: usize, watch: &mut Watch) -> Option<Duration> {
-    let sent = Instant::now();
-    t.run(&["send-keys", "-t", "c", "-l", "Z"]);
-    let want = "Z".repeat(typed);
-    loop {
-        let s = watch.look(t);
-        if s.contains(&want) {
-            return Some(sent.elapsed());
-        }
-        if sent.elapsed() > Duration::from_secs(10) || watch.done.is_some() {
-            return None;
-        }
-    }
-}
-
-/// Key→frame with nothing running, by the same method: the floor of what
-/// this probe can see on this machine at this moment.
-fn idle_keys(t: &Tmux) -> Vec<Duration> {
-    let mut watch = Watch {
-        start: Instant::now(),
-        done: None,
-    };
-    let keys = (1..=20)
-        .filter_map(|i| {
-            let d = probe_key(t, i, &mut watch);
-            std::thread::sleep(Duration::from_millis(30));
-            d
-        })
-        .collect();
-    clear_input(t, 20);
-    keys
-}
-
-/// Erase the `typed` probe keys from the input box (Backspace: the input
-/// box has no kill-line key) and wait until no `Z` is left on screen, so
-/// the next probe cannot match an old one.
-fn clear_input(t: &Tmux, typed: usize) {
-    t.run(&["send-keys", "-t", "c", "-N", &typed.to_string(), "BSpace"]);
-    let start = Instant::now();
-    while t.screen("c").contains('Z') && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Wait (up to 60 s) until the pane's last non-blank line ends like a
@@ -493,6 +435,7 @@ fn pooled(runs: impl Iterator<Item = Figures>) -> Figures {
     let mid = runs.len() / 2;
     let keys = runs.iter().flat_map(|f| f.keys.clone()).collect();
     let idle = runs.iter().flat_map(|f| f.idle.clone()).collect();
+    let beside = runs.iter().flat_map(|f| f.beside.clone()).collect();
     let worst = |g: fn(&Figures) -> u64| runs.iter().map(g).max().unwrap_or(0);
     let (hwm_kib, after_kib) = (worst(|f| f.hwm_kib), worst(|f| f.after_kib));
     let (events, spill) = (worst(|f| f.events), worst(|f| f.spill));
@@ -502,10 +445,16 @@ fn pooled(runs: impl Iterator<Item = Figures>) -> Figures {
         after_kib,
         keys,
         idle,
+        beside,
         events,
         spill,
         ..median
     }
+}
+
+/// `VIGIL_FLOOD_FLOOR=0` skips the floors.
+fn floors_on() -> bool {
+    std::env::var("VIGIL_FLOOD_FLOOR").map_or(true, |v| v != "0")
 }
 
 fn sizes() -> Vec<u64> {
@@ -594,6 +543,14 @@ fn report(
             .collect();
         println!("      timeline (ms after Enter): {}", steps.join(", "));
     }
+    if !f.beside.is_empty() {
+        let (b50, b99) = p50_p99(&f.beside);
+        println!(
+            "      key→frame beside a bare `{}` (vigil idle): p50 {b50:.1} ms p99 {b99:.1} ms ({} keys)",
+            beside_script(n, !tmux_mode, std::path::Path::new("file")).replace("'", ""),
+            f.beside.len()
+        );
+    }
     if let Some(d) = to_file {
         println!(
             "      wall {:.2} s vs bare sh -c writing its output to a file {:.2} s = {:.2}×",
@@ -614,14 +571,14 @@ fn main() {
         for tmux_mode in modes() {
             // VIGIL_FLOOD_FLOOR=0 skips the floors (a 1 GB bare pane
             // takes minutes).
-            let floors = std::env::var("VIGIL_FLOOD_FLOOR").map_or(true, |v| v != "0");
+            let floors = floors_on();
             let bare = || match (floors, tmux_mode) {
                 (false, _) => Duration::ZERO,
                 (true, true) => bare_pane(n),
                 (true, false) => bare_sh(n),
             };
             let before = bare();
-            let f = pooled((0..repeat()).map(|_| through_vigil(tmux_mode, &server.base_url())));
+            let f = pooled((0..repeat()).map(|_| through_vigil(tmux_mode, &server.base_url(), n)));
             let after = bare();
             let to_file = (floors && !tmux_mode).then(|| bare_sh_to_file(n));
             report(n, tmux_mode, &f, (before, after), to_file);
