@@ -15,6 +15,7 @@ fn main() -> ExitCode {
     if let Some(code) = vigil::exec::sandbox::helper::main_if_requested() {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
+    keep_memory_private();
     let cli = Cli::parse();
     let loaded =
         Config::load(cli.config.as_deref()).and_then(|c| vigil::cli::check_config(&c).map(|()| c));
@@ -45,6 +46,12 @@ fn main() -> ExitCode {
     }
     vigil::redact::set_global(vigil::redact::Redactor::new(config.api_key()));
     let _log_guard = init_logging(&config, cli.verbose);
+    if std::env::args().any(|a| a == "--api-key" || a.starts_with("--api-key=")) {
+        let warning = "--api-key on the command line is visible to every user of this \
+                       machine (ps, /proc/PID/cmdline); prefer VIGIL_API_KEY in the environment";
+        eprintln!("vigil: {warning}");
+        tracing::warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -59,6 +66,17 @@ fn main() -> ExitCode {
     // Do not wait for blocking reads (stdin) that may still be parked.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// vigil's own processes hold the model key (in their environment and
+/// memory): mark this one not dumpable, so that a command of the same user
+/// cannot read `/proc/<pid>/environ`, `mem` or `maps`, nor attach a
+/// debugger, and a crash leaves no core file with the key in it. The
+/// programs vigil starts are exec'd and dumpable again; root keeps access
+/// (CAP_SYS_PTRACE). Best effort: a failure leaves the default.
+fn keep_memory_private() {
+    // SAFETY: prctl with constant arguments, on this process only.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 }
 
 /// Log to `<data dir>/vigil.log`; `VIGIL_LOG` sets the filter, else `-v`

@@ -1,8 +1,9 @@
 //! The tmux control client under a flood, against a real tmux server: a
 //! subscriber that does not read holds at most its channel's capacity (the
-//! rest is one `Lagged`), commands keep being answered, and a client the
-//! server had to pause (its reader stopped with SIGSTOP) is resumed and sees
-//! new output again.
+//! rest is one `Lagged`), commands keep being answered, a pane tmux pauses
+//! is continued at once and reported as `Lagged`, and a client the server
+//! had to pause by itself (its reader stopped with SIGSTOP) is resumed and
+//! sees new output again.
 
 mod common;
 
@@ -184,6 +185,51 @@ fn relay_pid(socket: &str) -> i32 {
         .iter()
         .find(|&&p| ppid(p) == sh && cmdline(p).trim() == "cat")
         .expect("its cat")
+}
+
+/// What the client does with a `%pause`, every run: another tmux client
+/// pauses the pane for ours (`refresh-client -t CLIENT -A %N:pause`), which
+/// makes tmux send ours the same `%pause`, outside any command's block, that
+/// it sends a client that fell `pause-after` seconds behind (the ignored
+/// test below waits for tmux to decide that by itself). While paused tmux
+/// sends nothing of the pane, so output after it shows that the client
+/// continued it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_tmux_pauses_is_continued_at_once_and_reported_as_lagged() {
+    let server = common::Server {
+        socket: common::socket(),
+    };
+    let control = attach(&server, false).await;
+    let mut events = control.subscribe();
+    let pane = control
+        .cmd("display -p -t f '#{pane_id}'")
+        .await
+        .expect("pane id")
+        .remove(0);
+    assert_eq!(control.pauses(), 0);
+    let clients = server.tmux(&["list-clients", "-F", "#{client_name}"]);
+    let ours = clients.lines().next().expect("our control client").trim();
+    server.tmux(&["refresh-client", "-t", ours, "-A", &format!("{pane}:pause")]);
+    let lagged = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match events.recv().await {
+                Some(Event::Lagged) => return true,
+                Some(_) => {}
+                None => return false,
+            }
+        }
+    })
+    .await;
+    assert_eq!(lagged, Ok(true), "the pause was reported to subscribers");
+    assert_eq!(control.pauses(), 1);
+    control
+        .cmd("send-keys -t f 'echo continued-ok' Enter")
+        .await
+        .unwrap();
+    assert!(
+        sees(&mut events, "continued-ok", Duration::from_secs(10)).await,
+        "output flows again: the client continued the pane"
+    );
 }
 
 // About one run in eight tmux 3.3a does not pause the pane within the 4 s

@@ -11,7 +11,10 @@
 //! - `find` (`-exec`, `-delete`, `-fprintf`, `-fls`), `xargs`, `env`,
 //!   `timeout`, `nice`, `nohup`, `command`, `exec`, `sudo`: they run other
 //!   programs or write; a wrapper hides what runs.
-//! - `printenv`, `jq` (`env`, `$ENV`): they hand the environment to the model.
+//! - `printenv`, `jq` (`env`, `$ENV`): they hand the environment to the model;
+//!   so does reading `/proc/PID/environ` with an allowed reader (`cat`,
+//!   `head`…), which is refused by name. vigil's own processes are not
+//!   dumpable, so the kernel refuses their `environ` to a command anyway.
 //! - `uniq` (a second operand is written), `tee`, `tree` (`-o`), `tar`,
 //!   `curl`/`wget` (network, `-o`), `rg` (`--pre` runs a program), pagers
 //!   (`less`, `more`, `man`: `!cmd`), `systemctl`, `make`.
@@ -316,7 +319,21 @@ pub fn check(words: &[&str]) -> Result<(), String> {
         .iter()
         .find(|s| s.name == *program)
         .ok_or_else(|| format!("`{program}` is not on vigil's list of read-only programs"))?;
-    check_args(spec, program, args)
+    check_args(spec, program, args)?;
+    match args.iter().find(|a| reads_environ(a)) {
+        Some(a) => Err(format!(
+            "`{a}` is a process's environment, which can hold secrets (asked like `printenv`)"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether `word` names a process's environment file (`/proc/PID/environ`,
+/// also as `environ` relative to a `/proc` folder, or as a flag's value):
+/// its last path component is `environ`.
+fn reads_environ(word: &str) -> bool {
+    let path = word.rsplit_once('=').map_or(word, |(_, v)| v);
+    path.trim_end_matches('/').rsplit('/').next() == Some("environ")
 }
 
 /// Whether `program` is on the allow-list at all.
@@ -465,6 +482,7 @@ mod tests {
             "uname -a",
             "echo -n hi there",
             "wc -l -- -o",
+            "cat /proc/self/status",
         ] {
             assert!(
                 ok(cmd),
@@ -513,6 +531,13 @@ mod tests {
             "ls -ｌ",
             "printf -v x y",
             "head --lines",
+            "cat /proc/self/environ",
+            "cat /proc/1/environ",
+            "head -c 999 /proc//1234/./environ",
+            "tail /proc/1/task/1/environ/",
+            "grep -a KEY /proc/thread-self/environ",
+            "cat environ",
+            "wc -c -- /proc/1/environ",
         ] {
             assert!(!ok(cmd), "{cmd} must not be low");
         }

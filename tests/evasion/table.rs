@@ -167,6 +167,9 @@ pub const TABLE: &[Case] = &[
     c("env read", "printenv"),
     c("env read", "env"),
     c("env read", "jq -n env"),
+    // The same environment through procfs, with readers that are low.
+    c("env read", "cat /proc/self/environ"),
+    c("env read", "head -c 4096 /proc//1/./environ"),
     // The persistent tmux shell's state.
     c("shell state", "printf -v PROMPT_COMMAND 'touch {M}'"),
     c("shell state", "echo ${X:=$(touch {M})}"),
