@@ -81,6 +81,31 @@ struct Run {
     tmux: Tmux,
     /// The agent process (it owns the ssh connection).
     pid: String,
+    /// The data folder, whose logs are printed when the test fails.
+    data: std::path::PathBuf,
+}
+
+impl Drop for Run {
+    /// A failure mid-run prints the end of vigil's logs (debug level), so a
+    /// rare hang says where it waited.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for entry in std::fs::read_dir(&self.data)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+                eprintln!("--- {} (last 80 lines)\n{tail}", path.display());
+            }
+        }
+    }
 }
 
 /// Where the console runs its commands.
@@ -110,7 +135,7 @@ fn start(on: &On, url: &str, socket: &str, data: &std::path::Path, tag: &str) ->
     std::fs::write(&config, &on.config).unwrap();
     let tmux = Tmux::new(tag);
     let cmd = format!(
-        "exec env -u VIGIL_API_KEY VIGIL_DATA_DIR={} VIGIL_TMUX_SOCKET={socket} \
+        "exec env -u VIGIL_API_KEY VIGIL_LOG=vigil=debug VIGIL_DATA_DIR={} VIGIL_TMUX_SOCKET={socket} \
          VIGIL_BASE_URL={url} VIGIL_MODEL=test {} --config {} {} {} --auto-approve",
         data.display(),
         vigil_bin().display(),
@@ -126,7 +151,11 @@ fn start(on: &On, url: &str, socket: &str, data: &std::path::Path, tag: &str) ->
     tmux.type_text("c", "please run it");
     tmux.keys("c", &["Enter"]);
     tmux.wait_text("c", "ran-42", WAIT);
-    Run { tmux, pid }
+    Run {
+        tmux,
+        pid,
+        data: data.to_path_buf(),
+    }
 }
 
 fn open_quit_question(run: &Run) {

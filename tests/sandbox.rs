@@ -162,6 +162,33 @@ async fn read_only_output_is_exact() {
 }
 
 #[tokio::test]
+async fn device_files_are_not_read_but_the_harmless_few() {
+    let ctx = setup();
+    // Opening /dev/ptmx allocates a pseudo-terminal: an act, not a read.
+    // The same device through another path resolves to the same file.
+    for cmd in ["head -c 0 /dev/ptmx", "head -c 0 /proc/self/root/dev/ptmx"] {
+        let plain = ctx.run(req(cmd, false), None).await.unwrap();
+        let out = boxed(&ctx, cmd).await;
+        assert_ne!(out.exit_code, Some(0), "{cmd}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("Permission denied"),
+            "{cmd}: {}",
+            text(&out.stderr)
+        );
+        // Outside the sandbox the same open works: the sandbox refused it.
+        assert_eq!(plain.exit_code, Some(0), "{cmd}: {}", text(&plain.stderr));
+    }
+    let ok = boxed(
+        &ctx,
+        "head -c 5 /dev/urandom | wc -c; head -c 3 /dev/zero | od -An -tx1; cat /dev/null; \
+         ls /dev > /dev/null && echo listed; cat /etc/hostname > /dev/null && echo read",
+    )
+    .await;
+    assert_eq!(ok.exit_code, Some(0), "{}", text(&ok.stderr));
+    assert_eq!(text(&ok.stdout), "5\n 00 00 00\nlisted\nread\n");
+}
+
+#[tokio::test]
 async fn nothing_outlives_the_call() {
     let ctx = setup();
     let start = Instant::now();

@@ -1,6 +1,7 @@
 //! Confining the calling process: every capability dropped, Landlock
-//! (filesystem read-only except named files, no TCP bind/connect, scoped
-//! signals and abstract unix sockets), then the seccomp filter.
+//! (filesystem read-only except named files, device files unreadable but
+//! for a harmless few, no TCP bind/connect, scoped signals and abstract
+//! unix sockets), then the seccomp filter.
 //!
 //! [`confine`] either returns with all of it in force or returns an error;
 //! it never leaves a half-confined process believing it is sandboxed
@@ -101,8 +102,21 @@ fn ruleset_error(e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Landlock(e.to_string())
 }
 
-/// Apply Landlock: read and execute beneath `/`, write the allowed files
-/// and `/dev/null`, no TCP, scoped signals and abstract sockets (ABI ≥ 6).
+/// Device files a sandboxed command may read: opening any other device can
+/// act (a watchdog arms, a tape rewinds, a disk is read raw, a pty is
+/// allocated), so "read-only" stops at the device folder.
+pub const READABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Apply Landlock: list and execute beneath `/`, read files beneath every
+/// entry of `/` but `/dev` (and [`READABLE_DEVICES`] there), write the
+/// allowed files and `/dev/null`, no TCP, scoped signals and abstract
+/// sockets (ABI ≥ 6).
 fn landlock(allow: &Allowances) -> Result<ABI, SandboxError> {
     let abi = target_abi()?;
     let mut ruleset = Ruleset::default()
@@ -117,8 +131,19 @@ fn landlock(allow: &Allowances) -> Result<ABI, SandboxError> {
     let mut created = ruleset.create().map_err(ruleset_error)?;
     let root = PathFd::new("/").map_err(ruleset_error)?;
     created = created
-        .add_rule(PathBeneath::new(root, AccessFs::from_read(abi)))
+        .add_rule(PathBeneath::new(
+            root,
+            AccessFs::Execute | AccessFs::ReadDir,
+        ))
         .map_err(ruleset_error)?;
+    for path in readable_beneath() {
+        // An entry that vanished or dangles since it was listed is skipped.
+        if let Ok(fd) = PathFd::new(&path) {
+            created = created
+                .add_rule(PathBeneath::new(fd, AccessFs::ReadFile))
+                .map_err(ruleset_error)?;
+        }
+    }
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & !AccessFs::Execute;
     let mut writable = vec![PathBuf::from("/dev/null")];
     writable.extend(allow.write_files.iter().cloned());
@@ -136,6 +161,21 @@ fn landlock(allow: &Allowances) -> Result<ABI, SandboxError> {
         return Err(SandboxError::NotEnforced(format!("{:?}", status.ruleset)));
     }
     Ok(abi)
+}
+
+/// Where files may be read: every entry of `/` except the device folder
+/// (and anything that resolves into it), then the readable devices.
+fn readable_beneath() -> Vec<PathBuf> {
+    let dev = std::path::Path::new("/dev");
+    let mut out: Vec<PathBuf> = std::fs::read_dir("/")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| std::fs::canonicalize(p).is_ok_and(|real| !real.starts_with(dev)))
+        .collect();
+    out.extend(READABLE_DEVICES.iter().map(PathBuf::from));
+    out
 }
 
 /// Confine the calling process for good (see the module doc); returns the

@@ -6,7 +6,10 @@
 //! `vigil __sandbox` mode of this binary; started by absolute path), which
 //! confines itself ([`confine`]) before it starts `/bin/sh -c SCRIPT`:
 //!
-//! - filesystem: read and execute beneath `/`; write only `/dev/null` and
+//! - filesystem: read and execute beneath `/`, but no device file is
+//!   opened except `/dev/null`, `zero`, `full`, `random` and `urandom`
+//!   (opening a device can act: arm a watchdog, allocate a pty, read a disk
+//!   raw); write only `/dev/null` and
 //!   the files named with `--write` (descriptors opened before, such as the
 //!   output pipes or a pane's terminal, keep working);
 //! - network: no TCP bind or connect (Landlock ≥ 4), no socket but netlink
