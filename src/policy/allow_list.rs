@@ -15,6 +15,9 @@
 //!   so does reading `/proc/PID/environ` with an allowed reader (`cat`,
 //!   `head`…), which is refused by name. vigil's own processes are not
 //!   dumpable, so the kernel refuses their `environ` to a command anyway.
+//! - a device file other than `/dev/null`, `zero`, `full`, `random`,
+//!   `urandom` and the standard streams as an operand: opening one can act
+//!   (a watchdog arms, a pty is allocated); the sandbox refuses them too.
 //! - `uniq` (a second operand is written), `tee`, `tree` (`-o`), `tar`,
 //!   `curl`/`wget` (network, `-o`), `rg` (`--pre` runs a program), pagers
 //!   (`less`, `more`, `man`: `!cmd`), `systemctl`, `make`.
@@ -320,20 +323,45 @@ pub fn check(words: &[&str]) -> Result<(), String> {
         .find(|s| s.name == *program)
         .ok_or_else(|| format!("`{program}` is not on vigil's list of read-only programs"))?;
     check_args(spec, program, args)?;
-    match args.iter().find(|a| reads_environ(a)) {
-        Some(a) => Err(format!(
-            "`{a}` is a process's environment, which can hold secrets (asked like `printenv`)"
-        )),
+    match args.iter().find_map(|a| special_file(a)) {
+        Some(why) => Err(why),
         None => Ok(()),
     }
 }
 
-/// Whether `word` names a process's environment file (`/proc/PID/environ`,
-/// also as `environ` relative to a `/proc` folder, or as a flag's value):
-/// its last path component is `environ`.
-fn reads_environ(word: &str) -> bool {
+/// Device files a low command may name (the sandbox opens no other).
+const PLAIN_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+];
+
+/// Why `word` (an operand, or a flag's value after `=`) names a file that a
+/// reader must not be trusted with: a process's environment
+/// (`/proc/PID/environ`, or `environ` relative to a `/proc` folder) or a
+/// device other than [`PLAIN_DEVICES`] (opening one can act).
+fn special_file(word: &str) -> Option<String> {
     let path = word.rsplit_once('=').map_or(word, |(_, v)| v);
-    path.trim_end_matches('/').rsplit('/').next() == Some("environ")
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.last() == Some(&"environ") {
+        return Some(format!(
+            "`{word}` is a process's environment, which can hold secrets (asked like `printenv`)"
+        ));
+    }
+    let normal = format!("/{}", parts.join("/"));
+    // `/dev` itself is a folder to list; what is beneath it may be a device.
+    let device = (path.starts_with('/') && parts.len() > 1 && parts[0] == "dev")
+        || parts.windows(3).any(|w| w[..2] == ["root", "dev"]);
+    let plain = PLAIN_DEVICES.contains(&normal.as_str()) || normal.starts_with("/dev/fd/");
+    (device && !plain).then(|| format!("`{word}` is a device file: opening one can act"))
 }
 
 /// Whether `program` is on the allow-list at all.
@@ -483,6 +511,10 @@ mod tests {
             "echo -n hi there",
             "wc -l -- -o",
             "cat /proc/self/status",
+            "head -c 8 /dev/urandom",
+            "cat /dev/null",
+            "ls -la /dev",
+            "ls devices/x",
         ] {
             assert!(
                 ok(cmd),
@@ -538,6 +570,10 @@ mod tests {
             "grep -a KEY /proc/thread-self/environ",
             "cat environ",
             "wc -c -- /proc/1/environ",
+            "head -c 1 /dev/watchdog",
+            "cat //dev/./sda",
+            "wc -c /dev/ptmx",
+            "head -c 1 /proc/self/root/dev/ptmx",
         ] {
             assert!(!ok(cmd), "{cmd} must not be low");
         }

@@ -170,6 +170,9 @@ pub const TABLE: &[Case] = &[
     // The same environment through procfs, with readers that are low.
     c("env read", "cat /proc/self/environ"),
     c("env read", "head -c 4096 /proc//1/./environ"),
+    // Opening a device can act: a pty is allocated, a watchdog arms.
+    c("device", "head -c 0 /dev/ptmx"),
+    c("device", "wc -c //dev/./ptmx"),
     // The persistent tmux shell's state.
     c("shell state", "printf -v PROMPT_COMMAND 'touch {M}'"),
     c("shell state", "echo ${X:=$(touch {M})}"),
