@@ -43,3 +43,33 @@ fn the_title_shows_how_many_approvals_wait() {
     assert_eq!(tmux.wait_exit("demo", WAIT), "0/");
     assert!(!tmux.display("demo", "#{pane_title}").contains("waiting"));
 }
+
+/// A console that crashes while an approval waits leaves no "1 waiting" in
+/// the title: the panic's terminal restore puts the title back too (the
+/// test-only render fault of debug builds, `VIGIL_TEST_PANIC_RENDER`).
+#[test]
+fn a_crash_leaves_no_waiting_count_in_the_title() {
+    let data = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("notify-crash");
+    let cmd = format!(
+        "VIGIL_DATA_DIR={} VIGIL_TEST_PANIC_RENDER=kaboom-title RUST_BACKTRACE=0 {} --demo --no-tmux",
+        data.path().display(),
+        vigil_bin().display()
+    );
+    tmux.start("demo", 120, 36, &cmd);
+    tmux.wait_text("demo", "approvals (1)", WAIT);
+    eventually(WAIT, || {
+        (tmux.display("demo", "#{pane_title}") == "vigil: 1 waiting").then_some(())
+    })
+    .expect("the title counts the waiting approval");
+    // Type into the message box; the message's render panics.
+    tmux.keys("demo", &["i"]);
+    tmux.type_text("demo", "kaboom-title");
+    tmux.keys("demo", &["Enter"]);
+    let code = tmux.wait_exit("demo", WAIT);
+    assert!(!code.starts_with("0/"), "the console crashed: {code}");
+    // Back to the title from before vigil (tmux keeps a title stack), or
+    // at least no count.
+    let title = tmux.display("demo", "#{pane_title}");
+    assert!(!title.contains("waiting"), "{title}");
+}

@@ -1,6 +1,6 @@
 //! Fault-injection hook for the end-to-end fault tests, and nothing else:
 //! with `VIGIL_TEST_PANIC_RENDER=<text>` set, the conversation pane's render
-//! panics as soon as an entry contains `<text>`, which proves that a panic
+//! panics as soon as an entry (or a queued message) contains `<text>`, which proves that a panic
 //! inside a pane's render restores the terminal, exits and keeps the session
 //! (`tests/faults.rs`).
 //!

@@ -233,6 +233,7 @@ pub async fn run(
         let mut input = crossterm::event::EventStream::new();
         if opts.notify.title {
             event_loop::write_raw(&mut term, notify::PUSH_TITLE);
+            terminal::set_titled(true);
         }
         let ran = event_loop::run(
             &mut term,
@@ -247,6 +248,7 @@ pub async fn run(
             // Where the title stack is not kept, at least no stale count.
             event_loop::write_raw(&mut term, &notify::set_title(0));
             event_loop::write_raw(&mut term, notify::POP_TITLE);
+            terminal::set_titled(false);
         }
         ran?;
         Ok(app.leaving())

@@ -24,6 +24,14 @@ pub type ConsoleTerminal = Terminal<CrosstermBackend<Stdout>>;
 /// Whether the terminal is in vigil's modes (between [`TerminalGuard::enter`]
 /// and the first [`restore`]).
 static ENTERED: AtomicBool = AtomicBool::new(false);
+/// The console's title is on the terminal (pushed with the old one saved).
+static TITLED: AtomicBool = AtomicBool::new(false);
+
+/// Say whether the console's title is on the terminal, so that a restore
+/// after a panic puts back what the console changed ([`restore`]).
+pub fn set_titled(on: bool) {
+    TITLED.store(on, Ordering::SeqCst);
+}
 
 /// Restores the terminal when dropped (on return, error or unwinding panic).
 #[derive(Debug)]
@@ -73,6 +81,16 @@ pub fn restore() -> io::Result<()> {
     }
     let raw = disable_raw_mode();
     let mut out = io::stdout();
+    if TITLED.swap(false, Ordering::SeqCst) {
+        // No stale "N waiting" left in the title (where the terminal keeps
+        // no title stack), then the title from before the console.
+        let _ = write!(
+            out,
+            "{}{}",
+            super::notify::set_title(0),
+            super::notify::POP_TITLE
+        );
+    }
     let screen = execute!(
         out,
         DisableMouseCapture,

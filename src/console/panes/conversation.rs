@@ -255,7 +255,8 @@ impl ConversationPane {
     /// frame costs about the same with ten or twenty thousand entries, even
     /// the first one.
     pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
-        crate::console::fault::check_render(self.entries.iter().map(|e| e.text.as_str()));
+        let shown = self.entries.iter().map(|e| e.text.as_str());
+        crate::console::fault::check_render(shown.chain(self.queued.iter().map(String::as_str)));
         let mut block = pane_block("conversation".into(), focused, theme);
         let mut inner = block.inner(area);
         let mut banner = None;
