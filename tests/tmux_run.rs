@@ -371,3 +371,36 @@ async fn the_operator_sees_output_in_the_pane_while_it_runs() {
     // line; only a line typed before a slow shell's first prompt can stay.
     assert!(screen.matches(". /tmp/vigil-").count() <= 1, "{screen}");
 }
+
+/// A command line the shell discards (here a DEBUG trap under `extdebug`
+/// skips, once, the line that sources a command's wrapper, as an interrupt
+/// that arrives with the line can) never starts: the call ends with a clear
+/// error instead of waiting forever, the command did not run and cannot run
+/// late (vigil claimed its start and removed its files), and the pane stays
+/// usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_line_the_shell_discards_fails_clearly_and_never_runs_late() {
+    let (b, _s) = common::start("bash").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (mark, once) = (dir.path().join("ran"), dir.path().join("skip-once"));
+    std::fs::write(&once, "").unwrap();
+    let skip = format!(
+        r#"shopt -s extdebug; trap 'case $BASH_COMMAND in ". "*) ! {{ grep -q __vigil_rc "${{BASH_COMMAND#. }}" 2>/dev/null && rm {} 2>/dev/null; }};; esac' DEBUG"#,
+        once.display()
+    );
+    run(&b, &skip).await;
+    let started = Instant::now();
+    let err = b
+        .run(req(&format!("touch {}", mark.display())), None)
+        .await
+        .expect_err("the discarded line cannot succeed");
+    assert!(err.to_string().contains("never started"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "it did not wait forever"
+    );
+    assert!(!once.exists(), "the line was skipped by the trap");
+    let out = run(&b, "trap - DEBUG; shopt -u extdebug; echo back").await;
+    assert_eq!(out.stdout, b"back\n");
+    assert!(!mark.exists(), "the command never ran");
+}

@@ -290,6 +290,25 @@ impl TmuxManager {
             .unwrap_or_default()
     }
 
+    /// Create `path` on the target if nobody has (`O_EXCL`); true when this
+    /// call created it.
+    pub async fn claim(&self, path: &str) -> bool {
+        if self.transport.is_local() {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .is_ok();
+        }
+        let script = format!(
+            "( set -C; : >{} ) 2>/dev/null && echo claimed",
+            sh_quote(path)
+        );
+        self.helper(&script, HELPER_TIMEOUT)
+            .await
+            .is_ok_and(|o| o.stdout.starts_with(b"claimed"))
+    }
+
     /// Remove files on the target (best effort).
     pub async fn remove(&self, paths: &[String]) {
         if self.transport.is_local() {

@@ -80,6 +80,19 @@ async fn all_ok(control: &Control, lines: Vec<String>) -> Result<(), ExecError> 
     Ok(())
 }
 
+/// How long a typed command line may take to start before vigil claims it
+/// (see [`script::wrapper`]'s start claim).
+const NEVER_STARTED: Duration = Duration::from_secs(5);
+
+fn never_started(pane: &PaneRef) -> ExecError {
+    ExecError::Failed(format!(
+        "the command line typed into pane `{}` of tmux session {} never started (the shell \
+         discarded it, e.g. with an interrupt that arrived with it); nothing ran; run the \
+         command again",
+        pane.name, pane.session
+    ))
+}
+
 fn lost(pane: &PaneRef, what: &str) -> ExecError {
     ExecError::Failed(format!(
         "{what} while the command ran in pane `{}` of tmux session {}; its terminal state \
@@ -420,6 +433,13 @@ async fn wait_for_exit(
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let mut next_pull = Instant::now() + tick;
     let mut lagged = false;
+    // The second witness of the end: the wrapper's status file, looked at
+    // after 1 s, then ever less often (up to every 8 s), so an exit marker
+    // that never reached this control client (a connection replaced under
+    // it, output dropped) ends the wait late instead of never.
+    let mut witness_every = Duration::from_secs(1);
+    let mut next_witness = Instant::now() + witness_every;
+    let typed_at = Instant::now();
     loop {
         tokio::select! {
             ev = events.recv() => match ev {
@@ -454,6 +474,20 @@ async fn wait_for_exit(
                     }
                 }
                 next_pull = Instant::now() + tick;
+            }
+            _ = tokio::time::sleep_until(next_witness) => {
+                if let Some(code) = exit_file(mgr, files).await {
+                    tracing::debug!(pane = %pane.id, "the exit marker was missed; the status file says {code}");
+                    return (Ok(Some(code)), streamer);
+                }
+                // A line the shell discarded never starts: after a while,
+                // claim the start so that it never can, and say so.
+                if typed_at.elapsed() >= NEVER_STARTED && mgr.claim(&files.path("st")).await {
+                    mgr.remove(&files.all()).await;
+                    return (Err(never_started(pane)), streamer);
+                }
+                witness_every = (witness_every * 2).min(Duration::from_secs(8));
+                next_witness = Instant::now() + witness_every;
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                 return (Ok(None), streamer);

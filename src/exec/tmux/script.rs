@@ -71,7 +71,7 @@ impl CmdFiles {
     }
     /// Every file a command may leave behind.
     pub fn all(&self) -> Vec<String> {
-        ["sh", "c", "o", "e", "of", "ef", "live", "rc"]
+        ["sh", "c", "o", "e", "of", "ef", "live", "rc", "st"]
             .iter()
             .map(|e| self.path(e))
             .collect()
@@ -119,13 +119,26 @@ fn show_command(files: &CmdFiles) -> String {
 pub fn wrapper(files: &CmdFiles, token: &str) -> String {
     let (o, e, live) = (files.path("o"), files.path("e"), files.path("live"));
     format!(
-        "{show}{src}__vigil_rc=$?\n\
+        "{claim}{show}{src}__vigil_rc=$?\n\
          if [ ! -e {live} ] && {{ [ -s {o} ] || [ -s {e} ]; }}; then tail -q -c 65536 -- {o} {e}; fi\n\
          printf '%s\\n' \"$__vigil_rc\" >{rc}\n\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$__vigil_rc\"; unset __vigil_rc\n",
+        claim = start_claim(files),
         show = show_command(files),
         src = source_line(files, &o, &e),
         rc = files.path("rc"),
+    )
+}
+
+/// The wrapper's first line: create its `st` file exclusively (noclobber is
+/// `O_EXCL`) or do nothing at all. Whoever creates it first owns the run:
+/// the wrapper (the command starts) or vigil, which claims it when the
+/// typed line never started (a shell that discarded it), so a late start
+/// can never run the command after vigil reported that nothing ran.
+fn start_claim(files: &CmdFiles) -> String {
+    format!(
+        "( set -C; : >{st} ) 2>/dev/null || return 0\n",
+        st = files.path("st")
     )
 }
 
