@@ -403,4 +403,9 @@ async fn a_command_line_the_shell_discards_fails_clearly_and_never_runs_late() {
     let out = run(&b, "trap - DEBUG; shopt -u extdebug; echo back").await;
     assert_eq!(out.stdout, b"back\n");
     assert!(!mark.exists(), "the command never ran");
+    // The claim leaves the operator's noclobber as it was, off or on.
+    let noclobber = "case $- in *C*) echo on;; *) echo off;; esac";
+    assert_eq!(run(&b, noclobber).await.stdout, b"off\n");
+    run(&b, "set -C").await;
+    assert_eq!(run(&b, noclobber).await.stdout, b"on\n");
 }

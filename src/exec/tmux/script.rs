@@ -135,9 +135,16 @@ pub fn wrapper(files: &CmdFiles, token: &str) -> String {
 /// the wrapper (the command starts) or vigil, which claims it when the
 /// typed line never started (a shell that discarded it), so a late start
 /// can never run the command after vigil reported that nothing ran.
+///
+/// No subshell (a fork per command): noclobber is set for the one
+/// redirection and put back as the operator had it.
 fn start_claim(files: &CmdFiles) -> String {
     format!(
-        "( set -C; : >{st} ) 2>/dev/null || return 0\n",
+        "case $- in *C*) __vigil_nc= ;; *) __vigil_nc=1; set -C ;; esac\n\
+         {{ true >{st}; }} 2>/dev/null; __vigil_st=$?\n\
+         [ -n \"$__vigil_nc\" ] && set +C\n\
+         if [ \"$__vigil_st\" != 0 ]; then unset __vigil_nc __vigil_st; return 0; fi\n\
+         unset __vigil_nc __vigil_st\n",
         st = files.path("st")
     )
 }
