@@ -173,6 +173,12 @@ pub const TABLE: &[Case] = &[
     // Opening a device can act: a pty is allocated, a watchdog arms.
     c("device", "head -c 0 /dev/ptmx"),
     c("device", "wc -c //dev/./ptmx"),
+    // The before-stop attack: a root-changing wrapper, a writing option
+    // clustered with other flags and its value, and a builtin switched off
+    // for every later command of the shared shell.
+    c("wrapper", "chroot / touch {M}"),
+    c("writing reader", "sort -uo{M} {V}"),
+    c("shell state", "enable -n echo"),
     // The persistent tmux shell's state.
     c("shell state", "printf -v PROMPT_COMMAND 'touch {M}'"),
     c("shell state", "echo ${X:=$(touch {M})}"),
