@@ -11,16 +11,23 @@ use common::{Tmux, eventually, vigil_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-#[test]
-fn the_title_shows_how_many_approvals_wait() {
+/// The demo console in tmux session `demo`, with `env` (`NAME=value …`)
+/// before it; the data folder outlives the tmux server (dropped after it).
+fn demo(tag: &str, env: &str) -> (tempfile::TempDir, Tmux) {
     let data = tempfile::tempdir().unwrap();
-    let tmux = Tmux::new("notify-title");
+    let tmux = Tmux::new(tag);
     let cmd = format!(
-        "VIGIL_DATA_DIR={} {} --demo --no-tmux",
+        "VIGIL_DATA_DIR={} {env} {} --demo --no-tmux",
         data.path().display(),
         vigil_bin().display()
     );
     tmux.start("demo", 120, 36, &cmd);
+    (data, tmux)
+}
+
+#[test]
+fn the_title_shows_how_many_approvals_wait() {
+    let (_data, tmux) = demo("notify-title", "");
     let title = |want: &str| {
         eventually(WAIT, || {
             let t = tmux.display("demo", "#{pane_title}");
@@ -49,14 +56,10 @@ fn the_title_shows_how_many_approvals_wait() {
 /// test-only render fault of debug builds, `VIGIL_TEST_PANIC_RENDER`).
 #[test]
 fn a_crash_leaves_no_waiting_count_in_the_title() {
-    let data = tempfile::tempdir().unwrap();
-    let tmux = Tmux::new("notify-crash");
-    let cmd = format!(
-        "VIGIL_DATA_DIR={} VIGIL_TEST_PANIC_RENDER=kaboom-title RUST_BACKTRACE=0 {} --demo --no-tmux",
-        data.path().display(),
-        vigil_bin().display()
+    let (_data, tmux) = demo(
+        "notify-crash",
+        "VIGIL_TEST_PANIC_RENDER=kaboom-title RUST_BACKTRACE=0",
     );
-    tmux.start("demo", 120, 36, &cmd);
     tmux.wait_text("demo", "approvals (1)", WAIT);
     eventually(WAIT, || {
         (tmux.display("demo", "#{pane_title}") == "vigil: 1 waiting").then_some(())

@@ -440,6 +440,8 @@ async fn wait_for_exit(
     let mut witness_every = Duration::from_secs(1);
     let mut next_witness = Instant::now() + witness_every;
     let typed_at = Instant::now();
+    // Known once a claim found the wrapper's own: never asked again.
+    let mut started = false;
     loop {
         tokio::select! {
             ev = events.recv() => match ev {
@@ -482,9 +484,12 @@ async fn wait_for_exit(
                 }
                 // A line the shell discarded never starts: after a while,
                 // claim the start so that it never can, and say so.
-                if typed_at.elapsed() >= NEVER_STARTED && mgr.claim(&files.path("st")).await {
-                    mgr.remove(&files.all()).await;
-                    return (Err(never_started(pane)), streamer);
+                if !started && typed_at.elapsed() >= NEVER_STARTED {
+                    if mgr.claim(&files.path("st")).await {
+                        mgr.remove(&files.all()).await;
+                        return (Err(never_started(pane)), streamer);
+                    }
+                    started = true;
                 }
                 witness_every = (witness_every * 2).min(Duration::from_secs(8));
                 next_witness = Instant::now() + witness_every;
