@@ -8,6 +8,7 @@
 pub mod approval;
 pub mod mcp;
 pub mod notify;
+pub mod secrets;
 
 pub use mcp::{McpConfig, McpServerConfig};
 pub use notify::{DesktopMode, NotifyConfig};
@@ -50,6 +51,8 @@ pub struct Config {
     pub approval: approval::ApprovalConfig,
     /// `[notify]`: bell, title, desktop notification, command.
     pub notify: NotifyConfig,
+    /// `[secrets]`: the secret places, changed both ways.
+    pub secrets: secrets::SecretsConfig,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -506,8 +509,23 @@ impl Config {
             .unwrap_or_else(|| std::env::temp_dir().join("vigil"))
     }
 
+    /// The secret places in force: the list with `[secrets]` applied, plus
+    /// vigil's own config and data directories.
+    pub fn secret_places(&self) -> secrets::SecretPlaces {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut own = vec![self.data_dir()];
+        own.extend(default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)));
+        secrets::SecretPlaces::new(&self.secrets, home.as_deref(), &own)
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         self.notify.validate()?;
+        self.secrets
+            .validate()
+            .map_err(|message| ConfigError::Invalid {
+                key: "secrets".into(),
+                message,
+            })?;
         let url = self.model.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::Invalid {

@@ -1,0 +1,292 @@
+//! The one list of secret places: files and folders whose contents must not
+//! reach the model, a log or another process without an operator's fresh
+//! decision (keys, tokens, credentials, vigil's own config with its API key).
+//!
+//! Every consumer reads this one list: the file tools (a read of a secret
+//! place asks), the risk estimate (a command that names one is not low), and
+//! the kernel sandbox and the preview view (each place is masked: it reads as
+//! absent or denied). `[secrets] add` extends the defaults, `[secrets] remove`
+//! takes entries out (both ways configurable).
+//!
+//! An entry is one of:
+//! - an absolute path (`/etc/shadow`): that path and everything beneath it;
+//! - a home path (`~/.ssh`): the same beneath the home directory;
+//! - a name without `/` (`.ssh`, `.env*`): any file or folder of that name at
+//!   any depth; `*` matches any run of characters within one name, never `/`.
+//!
+//! This module only matches paths it is given (already resolved: symlinks and
+//! `..` followed by the caller) and lists concrete places to mask; it never
+//! reads a file's contents.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The default secret places (vigil's own config and data directories are
+/// added at run time, see [`SecretPlaces::new`]).
+pub const DEFAULT_SECRET_PLACES: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/run/secrets",
+    "/var/run/secrets",
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.docker/config.json",
+    "~/.kube",
+    "~/.config/gcloud",
+    "~/.config/gh",
+    "~/.pgpass",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".env",
+    ".env.*",
+];
+
+/// `[secrets]`: change the list both ways.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecretsConfig {
+    /// More secret places (same forms as the defaults).
+    pub add: Vec<String>,
+    /// Default entries to drop (exactly as listed in the defaults).
+    pub remove: Vec<String>,
+}
+
+/// One entry, ready to match.
+#[derive(Debug, Clone, PartialEq)]
+enum Place {
+    /// An absolute path and everything beneath it.
+    Under(PathBuf),
+    /// A name (with `*` globs) at any depth.
+    Name(String),
+}
+
+/// The secret places in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SecretPlaces {
+    places: Vec<(String, Place)>,
+}
+
+impl Default for SecretPlaces {
+    /// The defaults with the process's `$HOME`, no vigil folders.
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        SecretPlaces::new(&SecretsConfig::default(), home.as_deref(), &[])
+    }
+}
+
+impl SecretsConfig {
+    /// A `remove` entry that is not a default is a mistake worth naming.
+    pub fn validate(&self) -> Result<(), String> {
+        for r in &self.remove {
+            if !DEFAULT_SECRET_PLACES.contains(&r.as_str()) {
+                return Err(format!(
+                    "`{r}` is not a default secret place (the defaults: {})",
+                    DEFAULT_SECRET_PLACES.join(", ")
+                ));
+            }
+        }
+        for a in &self.add {
+            if a.trim().is_empty() {
+                return Err("an empty entry in [secrets] add".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SecretPlaces {
+    /// The defaults minus `cfg.remove`, plus `cfg.add`, plus `vigil_dirs`
+    /// (vigil's config and data directories). `~/` entries are dropped when
+    /// there is no home.
+    pub fn new(cfg: &SecretsConfig, home: Option<&Path>, vigil_dirs: &[PathBuf]) -> Self {
+        let mut places = Vec::new();
+        let defaults = DEFAULT_SECRET_PLACES
+            .iter()
+            .filter(|d| !cfg.remove.iter().any(|r| r == *d))
+            .map(|d| d.to_string());
+        for entry in defaults.chain(cfg.add.iter().cloned()) {
+            if let Some(p) = parse(&entry, home) {
+                places.push((entry, p));
+            }
+        }
+        for d in vigil_dirs {
+            places.push((d.display().to_string(), Place::Under(lexical(d))));
+        }
+        SecretPlaces { places }
+    }
+
+    /// The entry that makes `resolved` (absolute, symlinks and `..` already
+    /// followed) a secret place, if any.
+    pub fn matches(&self, resolved: &Path) -> Option<&str> {
+        let resolved = lexical(resolved);
+        self.places
+            .iter()
+            .find(|(_, p)| match p {
+                Place::Under(root) => resolved.starts_with(root),
+                Place::Name(glob) => resolved.components().any(|c| match c {
+                    Component::Normal(n) => n.to_str().is_some_and(|n| glob_name(glob, n)),
+                    _ => false,
+                }),
+            })
+            .map(|(entry, _)| entry.as_str())
+    }
+
+    /// Whether `name` (one path component) is a secret name at any depth.
+    pub fn is_secret_name(&self, name: &str) -> bool {
+        self.places
+            .iter()
+            .any(|(_, p)| matches!(p, Place::Name(g) if glob_name(g, name)))
+    }
+
+    /// The existing absolute places (not the name entries) to mask.
+    pub fn existing_roots(&self) -> Vec<PathBuf> {
+        self.places
+            .iter()
+            .filter_map(|(_, p)| match p {
+                Place::Under(root) if std::fs::symlink_metadata(root).is_ok() => Some(root.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every entry as configured (for `vigil policy check` and the docs).
+    pub fn entries(&self) -> impl Iterator<Item = &str> {
+        self.places.iter().map(|(e, _)| e.as_str())
+    }
+}
+
+fn parse(entry: &str, home: Option<&Path>) -> Option<Place> {
+    let entry = entry.trim();
+    if let Some(rest) = entry.strip_prefix("~/") {
+        return home.map(|h| Place::Under(lexical(&h.join(rest))));
+    }
+    if entry.starts_with('/') {
+        return Some(Place::Under(lexical(Path::new(entry))));
+    }
+    if !entry.is_empty() && !entry.contains('/') {
+        return Some(Place::Name(entry.to_string()));
+    }
+    // A relative path with a slash means nothing stable: refused by validate
+    // callers; ignored here.
+    None
+}
+
+/// `..` and `.` removed without looking at the filesystem.
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `*` matches any run of characters (never `/`: `name` is one component).
+pub fn glob_name(glob: &str, name: &str) -> bool {
+    let parts: Vec<&str> = glob.split('*').collect();
+    if parts.len() == 1 {
+        return glob == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    if !name.ends_with(last) {
+        return false;
+    }
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places() -> SecretPlaces {
+        SecretPlaces::new(
+            &SecretsConfig::default(),
+            Some(Path::new("/home/op")),
+            &[PathBuf::from("/home/op/.config/vigil")],
+        )
+    }
+
+    #[test]
+    fn defaults_cover_keys_tokens_and_vigils_own_config() {
+        let s = places();
+        for p in [
+            "/home/op/.ssh/id_ed25519",
+            "/home/op/.config/vigil/config.toml",
+            "/home/op/.netrc",
+            "/home/op/.config/gh/hosts.yml",
+            "/etc/shadow",
+            "/srv/app/.env",
+            "/srv/app/.env.production",
+            "/root/.ssh/authorized_keys",
+            "/home/op/../op/.aws/credentials",
+        ] {
+            assert!(s.matches(Path::new(p)).is_some(), "{p} should be secret");
+        }
+        for p in [
+            "/etc/passwd",
+            "/home/op/notes.txt",
+            "/srv/app/.envrc.example/x",
+            "/srv/app/env",
+        ] {
+            assert_eq!(s.matches(Path::new(p)), None, "{p} is not secret");
+        }
+    }
+
+    #[test]
+    fn the_list_is_configurable_both_ways() {
+        let cfg = SecretsConfig {
+            add: vec!["/srv/vault".into(), "*.pem".into()],
+            remove: vec![".env".into()],
+        };
+        cfg.validate().unwrap();
+        let s = SecretPlaces::new(&cfg, Some(Path::new("/home/op")), &[]);
+        assert_eq!(s.matches(Path::new("/srv/vault/k")), Some("/srv/vault"));
+        assert_eq!(s.matches(Path::new("/x/server.pem")), Some("*.pem"));
+        assert_eq!(s.matches(Path::new("/srv/app/.env")), None);
+        assert!(s.matches(Path::new("/srv/app/.env.local")).is_some());
+        let bad = SecretsConfig {
+            remove: vec!["/nope".into()],
+            ..Default::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("not a default"));
+    }
+
+    #[test]
+    fn globs_stay_within_one_name() {
+        assert!(glob_name(".env.*", ".env.local"));
+        assert!(!glob_name(".env.*", ".env"));
+        assert!(glob_name("*", "x"));
+        assert!(glob_name("a*b*c", "aXbYc"));
+        assert!(!glob_name("a*b*c", "aXc"));
+        assert!(!glob_name("ab*ab", "ab"));
+    }
+}
