@@ -154,7 +154,7 @@ fn add_new(list: &mut Vec<(String, String)>, pair: (String, String)) {
 /// Tool records and approval rules from the event log.
 fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
     let mut tools: Vec<ToolRecord> = Vec::new();
-    let mut requests: HashMap<u64, (String, String)> = HashMap::new();
+    let mut requests: HashMap<u64, (String, String, Option<String>)> = HashMap::new();
     let mut calls: HashMap<u64, String> = HashMap::new();
     let mut rules = Rules::default();
     for line in events {
@@ -192,7 +192,11 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                 calls.insert(request.id, request.call_id.clone());
                 requests.insert(
                     request.id,
-                    (request.tool.clone(), request.gate.action.clone()),
+                    (
+                        request.tool.clone(),
+                        request.gate.action.clone(),
+                        request.session_key(),
+                    ),
                 );
             }
             AgentEvent::ApprovalResolved {
@@ -206,15 +210,22 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                 if let Some(t) = tools.iter_mut().rev().find(|t| Some(&t.call_id) == call) {
                     t.decided = Some(decided_by.record(decision, *previewed));
                 }
-                let Some((tool, action)) = requests.get(id) else {
+                let Some((tool, action, key)) = requests.get(id) else {
                     continue;
                 };
                 match decision {
+                    // The broker keys an exact rule as the request does (a
+                    // file or MCP call by its full arguments); a call with
+                    // no key made no rule.
                     ApprovalDecision::ApproveSession => {
-                        add_new(&mut rules.standing, (tool.clone(), action.clone()));
+                        if let Some(key) = key {
+                            add_new(&mut rules.standing, (tool.clone(), key.clone()));
+                        }
                     }
                     ApprovalDecision::ApprovePrefix(p) if p == action => {
-                        add_new(&mut rules.standing, (tool.clone(), action.clone()));
+                        if let Some(key) = key {
+                            add_new(&mut rules.standing, (tool.clone(), key.clone()));
+                        }
                     }
                     // The broker made a rule only of a valid prefix.
                     ApprovalDecision::ApprovePrefix(p)
@@ -311,6 +322,7 @@ mod tests {
                     estimate_reason: String::new(),
                     automatic: false,
                     change: None,
+                    facts: Default::default(),
                 },
             },
         };

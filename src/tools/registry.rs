@@ -18,7 +18,7 @@ pub use super::failure::canonical_arguments;
 use super::validate;
 use super::visibility::DomainPolicy;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
-use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover};
+use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover, call_digest};
 
 /// The result of running one call through the registry.
 #[derive(Debug, Clone)]
@@ -322,11 +322,15 @@ impl ToolRegistry {
         let mut effective = args.to_string();
         let mut decision = None;
         let gate = tool.gate(&args);
+        let mut approved_paths = None;
         if let Some(gate) = &gate {
             let change = tool.preview(&args).await;
+            let mut facts = tool.facts(&args).await;
+            facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
+            approved_paths = Some(facts.paths.clone());
             let d = self
                 .approver
-                .decide_change(&ctx.call_id, name, gate, change)
+                .decide_call(&ctx.call_id, name, gate, change, facts)
                 .await;
             match &d {
                 ApprovalDecision::Deny => {
@@ -363,13 +367,16 @@ impl ToolRegistry {
             (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
         };
         // Approved without a fresh operator decision: it runs sandboxed.
-        let unasked;
-        let ctx = if matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))) {
-            unasked = ToolContext {
-                sandboxed: true,
+        // A gated call acts only on the paths its approval named.
+        let bound;
+        let ctx = if gate.is_some() {
+            bound = ToolContext {
+                sandboxed: ctx.sandboxed
+                    || matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))),
+                approved_paths,
                 ..ctx.clone()
             };
-            &unasked
+            &bound
         } else {
             ctx
         };

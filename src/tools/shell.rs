@@ -290,6 +290,19 @@ impl Tool for RunShell {
         })
     }
 
+    /// Where the command will run: the card's `in:` line, and the
+    /// directory its preview runs in.
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        let cwd = self
+            .ctx
+            .workdir(args["session"].as_str(), args["pane"].as_str())
+            .await;
+        crate::policy::gate::CallFacts {
+            cwd,
+            ..Default::default()
+        }
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         args["command"].as_str().map(str::to_string)
     }

@@ -65,6 +65,23 @@ impl<T: Transport> Backend for TmuxBackend<T> {
         true
     }
 
+    /// The pane's current directory (`pane_current_path`): where the
+    /// shell's next command, or a sandboxed run, starts.
+    async fn workdir(&self, session: Option<&str>, pane: Option<&str>) -> Option<String> {
+        let pane = self.manager.resolve(session, pane).await.ok()?;
+        let line = pane
+            .control
+            .cmd(&format!(
+                "display -p -t {} \"#{{pane_current_path}}\"",
+                pane.id
+            ))
+            .await
+            .ok()?
+            .join("");
+        let dir = line.trim();
+        (!dir.is_empty()).then(|| dir.to_string())
+    }
+
     fn can_sandbox(&self) -> bool {
         self.manager.transport().is_local() && crate::exec::sandbox::available()
     }

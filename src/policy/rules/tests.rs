@@ -60,6 +60,7 @@ fn deny_matches_anywhere_in_the_text_and_wins() {
             gate: &g,
             script: Some(&script),
             estimate: crate::policy::risk::assess(&script).risk,
+            paths: &[],
         };
         rules.decide(&call).map(|r| r.decision)
     };
@@ -91,6 +92,7 @@ fn preview_is_only_for_commands_the_operator_decides() {
             gate: &g,
             script: Some(&script),
             estimate: Risk::Medium,
+            paths: &[],
         })
     };
     assert!(wants("make install"));
