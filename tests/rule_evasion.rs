@@ -1,0 +1,552 @@
+//! Hostile file, MCP and rule cases against the approval gate: a rule
+//! approves exactly what the operator (or the policy file) saw, and nothing
+//! that merely reads the same.
+//!
+//! Classes covered (each has rows below, and a control row that shows the
+//! harness sees a call run unasked, so the rows can fail):
+//! - **same summary, other call**: a session rule (`a`) on a `write_file`,
+//!   `edit` or MCP call approves only the same full arguments (a write of
+//!   other content of the same length, an edit with other text or another
+//!   edit command, an MCP call differing after character 160: all asked).
+//! - **symlink swap**: a path that resolves elsewhere than when the rule or
+//!   the operator approved it is asked (session rule) or refused at write
+//!   time (an approval already given), and nothing is written through it.
+//! - **path-rule escape**: `..`, a symlink or a deeper directory under an
+//!   `allow` glob is not admitted (`*` never crosses `/`); a `deny` glob
+//!   catches a path that reaches it through `..` or a symlink.
+//! - **summary words**: a path rule never matches words of a summary (an MCP
+//!   tool's path rule is refused at start-up, naming file and line).
+//!
+//! The session and swap rows go through the registry and the broker the
+//! console uses (an operator answers `a` to the first call); the path-rule
+//! rows also run for real through the `vigil exec` binary against the
+//! scripted model, with `approval = "ask"` and the rows' rules in the policy
+//! file: exit 3 (asked, nobody to answer) or denied by the rule, and nothing
+//! written, where the control row writes its file and exits 0.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use vigil::agent::approval::{ApprovalBroker, Policy};
+use vigil::config::Config;
+use vigil::event::AgentEvent;
+use vigil::exec::ExecutionContext;
+use vigil::policy::gate::{ApprovalDecision, Approver, CallFacts, FileChange, GateInfo};
+use vigil::policy::rules::PolicyRules;
+use vigil::scripted::{Scenario, ScriptedServer};
+use vigil::tools::edit::{Edit, EditConfig};
+use vigil::tools::files::WriteFile;
+use vigil::tools::registry::summarize_args;
+use vigil::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
+
+/// A stand-in for an MCP tool (`srv__write`): gated, its action line the
+/// registry's 160-character summary, every argument in its facts.
+struct FakeMcp;
+
+#[async_trait]
+impl Tool for FakeMcp {
+    fn name(&self) -> &str {
+        "srv__write"
+    }
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::function(
+            "srv__write",
+            "[MCP server `srv`] write",
+            json!({"type": "object", "properties": {}}),
+        )
+    }
+    fn gate(&self, args: &Value) -> Option<GateInfo> {
+        Some(GateInfo {
+            action: format!("srv.write {}", summarize_args(args)),
+            model_risk: None,
+            mutation: None,
+            privesc: None,
+            why: None,
+            editable_field: None,
+        })
+    }
+    async fn facts(&self, args: &Value) -> CallFacts {
+        CallFacts {
+            arguments: Some(args.to_string()),
+            ..Default::default()
+        }
+    }
+    async fn execute(&self, _arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("ok"))
+    }
+}
+
+/// A row's directory: `notes/`, `app/secrets/`, `app/x/`, `home/.bashrc`
+/// and a `victim` outside `notes/`, `notes/link` → `victim`, `app/s2` →
+/// `app/secrets`.
+fn layout(dir: &Path) {
+    for d in ["notes", "app/secrets", "app/x", "home"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(dir.join("victim"), "keep\n").unwrap();
+    std::fs::write(dir.join("home/.bashrc"), "keep\n").unwrap();
+    std::fs::write(dir.join("notes/a.txt"), "one\n").unwrap();
+    std::os::unix::fs::symlink(dir.join("victim"), dir.join("notes/link")).unwrap();
+    std::os::unix::fs::symlink(dir.join("app/secrets"), dir.join("app/s2")).unwrap();
+}
+
+/// Whether the layout's files outside `notes/` are as they were.
+fn intact(dir: &Path) -> bool {
+    let keep = |p: &str| std::fs::read_to_string(dir.join(p)).ok().as_deref() == Some("keep\n");
+    keep("victim") && keep("home/.bashrc") && !dir.join("app/secrets/key").exists()
+}
+
+fn fill(template: &str, dir: &Path) -> String {
+    template.replace("{D}", &dir.display().to_string())
+}
+
+struct Harness {
+    registry: Arc<ToolRegistry>,
+    broker: Arc<ApprovalBroker>,
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+/// The registry with the real file tools and the fake MCP tool, behind the
+/// console's broker (`ask`, a target that can sandbox), with `rules`
+/// (policy-file TOML) anchored at `dir`.
+fn harness(dir: &Path, rules: &str) -> Harness {
+    let (tx, events) = mpsc::unbounded_channel();
+    let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+    broker.set_can_sandbox(true);
+    let cfg = Config::from_toml(rules, Path::new("rules.toml")).unwrap();
+    broker.set_rules(PolicyRules::from_config_at(&cfg.approval, dir));
+    let ctx = ExecutionContext::local();
+    let mut registry = ToolRegistry::new();
+    registry.register(WriteFile::new(ctx.clone(), true));
+    registry.register(Edit::new(ctx, EditConfig::default()));
+    registry.register(FakeMcp);
+    registry.set_approver(broker.clone());
+    Harness {
+        registry: Arc::new(registry),
+        broker,
+        events,
+    }
+}
+
+/// How a call was decided.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    /// The operator was asked (and gave `answer`).
+    Asked,
+    /// Approved without asking.
+    Unasked,
+    /// Denied without asking (a deny rule).
+    Denied,
+}
+
+impl Harness {
+    /// Run one call; an operator who is asked answers `answer`.
+    async fn call(&mut self, tool: &str, args: &Value, answer: ApprovalDecision) -> (Seen, bool) {
+        let reg = self.registry.clone();
+        let (tool, args) = (tool.to_string(), args.to_string());
+        let task = tokio::spawn(async move { reg.execute(&tool, &args).await });
+        let seen = loop {
+            match self.events.recv().await.expect("an approval request") {
+                AgentEvent::ApprovalRequested { request } if request.automatic => {
+                    match self.events.recv().await {
+                        Some(AgentEvent::ApprovalResolved { decision, .. })
+                            if decision.is_approved() =>
+                        {
+                            break Seen::Unasked;
+                        }
+                        _ => break Seen::Denied,
+                    }
+                }
+                AgentEvent::ApprovalRequested { request } => {
+                    // The request is announced just before it is queued.
+                    while !self.broker.resolve(request.id, answer.clone()) {
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    }
+                    break Seen::Asked;
+                }
+                _ => {}
+            }
+        };
+        let run = task.await.unwrap();
+        (seen, run.ok())
+    }
+}
+
+/// One session-rule row: `first` is approved with `a`; then `between`
+/// changes the filesystem; `second` must be asked.
+struct SessionRow {
+    class: &'static str,
+    tool: &'static str,
+    first: &'static str,
+    between: Option<fn(&Path)>,
+    second: &'static str,
+}
+
+fn swap_to_victim(dir: &Path) {
+    std::fs::remove_file(dir.join("notes/a.txt")).unwrap();
+    std::os::unix::fs::symlink(dir.join("victim"), dir.join("notes/a.txt")).unwrap();
+}
+
+const LONG: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\
+xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+
+fn session_rows() -> Vec<SessionRow> {
+    vec![
+        SessionRow {
+            class: "same summary, other call",
+            tool: "write_file",
+            first: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
+            between: None,
+            second: r#"{"path": "{D}/notes/a.txt", "content": "evil\n"}"#,
+        },
+        SessionRow {
+            class: "same summary, other call",
+            tool: "edit",
+            first: r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "one", "new_str": "two"}"#,
+            between: None,
+            second: r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "two", "new_str": "import os; os.system('id')"}"#,
+        },
+        SessionRow {
+            class: "same summary, other call",
+            tool: "edit",
+            first: r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "one", "new_str": "two"}"#,
+            between: None,
+            second: r#"{"command": "insert", "path": "{D}/notes/a.txt", "insert_line": 0, "new_str": "import os; os.system('id')"}"#,
+        },
+        SessionRow {
+            class: "same summary, other call",
+            tool: "srv__write",
+            first: "{\"note\": \"LONG\", \"path\": \"/srv/ok\"}",
+            between: None,
+            second: "{\"note\": \"LONG\", \"path\": \"/etc/cron.d/evil\"}",
+        },
+        SessionRow {
+            class: "symlink swap",
+            tool: "write_file",
+            first: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
+            between: Some(swap_to_victim),
+            second: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
+        },
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_rule_approves_only_the_exact_call_the_operator_saw() {
+    let mut failures = Vec::new();
+    for row in session_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        layout(&d);
+        let mut h = harness(&d, "");
+        let args = |t: &str| -> Value {
+            serde_json::from_str(&fill(t, &d).replace("LONG", LONG)).unwrap()
+        };
+        let (seen, _) = h
+            .call(row.tool, &args(row.first), ApprovalDecision::ApproveSession)
+            .await;
+        assert_eq!(seen, Seen::Asked, "[{}] the first call is asked", row.class);
+        // The control: the very same call again runs unasked.
+        if row.between.is_none() {
+            let (again, _) = h
+                .call(row.tool, &args(row.first), ApprovalDecision::Deny)
+                .await;
+            if row.tool != "edit" && again != Seen::Unasked {
+                failures.push(format!("[control] {} {} → {again:?}", row.tool, row.first));
+            }
+        }
+        if let Some(change) = row.between {
+            change(&d);
+        }
+        let (seen, ran) = h
+            .call(row.tool, &args(row.second), ApprovalDecision::Deny)
+            .await;
+        if seen != Seen::Asked || ran || !intact(&d) {
+            failures.push(format!(
+                "[{}] {} {} → {seen:?}, ran {ran}, intact {}",
+                row.class,
+                row.tool,
+                row.second,
+                intact(&d)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// An approver that approves once, after swapping `notes/a.txt` for a
+/// symlink to the victim: the swap lands between the approval and the
+/// write.
+struct SwapThenApprove(std::path::PathBuf);
+
+#[async_trait]
+impl Approver for SwapThenApprove {
+    async fn decide(&self, _c: &str, _t: &str, _g: &GateInfo) -> ApprovalDecision {
+        swap_to_victim(&self.0);
+        ApprovalDecision::ApproveOnce
+    }
+    async fn decide_change(
+        &self,
+        c: &str,
+        t: &str,
+        g: &GateInfo,
+        _change: Option<FileChange>,
+    ) -> ApprovalDecision {
+        self.decide(c, t, g).await
+    }
+}
+
+#[tokio::test]
+async fn a_symlink_swapped_in_after_the_approval_redirects_nothing() {
+    for (tool, args) in [
+        (
+            "write_file",
+            r#"{"path": "{D}/notes/a.txt", "content": "evil\n"}"#,
+        ),
+        (
+            "edit",
+            r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "keep", "new_str": "evil"}"#,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        layout(&d);
+        let ctx = ExecutionContext::local();
+        let mut registry = ToolRegistry::new();
+        registry.register(WriteFile::new(ctx.clone(), true));
+        registry.register(Edit::new(ctx, EditConfig::default()));
+        registry.set_approver(Arc::new(SwapThenApprove(d.clone())));
+        let run = registry.execute(tool, &fill(args, &d)).await;
+        assert!(!run.ok(), "{tool}: {}", run.model_text);
+        assert!(
+            run.model_text.contains("now resolves to"),
+            "{tool}: {}",
+            run.model_text
+        );
+        assert!(intact(&d), "{tool} wrote through the swapped link");
+    }
+}
+
+/// One path-rule row: under `rule`, a `write_file` of `path` (relative to
+/// the row's directory) must not run unasked (`deny`: must be denied).
+struct PathRow {
+    class: &'static str,
+    rule: &'static str,
+    path: &'static str,
+    denied: bool,
+}
+
+const ALLOW_NOTES: &str =
+    "[[approval.rules]]\ntool = \"write_file\"\npath = \"notes/*\"\ndecision = \"allow\"\n";
+const DENY_SECRETS: &str = "[[approval.rules]]\ntool = \"*\"\npath = \"app/secrets/*\"\n\
+decision = \"deny\"\n[[approval.rules]]\ntool = \"write_file\"\npath = \"app/**\"\n\
+decision = \"allow\"\n";
+
+const PATH_ROWS: &[PathRow] = &[
+    PathRow {
+        class: "path-rule escape",
+        rule: ALLOW_NOTES,
+        path: "notes/../home/.bashrc",
+        denied: false,
+    },
+    PathRow {
+        class: "path-rule escape",
+        rule: ALLOW_NOTES,
+        path: "notes/../victim",
+        denied: false,
+    },
+    PathRow {
+        class: "path-rule escape",
+        rule: ALLOW_NOTES,
+        path: "notes/link",
+        denied: false,
+    },
+    PathRow {
+        class: "path-rule escape",
+        rule: ALLOW_NOTES,
+        path: "notes/sub/../../victim",
+        denied: false,
+    },
+    PathRow {
+        class: "path-rule escape",
+        rule: DENY_SECRETS,
+        path: "app/x/../secrets/key",
+        denied: true,
+    },
+    PathRow {
+        class: "path-rule escape",
+        rule: DENY_SECRETS,
+        path: "app/s2/key",
+        denied: true,
+    },
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn path_rules_see_canonical_paths_through_the_broker() {
+    let mut failures = Vec::new();
+    for row in PATH_ROWS {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        layout(&d);
+        let mut h = harness(&d, row.rule);
+        let args = json!({"path": d.join(row.path), "content": "evil\n"});
+        let (seen, ran) = h.call("write_file", &args, ApprovalDecision::Deny).await;
+        let want = if row.denied {
+            Seen::Denied
+        } else {
+            Seen::Asked
+        };
+        if seen != want || ran || !intact(&d) {
+            failures.push(format!(
+                "[{}] {} → {seen:?}, ran {ran}",
+                row.class, row.path
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The control: a plain path under the allowed glob runs unasked.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    layout(&d);
+    let mut h = harness(&d, ALLOW_NOTES);
+    let args = json!({"path": d.join("notes/new.txt"), "content": "fine\n"});
+    let (seen, ran) = h.call("write_file", &args, ApprovalDecision::Deny).await;
+    assert_eq!((seen, ran), (Seen::Unasked, true));
+    assert_eq!(
+        std::fs::read_to_string(d.join("notes/new.txt")).unwrap(),
+        "fine\n"
+    );
+}
+
+#[test]
+fn a_path_rule_on_an_mcp_tool_is_refused_at_start_up() {
+    let text = "[agent]\nname = \"x\"\n[[approval.rules]]\ntool = \"srv__write\"\n\
+                path = \"/srv/*\"\ndecision = \"allow\"\n";
+    let e = Config::from_toml(text, Path::new("/etc/v.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("/etc/v.toml:3") && e.contains("declares no path"),
+        "{e}"
+    );
+}
+
+// ---- For real: `vigil exec` against the scripted model ----
+
+/// Escape `s` as a TOML basic string.
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// A scenario in which `case-N.` makes a `write_file` of `paths[N]`.
+fn scenario(paths: &[&str]) -> String {
+    let mut s = String::from("model = \"rules\"\nchunk_delay_ms = 0\n");
+    for (i, path) in paths.iter().enumerate() {
+        s.push_str(&format!(
+            "[[rule]]\nwhen = {{ role = \"user\", contains = \"case-{i}.\" }}\ntimes = 0\n\
+             [[rule.tool_calls]]\nname = \"write_file\"\n[rule.tool_calls.arguments]\n\
+             path = {}\ncontent = \"evil\\n\"\n",
+            toml_str(path)
+        ));
+    }
+    s.push_str("[[rule]]\nwhen = { role = \"tool\" }\ntimes = 0\ntext = \"done\"\n");
+    s
+}
+
+/// `vigil exec "run case-I."` in `dir` with `rules` as its policy file.
+async fn exec(server: &ScriptedServer, dir: &Path, rules: &str, i: usize) -> std::process::Output {
+    let data = dir.join(".vigil-data");
+    let cfg = dir.join(".vigil.toml");
+    std::fs::write(
+        &cfg,
+        format!("[agent]\napproval = \"ask\"\n[model]\nretry_attempts = 1\n[tmux]\nmode = \"off\"\n{rules}"),
+    )
+    .unwrap();
+    let mut cmd = tokio::process::Command::new(common::vigil_bin());
+    cmd.current_dir(dir)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["exec", &format!("run case-{i}.")])
+        .env("VIGIL_BASE_URL", server.base_url())
+        .env("VIGIL_MODEL", "rules")
+        .env("VIGIL_DATA_DIR", &data)
+        .env_remove("VIGIL_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .expect("vigil exec finished in time")
+        .expect("vigil exec ran")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn path_rules_hold_for_real_through_vigil_exec() {
+    let mut paths: Vec<&str> = PATH_ROWS.iter().map(|r| r.path).collect();
+    paths.push("notes/new.txt");
+    let server = ScriptedServer::start(Scenario::from_toml_str(&scenario(&paths)).unwrap())
+        .await
+        .unwrap();
+    let mut failures = Vec::new();
+    for (i, row) in PATH_ROWS.iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        layout(&d);
+        let out = exec(&server, &d, row.rule, i).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // Asked with nobody to answer: exit 3; denied by the rule: the
+        // model is told and the turn ends.
+        let held = if row.denied {
+            stdout.contains("denied by policy rule 1")
+        } else {
+            out.status.code() == Some(3)
+        };
+        if !held || !intact(&d) {
+            failures.push(format!(
+                "[{}] {}: exit {:?}, intact {}\n{stdout}{}",
+                row.class,
+                row.path,
+                out.status.code(),
+                intact(&d),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The control: the allowed path is written unasked, exit 0.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    layout(&d);
+    let out = exec(&server, &d, ALLOW_NOTES, PATH_ROWS.len()).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("notes/new.txt")).unwrap(),
+        "evil\n"
+    );
+}
+
+#[tokio::test]
+async fn a_path_rule_on_an_mcp_tool_stops_vigil_exec_with_the_reason() {
+    let server = ScriptedServer::start(Scenario::from_toml_str(&scenario(&["x"])).unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rule =
+        "[[approval.rules]]\ntool = \"srv__write\"\npath = \"/srv/*\"\ndecision = \"allow\"\n";
+    let out = exec(&server, dir.path(), rule, 0).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("declares no path") && stderr.contains(".vigil.toml"),
+        "{stderr}"
+    );
+}
