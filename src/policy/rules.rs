@@ -19,9 +19,9 @@
 //!   `**` matches any run of characters, `/` included (`notes/**` is every
 //!   file below `notes`). A relative glob is anchored at the agent's working
 //!   directory when the rules are read, a glob with `..` is refused there,
-//!   and the glob's literal leading directories are resolved on this machine
-//!   too (a rule on `/var/run/x/*` also covers `/run/x/*` when `/var/run` is
-//!   a link). A call that declares no paths (a shell command, an MCP tool)
+//!   and the glob's literal leading directories, when they exist, are
+//!   resolved on this machine too (a rule on `/var/run/x/*` also covers
+//!   `/run/x/*` when `/var/run` is a link). A call that declares no paths (a shell command, an MCP tool)
 //!   never matches a path rule: the configuration refuses `path` on any tool
 //!   but the file tools and `*`.
 //!
@@ -250,8 +250,8 @@ fn starts_with(words: &[String], rule: &[String]) -> bool {
 
 /// A path rule's glob made absolute: anchored at `base` when relative,
 /// `.` components dropped; then the same glob with its literal leading
-/// directories (those before the first wildcard) resolved on this machine,
-/// when that differs. (`..` is refused when the configuration is read.)
+/// directories (those before the first wildcard) resolved on this machine
+/// when they exist and that differs. (`..` is refused when the configuration is read.)
 fn path_globs(glob: &str, base: &Path) -> Vec<String> {
     let glob = glob.trim();
     let joined = if glob.starts_with('/') {
@@ -281,7 +281,7 @@ fn path_globs(glob: &str, base: &Path) -> Vec<String> {
         g
     };
     let mut globs = vec![join(&literal)];
-    if let Ok(real) = crate::tools::paths::resolve_local(&literal)
+    if let Ok(real) = std::fs::canonicalize(&literal)
         && real != literal
     {
         globs.push(join(&real));

@@ -14,7 +14,7 @@ use crate::console::diff::{DiffCard, DiffKind, line};
 use crate::console::text::{sanitize, wrap};
 use crate::console::theme::Theme;
 use crate::event::ApprovalRequest;
-use crate::policy::gate::CallFacts;
+use crate::event::CallFacts;
 
 /// What every card says about previews.
 pub const NOT_PROOF: &str = "a preview is not proof: a command can recognise the view and act \

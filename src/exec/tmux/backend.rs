@@ -82,6 +82,12 @@ impl<T: Transport> Backend for TmuxBackend<T> {
         (!dir.is_empty()).then(|| dir.to_string())
     }
 
+    /// Files go through the same transport: on this machine, paths can
+    /// be resolved here (symlinks followed for the card and the rules).
+    fn is_local(&self) -> bool {
+        self.manager.transport().is_local()
+    }
+
     fn can_sandbox(&self) -> bool {
         self.manager.transport().is_local() && crate::exec::sandbox::available()
     }
