@@ -4,9 +4,12 @@
 //! the decision back to the registry.
 //!
 //! It keeps the policy file's rules ([`PolicyRules`]), the session's
-//! standing approvals ("approve this exact action for the session"), the
-//! session's prefix rules (matched by [`prefix_rule::covers`] on parsed
-//! words) and the approval policy. It never executes and never renders.
+//! standing approvals ("approve this exact action for the session": a
+//! shell command's text; any other call by its action and the digest of
+//! its full arguments and resolved paths, [`ApprovalRequest::session_key`],
+//! so a rule never covers a call the operator did not see), the session's
+//! prefix rules (matched by [`prefix_rule::covers`] on parsed words) and
+//! the approval policy. It never executes and never renders.
 //!
 //! Anything approved without a fresh operator decision (auto_low, a session
 //! or prefix rule applied to a later call, a policy-file `allow`) comes back
