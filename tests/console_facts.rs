@@ -178,3 +178,33 @@ fn the_preview_runs_where_y_will_run_after_the_pane_moved() {
     assert!(ran.is_some(), "y ran where the preview did");
     assert!(!work.join("ran-here").exists());
 }
+
+#[test]
+fn a_command_whose_pane_moved_after_the_card_is_refused_not_run_elsewhere() {
+    let c = Console::start_scenario("facts-moved", SCENARIO, BASE_CONFIG, "", "");
+    let work = c.work().canonicalize().unwrap();
+    std::fs::create_dir(work.join("sub")).unwrap();
+    c.send("shell-me");
+    c.wait("approvals (1)");
+    c.keys(&["z"]);
+    c.wait(&format!("in: {} on tmux", work.display()));
+    // Someone moves the shared pane after the card was shown.
+    c.agent_tmux
+        .tmux(&["send-keys", "-t", "vigil-agent", "cd sub", "Enter"]);
+    let moved = common::eventually(std::time::Duration::from_secs(10), || {
+        let now =
+            c.agent_tmux
+                .tmux(&["display", "-p", "-t", "vigil-agent", "#{pane_current_path}"]);
+        now.trim().ends_with("/sub").then_some(())
+    });
+    assert!(moved.is_some(), "the pane moved");
+    c.keys(&["y"]);
+    c.keys(&["Escape"]);
+    c.wait("TOOL SAID");
+    c.wait("its pane is");
+    assert!(!work.join("ran-here").exists());
+    assert!(
+        !work.join("sub/ran-here").exists(),
+        "ran where the card did not say"
+    );
+}

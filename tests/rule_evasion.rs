@@ -18,13 +18,17 @@
 //!   tool's path rule is refused at start-up, naming file and line).
 //!
 //! The session and swap rows go through the registry and the broker the
-//! console uses (an operator answers `a` to the first call); the path-rule
+//! console uses (an operator answers `a` to the first call), and the MCP
+//! row also for real through the agent with the real `everything` MCP
+//! server (`tests/console_facts.rs` does the `write_file` row through the
+//! real binary in tmux); the path-rule
 //! rows also run for real through the `vigil exec` binary against the
 //! scripted model, with `approval = "ask"` and the rows' rules in the policy
 //! file: exit 3 (asked, nobody to answer) or denied by the rule, and nothing
 //! written, where the control row writes its file and exits 0.
 
 mod common;
+mod mcp_support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -548,5 +552,96 @@ async fn a_path_rule_on_an_mcp_tool_stops_vigil_exec_with_the_reason() {
     assert!(
         stderr.contains("declares no path") && stderr.contains(".vigil.toml"),
         "{stderr}"
+    );
+}
+
+// ---- For real: the agent with the real MCP server ----
+
+/// The agent (`Policy::Ask`, plain processes) with the real `everything`
+/// MCP server, and a model whose `mcp-a` / `mcp-b` calls `echo` with
+/// messages that differ only after character 160.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
+    use vigil::cli::wiring::start_agent;
+    use vigil::event::AgentCommand;
+    // This test process is not vigil: the sandbox (what an unasked call
+    // needs) is the real binary's helper mode.
+    vigil::exec::sandbox::set_helper(common::vigil_bin());
+    let scenario = format!(
+        "model = \"rules\"\nchunk_delay_ms = 0\n\
+         [[rule]]\nwhen = {{ role = \"user\", contains = \"mcp-a\" }}\ntimes = 0\ntext = \"a\"\n\
+         [[rule.tool_calls]]\nname = \"everything__echo\"\narguments = {{ message = \"{LONG}-AAA\" }}\n\
+         [[rule]]\nwhen = {{ role = \"user\", contains = \"mcp-b\" }}\ntimes = 0\ntext = \"b\"\n\
+         [[rule.tool_calls]]\nname = \"everything__echo\"\narguments = {{ message = \"{LONG}-BBB\" }}\n\
+         [[rule]]\nwhen = {{ role = \"tool\" }}\ntimes = 0\ntext = \"done\"\n"
+    );
+    let server = ScriptedServer::start(Scenario::from_toml_str(&scenario).unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[model]\nbase_url = {:?}\nmodel = \"rules\"\n[paths]\ndata_dir = {:?}\n{}",
+        server.base_url(),
+        dir.path().display().to_string(),
+        mcp_support::everything_toml("")
+    );
+    let mut config = Config::from_toml(&text, Path::new("test.toml")).unwrap();
+    config.tmux.mode = vigil::config::TmuxMode::Off;
+    let mut running = start_agent(&config, false, Policy::Ask).await.unwrap();
+    // One turn; the operator answers a request with `answer`. Returns the
+    // request (None: nobody was asked) and whether it was decided unasked.
+    let mut turn = async |text: &str, answer: ApprovalDecision| {
+        running
+            .commands
+            .send(AgentCommand::UserMessage { text: text.into() })
+            .unwrap();
+        let mut asked = None;
+        let mut unasked = false;
+        loop {
+            let events = mcp_support::until(&mut running.events, |e| {
+                matches!(
+                    e,
+                    AgentEvent::ApprovalRequested { .. } | AgentEvent::TurnFinished { .. }
+                )
+            })
+            .await;
+            match events.last().cloned() {
+                Some(AgentEvent::ApprovalRequested { request }) if request.automatic => {
+                    unasked = true;
+                }
+                Some(AgentEvent::ApprovalRequested { request }) => {
+                    running
+                        .commands
+                        .send(AgentCommand::Approval {
+                            id: request.id,
+                            decision: answer.clone(),
+                        })
+                        .unwrap();
+                    asked = Some(request);
+                }
+                _ => return (asked, unasked),
+            }
+        }
+    };
+    let (first, _) = turn("mcp-a", ApprovalDecision::ApproveSession).await;
+    let first = first.expect("the first call is asked");
+    // The action line is cut; the card's arguments are whole.
+    assert!(!first.gate.action.contains("-AAA"), "{}", first.gate.action);
+    let all = first.facts.arguments.as_deref().unwrap_or_default();
+    assert!(all.contains("-AAA"), "{all}");
+    assert_eq!(first.facts.digest.len(), 64);
+    // The same call again: covered, unasked (the control).
+    let (again, unasked) = turn("mcp-a again", ApprovalDecision::Deny).await;
+    assert!(
+        again.is_none() && unasked,
+        "the exact call is covered: {again:?} {unasked}"
+    );
+    // Differs only after character 160: asked.
+    let (other, unasked) = turn("mcp-b", ApprovalDecision::Deny).await;
+    let other = other.expect("a call differing after character 160 is asked");
+    assert!(!unasked);
+    assert_eq!(
+        other.gate.action, first.gate.action,
+        "the summaries are the same"
     );
 }

@@ -107,6 +107,13 @@ impl Tool for ReadFile {
         )
     }
 
+    /// When a read is gated: the canonical path, for the card and `path`
+    /// rules.
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        let path = args["path"].as_str().unwrap_or_default();
+        super::file_target::facts(&self.paths, path, self.ctx.is_local())
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         Some(format!("read {}", args["path"].as_str()?))
     }

@@ -104,6 +104,10 @@ pub struct ToolContext {
     /// tool writes only there: a path that resolves elsewhere by the time
     /// it runs is refused.
     pub approved_paths: Option<Vec<String>>,
+    /// For a gated command: the directory its approval said it would run
+    /// in (the card's `in:` line). A command whose pane has moved since is
+    /// refused rather than run elsewhere.
+    pub approved_cwd: Option<String>,
 }
 
 impl ToolContext {

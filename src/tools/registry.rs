@@ -323,11 +323,13 @@ impl ToolRegistry {
         let mut decision = None;
         let gate = tool.gate(&args);
         let mut approved_paths = None;
+        let mut approved_cwd = None;
         if let Some(gate) = &gate {
             let change = tool.preview(&args).await;
             let mut facts = tool.facts(&args).await;
             facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
             approved_paths = Some(facts.paths.clone());
+            approved_cwd = facts.cwd.clone();
             let d = self
                 .approver
                 .decide_call(&ctx.call_id, name, gate, change, facts)
@@ -374,6 +376,7 @@ impl ToolRegistry {
                 sandboxed: ctx.sandboxed
                     || matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))),
                 approved_paths,
+                approved_cwd,
                 ..ctx.clone()
             };
             &bound

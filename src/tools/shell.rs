@@ -317,6 +317,20 @@ impl Tool for RunShell {
                 ),
             ));
         }
+        if let Some(want) = &ctx.approved_cwd
+            && let Some(now) = self
+                .ctx
+                .workdir(args.session.as_deref(), args.pane.as_deref())
+                .await
+            && &now != want
+        {
+            return Err(ToolError::failed(
+                FailureClass::PermissionDenied,
+                format!(
+                    "refused: the approval said this command runs in {want}, but its pane is                      now in {now}; nothing ran (ask again from the directory you mean)"
+                ),
+            ));
+        }
         let live: Option<Arc<LiveOutput>> = ctx.sink().cloned().map(LiveOutput::new);
         let on_output = live.as_ref().map(LiveOutput::output_fn);
         let req = RunRequest {
