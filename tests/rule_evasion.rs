@@ -29,6 +29,8 @@
 
 mod common;
 mod mcp_support;
+#[path = "rule_evasion/table.rs"]
+mod table;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -47,6 +49,8 @@ use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::files::WriteFile;
 use vigil::tools::registry::summarize_args;
 use vigil::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
+
+use table::{ALLOW_NOTES, LONG, PATH_ROWS, fill, intact, layout, session_rows, swap_to_victim};
 
 /// A stand-in for an MCP tool (`srv__write`): gated, its action line the
 /// registry's 160-character summary, every argument in its facts.
@@ -83,30 +87,6 @@ impl Tool for FakeMcp {
     async fn execute(&self, _arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text("ok"))
     }
-}
-
-/// A row's directory: `notes/`, `app/secrets/`, `app/x/`, `home/.bashrc`
-/// and a `victim` outside `notes/`, `notes/link` → `victim`, `app/s2` →
-/// `app/secrets`.
-fn layout(dir: &Path) {
-    for d in ["notes", "app/secrets", "app/x", "home"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
-    std::fs::write(dir.join("victim"), "keep\n").unwrap();
-    std::fs::write(dir.join("home/.bashrc"), "keep\n").unwrap();
-    std::fs::write(dir.join("notes/a.txt"), "one\n").unwrap();
-    std::os::unix::fs::symlink(dir.join("victim"), dir.join("notes/link")).unwrap();
-    std::os::unix::fs::symlink(dir.join("app/secrets"), dir.join("app/s2")).unwrap();
-}
-
-/// Whether the layout's files outside `notes/` are as they were.
-fn intact(dir: &Path) -> bool {
-    let keep = |p: &str| std::fs::read_to_string(dir.join(p)).ok().as_deref() == Some("keep\n");
-    keep("victim") && keep("home/.bashrc") && !dir.join("app/secrets/key").exists()
-}
-
-fn fill(template: &str, dir: &Path) -> String {
-    template.replace("{D}", &dir.display().to_string())
 }
 
 struct Harness {
@@ -179,64 +159,6 @@ impl Harness {
         let run = task.await.unwrap();
         (seen, run.ok())
     }
-}
-
-/// One session-rule row: `first` is approved with `a`; then `between`
-/// changes the filesystem; `second` must be asked.
-struct SessionRow {
-    class: &'static str,
-    tool: &'static str,
-    first: &'static str,
-    between: Option<fn(&Path)>,
-    second: &'static str,
-}
-
-fn swap_to_victim(dir: &Path) {
-    std::fs::remove_file(dir.join("notes/a.txt")).unwrap();
-    std::os::unix::fs::symlink(dir.join("victim"), dir.join("notes/a.txt")).unwrap();
-}
-
-const LONG: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\
-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
-
-fn session_rows() -> Vec<SessionRow> {
-    vec![
-        SessionRow {
-            class: "same summary, other call",
-            tool: "write_file",
-            first: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
-            between: None,
-            second: r#"{"path": "{D}/notes/a.txt", "content": "evil\n"}"#,
-        },
-        SessionRow {
-            class: "same summary, other call",
-            tool: "edit",
-            first: r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "one", "new_str": "two"}"#,
-            between: None,
-            second: r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "two", "new_str": "import os; os.system('id')"}"#,
-        },
-        SessionRow {
-            class: "same summary, other call",
-            tool: "edit",
-            first: r#"{"command": "str_replace", "path": "{D}/notes/a.txt", "old_str": "one", "new_str": "two"}"#,
-            between: None,
-            second: r#"{"command": "insert", "path": "{D}/notes/a.txt", "insert_line": 0, "new_str": "import os; os.system('id')"}"#,
-        },
-        SessionRow {
-            class: "same summary, other call",
-            tool: "srv__write",
-            first: "{\"note\": \"LONG\", \"path\": \"/srv/ok\"}",
-            between: None,
-            second: "{\"note\": \"LONG\", \"path\": \"/etc/cron.d/evil\"}",
-        },
-        SessionRow {
-            class: "symlink swap",
-            tool: "write_file",
-            first: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
-            between: Some(swap_to_victim),
-            second: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
-        },
-    ]
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -334,60 +256,6 @@ async fn a_symlink_swapped_in_after_the_approval_redirects_nothing() {
         assert!(intact(&d), "{tool} wrote through the swapped link");
     }
 }
-
-/// One path-rule row: under `rule`, a `write_file` of `path` (relative to
-/// the row's directory) must not run unasked (`deny`: must be denied).
-struct PathRow {
-    class: &'static str,
-    rule: &'static str,
-    path: &'static str,
-    denied: bool,
-}
-
-const ALLOW_NOTES: &str =
-    "[[approval.rules]]\ntool = \"write_file\"\npath = \"notes/*\"\ndecision = \"allow\"\n";
-const DENY_SECRETS: &str = "[[approval.rules]]\ntool = \"*\"\npath = \"app/secrets/*\"\n\
-decision = \"deny\"\n[[approval.rules]]\ntool = \"write_file\"\npath = \"app/**\"\n\
-decision = \"allow\"\n";
-
-const PATH_ROWS: &[PathRow] = &[
-    PathRow {
-        class: "path-rule escape",
-        rule: ALLOW_NOTES,
-        path: "notes/../home/.bashrc",
-        denied: false,
-    },
-    PathRow {
-        class: "path-rule escape",
-        rule: ALLOW_NOTES,
-        path: "notes/../victim",
-        denied: false,
-    },
-    PathRow {
-        class: "path-rule escape",
-        rule: ALLOW_NOTES,
-        path: "notes/link",
-        denied: false,
-    },
-    PathRow {
-        class: "path-rule escape",
-        rule: ALLOW_NOTES,
-        path: "notes/sub/../../victim",
-        denied: false,
-    },
-    PathRow {
-        class: "path-rule escape",
-        rule: DENY_SECRETS,
-        path: "app/x/../secrets/key",
-        denied: true,
-    },
-    PathRow {
-        class: "path-rule escape",
-        rule: DENY_SECRETS,
-        path: "app/s2/key",
-        denied: true,
-    },
-];
 
 #[tokio::test(flavor = "multi_thread")]
 async fn path_rules_see_canonical_paths_through_the_broker() {

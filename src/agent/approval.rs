@@ -31,6 +31,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::preview::PreviewDesk;
 
+mod policy;
+pub use policy::Policy;
+
 use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy};
 use crate::policy::gate::{
@@ -44,39 +47,6 @@ use crate::shell;
 /// What the console and `vigil exec` say when auto-approval turns into asking.
 pub const NO_SANDBOX: &str = "auto-approval needs the Landlock sandbox, which this target \
 lacks: asking instead";
-
-/// How gated calls are decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Policy {
-    /// Ask the operator for every call.
-    Ask,
-    /// Approve calls that vigil itself estimates low risk (and the model
-    /// does not label higher or as escalating); ask for the rest.
-    AutoApproveLow,
-    /// Approve every call without asking (`--auto-approve`).
-    ApproveAll,
-    /// Deny every call without asking, with this reason for the model.
-    DenyAll(String),
-    /// Approve every call until this instant, then ask (the console's
-    /// "approve all for N minutes").
-    ApproveAllUntil(std::time::Instant),
-}
-
-impl Policy {
-    /// The policy the operator picked in the console, starting now.
-    pub fn from_choice(choice: crate::event::ApprovalPolicy) -> Policy {
-        use crate::event::ApprovalPolicy as P;
-        match choice {
-            P::Ask => Policy::Ask,
-            P::AutoApproveLow => Policy::AutoApproveLow,
-            P::ApproveAll => Policy::ApproveAll,
-            P::DenyAll => Policy::DenyAll("the operator's policy denies every gated call".into()),
-            P::ApproveAllFor { minutes } => Policy::ApproveAllUntil(
-                std::time::Instant::now() + std::time::Duration::from_secs(u64::from(minutes) * 60),
-            ),
-        }
-    }
-}
 
 /// Hands approval requests to the operator and waits for answers.
 pub struct ApprovalBroker {
