@@ -14,6 +14,8 @@
 //! - **path-rule escape**: `..`, a symlink or a deeper directory under an
 //!   `allow` glob is not admitted (`*` never crosses `/`); a `deny` glob
 //!   catches a path that reaches it through `..` or a symlink.
+//! - **hard link**: a file under an allowed glob that is another name of a
+//!   file outside it is refused when nobody approved the write just now.
 //! - **summary words**: a path rule never matches words of a summary (an MCP
 //!   tool's path rule is refused at start-up, naming file and line).
 //!
@@ -50,7 +52,9 @@ use vigil::tools::files::WriteFile;
 use vigil::tools::registry::summarize_args;
 use vigil::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
 
-use table::{ALLOW_NOTES, LONG, PATH_ROWS, fill, intact, layout, session_rows, swap_to_victim};
+use table::{
+    ALLOW_NOTES, Expect, LONG, PATH_ROWS, fill, intact, layout, session_rows, swap_to_victim,
+};
 
 /// A stand-in for an MCP tool (`srv__write`): gated, its action line the
 /// registry's 160-character summary, every argument in its facts.
@@ -267,10 +271,10 @@ async fn path_rules_see_canonical_paths_through_the_broker() {
         let mut h = harness(&d, row.rule);
         let args = json!({"path": d.join(row.path), "content": "evil\n"});
         let (seen, ran) = h.call("write_file", &args, ApprovalDecision::Deny).await;
-        let want = if row.denied {
-            Seen::Denied
-        } else {
-            Seen::Asked
+        let want = match row.expect {
+            Expect::Asked => Seen::Asked,
+            Expect::Denied => Seen::Denied,
+            Expect::Refused => Seen::Unasked,
         };
         if seen != want || ran || !intact(&d) {
             failures.push(format!(
@@ -371,10 +375,10 @@ async fn path_rules_hold_for_real_through_vigil_exec() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         // Asked with nobody to answer: exit 3; denied by the rule: the
         // model is told and the turn ends.
-        let held = if row.denied {
-            stdout.contains("denied by policy rule 1")
-        } else {
-            out.status.code() == Some(3)
+        let held = match row.expect {
+            Expect::Denied => stdout.contains("denied by policy rule 1"),
+            Expect::Asked => out.status.code() == Some(3),
+            Expect::Refused => stdout.contains("is a hard link"),
         };
         if !held || !intact(&d) {
             failures.push(format!(

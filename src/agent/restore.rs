@@ -375,4 +375,57 @@ mod tests {
         assert_eq!(rules.standing, vec![("run_shell".into(), "ls".into())]);
         assert!(rules.prefixes.is_empty());
     }
+
+    #[test]
+    fn a_write_rule_comes_back_keyed_on_its_digest_and_a_keyless_one_not_at_all() {
+        use crate::policy::gate::{ApprovalRequest, CallFacts, EXACT_MARK, GateInfo, Risk};
+        let request = |id: u64, digest: &str| EventLine {
+            at_ms: 0,
+            event: AgentEvent::ApprovalRequested {
+                request: ApprovalRequest {
+                    id,
+                    call_id: format!("c{id}"),
+                    tool: "write_file".into(),
+                    target: "local".into(),
+                    gate: GateInfo {
+                        action: "write /w/a (5 bytes)".into(),
+                        model_risk: None,
+                        mutation: Some(true),
+                        privesc: None,
+                        why: None,
+                        editable_field: None,
+                    },
+                    estimate: Risk::Medium,
+                    estimate_reason: String::new(),
+                    automatic: false,
+                    change: None,
+                    facts: Box::new(CallFacts {
+                        digest: digest.into(),
+                        ..Default::default()
+                    }),
+                },
+            },
+        };
+        let session = |id: u64| EventLine {
+            at_ms: 0,
+            event: AgentEvent::ApprovalResolved {
+                id,
+                decision: ApprovalDecision::ApproveSession,
+                decided_by: Default::default(),
+                previewed: false,
+                answered_by: None,
+            },
+        };
+        // A log written before digests: the rule would cover any write
+        // with that summary, so it does not come back.
+        let events = vec![request(1, "ab12"), session(1), request(2, ""), session(2)];
+        let (_, rules) = history_from_events(&events);
+        assert_eq!(
+            rules.standing,
+            vec![(
+                "write_file".into(),
+                format!("write /w/a (5 bytes) {EXACT_MARK}ab12")
+            )]
+        );
+    }
 }

@@ -7,11 +7,12 @@
 
 use std::path::Path;
 
-/// A row's directory: `notes/`, `app/secrets/`, `app/x/`, `home/.bashrc`
-/// and a `victim` outside `notes/`, `notes/link` → `victim`, `app/s2` →
+/// A row's directory: `notes/sub/`, `app/secrets/`, `app/x/`,
+/// `home/.bashrc` and a `victim` outside `notes/`, `notes/link` → `victim`
+/// (a symlink), `notes/hard` (a hard link to `victim`), `app/s2` →
 /// `app/secrets`.
 pub fn layout(dir: &Path) {
-    for d in ["notes", "app/secrets", "app/x", "home"] {
+    for d in ["notes/sub", "app/secrets", "app/x", "home"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
     std::fs::write(dir.join("victim"), "keep\n").unwrap();
@@ -19,12 +20,17 @@ pub fn layout(dir: &Path) {
     std::fs::write(dir.join("notes/a.txt"), "one\n").unwrap();
     std::os::unix::fs::symlink(dir.join("victim"), dir.join("notes/link")).unwrap();
     std::os::unix::fs::symlink(dir.join("app/secrets"), dir.join("app/s2")).unwrap();
+    std::fs::hard_link(dir.join("victim"), dir.join("notes/hard")).unwrap();
 }
 
-/// Whether the layout's files outside `notes/` are as they were.
+/// Whether the layout's files outside `notes/` are as they were, and
+/// nothing was written below `notes/sub/`.
 pub fn intact(dir: &Path) -> bool {
     let keep = |p: &str| std::fs::read_to_string(dir.join(p)).ok().as_deref() == Some("keep\n");
-    keep("victim") && keep("home/.bashrc") && !dir.join("app/secrets/key").exists()
+    keep("victim")
+        && keep("home/.bashrc")
+        && !dir.join("app/secrets/key").exists()
+        && !dir.join("notes/sub/deep.txt").exists()
 }
 
 pub fn fill(template: &str, dir: &Path) -> String {
@@ -80,6 +86,13 @@ pub fn session_rows() -> Vec<SessionRow> {
             second: "{\"note\": \"LONG\", \"path\": \"/etc/cron.d/evil\"}",
         },
         SessionRow {
+            class: "same summary, other call",
+            tool: "write_file",
+            first: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
+            between: None,
+            second: r#"{"path": "{D}/home/.bashrc", "content": "evil\n"}"#,
+        },
+        SessionRow {
             class: "symlink swap",
             tool: "write_file",
             first: r#"{"path": "{D}/notes/a.txt", "content": "safe\n"}"#,
@@ -89,13 +102,25 @@ pub fn session_rows() -> Vec<SessionRow> {
     ]
 }
 
+/// What must become of a path-rule row's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// The rule does not admit it: the operator is asked.
+    Asked,
+    /// A deny rule catches it.
+    Denied,
+    /// The rule admits the path, but the write refuses it (a hard link:
+    /// another name's file would change).
+    Refused,
+}
+
 /// One path-rule row: under `rule`, a `write_file` of `path` (relative to
-/// the row's directory) must not run unasked (`deny`: must be denied).
+/// the row's directory) must not change anything outside `notes/`.
 pub struct PathRow {
     pub class: &'static str,
     pub rule: &'static str,
     pub path: &'static str,
-    pub denied: bool,
+    pub expect: Expect,
 }
 
 pub const ALLOW_NOTES: &str =
@@ -106,39 +131,51 @@ decision = \"allow\"\n";
 
 pub const PATH_ROWS: &[PathRow] = &[
     PathRow {
+        class: "star crosses a slash",
+        rule: ALLOW_NOTES,
+        path: "notes/sub/deep.txt",
+        expect: Expect::Asked,
+    },
+    PathRow {
+        class: "hard link",
+        rule: ALLOW_NOTES,
+        path: "notes/hard",
+        expect: Expect::Refused,
+    },
+    PathRow {
         class: "path-rule escape",
         rule: ALLOW_NOTES,
         path: "notes/../home/.bashrc",
-        denied: false,
+        expect: Expect::Asked,
     },
     PathRow {
         class: "path-rule escape",
         rule: ALLOW_NOTES,
         path: "notes/../victim",
-        denied: false,
+        expect: Expect::Asked,
     },
     PathRow {
         class: "path-rule escape",
         rule: ALLOW_NOTES,
         path: "notes/link",
-        denied: false,
+        expect: Expect::Asked,
     },
     PathRow {
         class: "path-rule escape",
         rule: ALLOW_NOTES,
         path: "notes/sub/../../victim",
-        denied: false,
+        expect: Expect::Asked,
     },
     PathRow {
         class: "path-rule escape",
         rule: DENY_SECRETS,
         path: "app/x/../secrets/key",
-        denied: true,
+        expect: Expect::Denied,
     },
     PathRow {
         class: "path-rule escape",
         rule: DENY_SECRETS,
         path: "app/s2/key",
-        denied: true,
+        expect: Expect::Denied,
     },
 ];
