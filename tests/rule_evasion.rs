@@ -185,7 +185,7 @@ async fn a_session_rule_approves_only_the_exact_call_the_operator_saw() {
             let (again, _) = h
                 .call(row.tool, &args(row.first), ApprovalDecision::Deny)
                 .await;
-            if row.tool != "edit" && again != Seen::Unasked {
+            if again != Seen::Unasked {
                 failures.push(format!("[control] {} {} → {again:?}", row.tool, row.first));
             }
         }
