@@ -144,8 +144,8 @@ impl RuleConfig {
                 return Err(format!(
                     "`path` is for the file tools ({}) or `*`: `{}` declares no path vigil \
                      can resolve (an MCP tool's arguments are not paths it knows), so a path \
-                     rule on it could only match words of its summary; match it by tool \
-                     instead, or approve its calls one by one",
+                     rule on it could only match words of its summary; approve its calls \
+                     one by one (`a` on one approves exactly those arguments)",
                     PATH_TOOLS.join(", "),
                     self.tool
                 ));

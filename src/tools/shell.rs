@@ -327,7 +327,8 @@ impl Tool for RunShell {
             return Err(ToolError::failed(
                 FailureClass::PermissionDenied,
                 format!(
-                    "refused: the approval said this command runs in {want}, but its pane is                      now in {now}; nothing ran (ask again from the directory you mean)"
+                    "refused: the approval said this command runs in {want}, but its pane is \
+                     now in {now}; nothing ran (ask again from the directory you mean)"
                 ),
             ));
         }
