@@ -56,6 +56,23 @@ use table::{
     ALLOW_NOTES, Expect, LONG, PATH_ROWS, fill, intact, layout, session_rows, swap_to_victim,
 };
 
+#[test]
+fn the_tables_cover_every_class() {
+    let session: Vec<&str> = session_rows().iter().map(|r| r.class).collect();
+    for class in ["same summary, other call", "symlink swap"] {
+        assert!(session.contains(&class), "{class}");
+    }
+    for tool in ["write_file", "edit", "srv__write"] {
+        assert!(session_rows().iter().any(|r| r.tool == tool), "{tool}");
+    }
+    for class in ["path-rule escape", "star crosses a slash", "hard link"] {
+        assert!(PATH_ROWS.iter().any(|r| r.class == class), "{class}");
+    }
+    for expect in [Expect::Asked, Expect::Denied, Expect::Refused] {
+        assert!(PATH_ROWS.iter().any(|r| r.expect == expect), "{expect:?}");
+    }
+}
+
 /// A stand-in for an MCP tool (`srv__write`): gated, its action line the
 /// registry's 160-character summary, every argument in its facts.
 struct FakeMcp;
