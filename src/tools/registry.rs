@@ -4,7 +4,10 @@
 //! validation, the approval gate, execution, the envelope.
 //!
 //! It never renders and never decides approvals itself: it asks its
-//! [`Approver`]. It never re-runs a call that has already failed
+//! [`Approver`], with what the tool established about the call and the
+//! digest of its full canonical arguments ([`CallFacts`](crate::policy::gate::CallFacts)),
+//! and hands the approved paths and directory to the execution, which acts
+//! nowhere else. It never re-runs a call that has already failed
 //! [`ToolRegistry::failure_limit`] times with the same canonical arguments.
 
 use std::collections::HashMap;
