@@ -327,3 +327,53 @@ impl Approver for FixedApprover {
         self.0.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(action: &str, editable: Option<&str>) -> GateInfo {
+        GateInfo {
+            action: action.into(),
+            model_risk: None,
+            mutation: None,
+            privesc: None,
+            why: None,
+            editable_field: editable.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn digests_tell_every_part_apart() {
+        let d = call_digest("write_file", r#"{"a":1}"#, &["/x".into()]);
+        assert_eq!(d.len(), 64);
+        assert_eq!(d, call_digest("write_file", r#"{"a":1}"#, &["/x".into()]));
+        // Moving bytes between parts is another call.
+        assert_ne!(d, call_digest("write_fil", r#"e{"a":1}"#, &["/x".into()]));
+        assert_ne!(d, call_digest("write_file", r#"{"a":1}/x"#, &[]));
+        assert_ne!(d, call_digest("write_file", r#"{"a":1}"#, &["/y".into()]));
+    }
+
+    #[test]
+    fn session_keys_are_the_command_text_or_the_action_with_its_digest() {
+        let facts = CallFacts {
+            digest: "ab".into(),
+            ..Default::default()
+        };
+        let shell = gate("ls -l", Some("command"));
+        assert_eq!(
+            session_key("run_shell", &shell, &facts).as_deref(),
+            Some("ls -l")
+        );
+        let write = gate("write /x (1 bytes)", None);
+        assert_eq!(
+            session_key("write_file", &write, &facts).as_deref(),
+            Some("write /x (1 bytes) · exact arguments sha256:ab")
+        );
+        // No digest: no rule can be made of it.
+        assert_eq!(
+            session_key("write_file", &write, &CallFacts::default()),
+            None
+        );
+    }
+}
