@@ -19,7 +19,7 @@ pub use crate::exec::preview::{EffectKind, FileEffect, PreviewReport, RefusedCon
 pub use crate::exec::tmux::pane_key::PaneKey;
 pub use crate::exec::{MirrorTarget, OutputStream};
 
-pub use crate::policy::gate::{ApprovalDecision, ApprovalRequest, FileChange, Risk};
+pub use crate::policy::gate::{ApprovalDecision, ApprovalRequest, CallFacts, FileChange, Risk};
 pub use crate::policy::prefix_rule;
 pub use crate::tools::mcp::McpState;
 pub use crate::tools::truncate::ModelSaw;

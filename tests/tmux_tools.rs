@@ -498,3 +498,20 @@ async fn keys_the_agent_typed_never_swallow_or_kill_the_next_command() {
     // The refusal did not interrupt the program the agent started.
     assert_eq!(foreground().await, "sleep");
 }
+
+/// The approval card's `in:` line: the managed pane's current directory,
+/// following a `cd`; a session vigil has not made is not made for it.
+#[tokio::test]
+async fn the_pane_directory_for_the_card_follows_cd_and_creates_nothing() {
+    let (b, s) = common::start("bash").await;
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().canonicalize().unwrap();
+    sh(&*b, &format!("cd '{}'", real.display())).await;
+    let shown = b.workdir(None, None).await;
+    assert_eq!(shown.as_deref(), Some(real.to_str().unwrap()));
+    let before = s.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert_eq!(b.workdir(Some("ghost"), None).await, None);
+    assert_eq!(b.workdir(None, Some("no-such-pane")).await, None);
+    let after = s.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert_eq!(before, after, "nothing was created for a card");
+}

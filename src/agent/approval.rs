@@ -4,9 +4,12 @@
 //! the decision back to the registry.
 //!
 //! It keeps the policy file's rules ([`PolicyRules`]), the session's
-//! standing approvals ("approve this exact action for the session"), the
-//! session's prefix rules (matched by [`prefix_rule::covers`] on parsed
-//! words) and the approval policy. It never executes and never renders.
+//! standing approvals ("approve this exact action for the session": a
+//! shell command's text; any other call by its action and the digest of
+//! its full arguments and resolved paths, [`ApprovalRequest::session_key`],
+//! so a rule never covers a call the operator did not see), the session's
+//! prefix rules (matched by [`prefix_rule::covers`] on parsed words) and
+//! the approval policy. It never executes and never renders.
 //!
 //! Anything approved without a fresh operator decision (auto_low, a session
 //! or prefix rule applied to a later call, a policy-file `allow`) comes back
@@ -28,10 +31,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::preview::PreviewDesk;
 
+mod policy;
+pub use policy::Policy;
+
 use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy};
 use crate::policy::gate::{
-    ApprovalDecision, ApprovalRequest, Approver, FileChange, GateInfo, Risk,
+    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
 };
 use crate::policy::prefix_rule;
 use crate::policy::risk::{Assessment, assess};
@@ -41,39 +47,6 @@ use crate::shell;
 /// What the console and `vigil exec` say when auto-approval turns into asking.
 pub const NO_SANDBOX: &str = "auto-approval needs the Landlock sandbox, which this target \
 lacks: asking instead";
-
-/// How gated calls are decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Policy {
-    /// Ask the operator for every call.
-    Ask,
-    /// Approve calls that vigil itself estimates low risk (and the model
-    /// does not label higher or as escalating); ask for the rest.
-    AutoApproveLow,
-    /// Approve every call without asking (`--auto-approve`).
-    ApproveAll,
-    /// Deny every call without asking, with this reason for the model.
-    DenyAll(String),
-    /// Approve every call until this instant, then ask (the console's
-    /// "approve all for N minutes").
-    ApproveAllUntil(std::time::Instant),
-}
-
-impl Policy {
-    /// The policy the operator picked in the console, starting now.
-    pub fn from_choice(choice: crate::event::ApprovalPolicy) -> Policy {
-        use crate::event::ApprovalPolicy as P;
-        match choice {
-            P::Ask => Policy::Ask,
-            P::AutoApproveLow => Policy::AutoApproveLow,
-            P::ApproveAll => Policy::ApproveAll,
-            P::DenyAll => Policy::DenyAll("the operator's policy denies every gated call".into()),
-            P::ApproveAllFor { minutes } => Policy::ApproveAllUntil(
-                std::time::Instant::now() + std::time::Duration::from_secs(u64::from(minutes) * 60),
-            ),
-        }
-    }
-}
 
 /// Hands approval requests to the operator and waits for answers.
 pub struct ApprovalBroker {
@@ -221,9 +194,11 @@ impl ApprovalBroker {
         request: &ApprovalRequest,
         script: Option<&shell::Script>,
     ) -> Option<DecidedBy> {
-        let key = (request.tool.clone(), request.gate.action.clone());
-        if lock(&self.standing).contains(&key) {
-            return Some(DecidedBy::SessionRule { rule: key.1 });
+        if let Some(key) = request.session_key() {
+            let key = (request.tool.clone(), key);
+            if lock(&self.standing).contains(&key) {
+                return Some(DecidedBy::SessionRule { rule: key.1 });
+            }
         }
         if request.estimate == Risk::High {
             return None;
@@ -282,13 +257,19 @@ impl ApprovalBroker {
 
     fn add_rule(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
         let action = &request.gate.action;
-        let exact = (request.tool.clone(), action.clone());
+        // A call that is not a shell command is keyed on its full arguments
+        // (and resolved paths); one without that digest makes no rule.
+        let exact = request.session_key().map(|key| (request.tool.clone(), key));
         match decision {
             ApprovalDecision::ApproveSession => {
-                lock(&self.standing).insert(exact);
+                if let Some(exact) = exact {
+                    lock(&self.standing).insert(exact);
+                }
             }
             ApprovalDecision::ApprovePrefix(prefix) if prefix == action => {
-                lock(&self.standing).insert(exact);
+                if let Some(exact) = exact {
+                    lock(&self.standing).insert(exact);
+                }
             }
             ApprovalDecision::ApprovePrefix(prefix)
                 if is_command(&request.tool, &request.gate)
@@ -349,8 +330,18 @@ impl ApprovalBroker {
     /// What this broker would do with the call now (nothing is recorded,
     /// nobody is asked).
     pub fn preview(&self, tool: &str, gate: &GateInfo) -> Preview {
+        self.preview_call(tool, gate, CallFacts::default())
+    }
+
+    /// [`ApprovalBroker::preview`] of a call with what vigil found out
+    /// about it (its digest, resolved paths).
+    pub fn preview_call(&self, tool: &str, gate: &GateInfo, facts: CallFacts) -> Preview {
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
         let (request, assessment) = self.request(0, "", tool, gate, script.as_ref());
+        let request = ApprovalRequest {
+            facts: Box::new(facts),
+            ..request
+        };
         let outcome = self.outcome(&request, script.as_ref());
         Preview {
             assessment,
@@ -378,6 +369,7 @@ impl ApprovalBroker {
             estimate_reason: a.reason.clone(),
             automatic: false,
             change: None,
+            facts: Default::default(),
         };
         (request, a)
     }
@@ -390,6 +382,7 @@ impl ApprovalBroker {
             gate: &request.gate,
             script,
             estimate: request.estimate,
+            paths: &request.facts.paths,
         };
         lock(&self.rules).wants_preview(&call)
     }
@@ -400,6 +393,7 @@ impl ApprovalBroker {
             gate: &request.gate,
             script,
             estimate: request.estimate,
+            paths: &request.facts.paths,
         };
         let rules = lock(&self.rules);
         let rule = rules.decide(&call);
@@ -473,9 +467,25 @@ impl Approver for ApprovalBroker {
         gate: &GateInfo,
         change: Option<FileChange>,
     ) -> ApprovalDecision {
+        self.decide_call(call_id, tool, gate, change, CallFacts::default())
+            .await
+    }
+
+    async fn decide_call(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        change: Option<FileChange>,
+        facts: CallFacts,
+    ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
         let (request, _) = self.request(id, call_id, tool, gate, script.as_ref());
+        let request = ApprovalRequest {
+            facts: Box::new(facts),
+            ..request
+        };
         let automatic = self.automatic(self.outcome(&request, script.as_ref()));
         let request = ApprovalRequest {
             automatic: automatic.is_some(),
@@ -549,11 +559,6 @@ fn assessment(tool: &str, gate: &GateInfo, script: Option<&shell::Script>) -> As
         };
     }
     own
-}
-
-/// Whether the call's action is a shell command.
-fn is_command(tool: &str, gate: &GateInfo) -> bool {
-    tool == "run_shell" || gate.editable_field.as_deref() == Some("command")
 }
 
 fn is_low(request: &ApprovalRequest) -> bool {

@@ -8,8 +8,10 @@
 //! The [`PreviewDesk`] holds the requests that wait and which of them the
 //! operator saw a preview of (the decision record says so). Only shell
 //! commands on this machine are previewed; anything else is answered
-//! "unavailable" with the reason. A preview never decides anything: the
-//! approval keeps waiting meanwhile.
+//! "unavailable" with the reason. A preview runs in the directory the
+//! approved command will run in (the request's `in:` directory), so the
+//! preview and `y` act on the same files. A preview never decides
+//! anything: the approval keeps waiting meanwhile.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -91,6 +93,16 @@ pub fn unavailable(request: &ApprovalRequest, local: bool) -> Option<String> {
     None
 }
 
+/// Where a preview of `request` runs: where the approved command will run
+/// (the managed pane's current directory, the card's `in:` line), else
+/// vigil's own directory (plain runs inherit it).
+pub fn preview_dir(request: &ApprovalRequest) -> PathBuf {
+    match &request.facts.cwd {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+    }
+}
+
 /// Start the preview of waiting request `id`; false when nothing waits
 /// under that id. Needs a tokio runtime.
 pub fn start(desk: &Arc<PreviewDesk>, local: bool, id: u64) -> bool {
@@ -102,7 +114,7 @@ pub fn start(desk: &Arc<PreviewDesk>, local: bool, id: u64) -> bool {
     }
     let desk = desk.clone();
     tokio::spawn(async move {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let cwd = preview_dir(&request);
         let action = &request.gate.action;
         let outcome = match preview(action, &cwd, PreviewOptions::default()).await {
             Ok(report) => PreviewOutcome::Report {

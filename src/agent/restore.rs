@@ -154,7 +154,7 @@ fn add_new(list: &mut Vec<(String, String)>, pair: (String, String)) {
 /// Tool records and approval rules from the event log.
 fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
     let mut tools: Vec<ToolRecord> = Vec::new();
-    let mut requests: HashMap<u64, (String, String)> = HashMap::new();
+    let mut requests: HashMap<u64, (String, String, Option<String>)> = HashMap::new();
     let mut calls: HashMap<u64, String> = HashMap::new();
     let mut rules = Rules::default();
     for line in events {
@@ -192,7 +192,11 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                 calls.insert(request.id, request.call_id.clone());
                 requests.insert(
                     request.id,
-                    (request.tool.clone(), request.gate.action.clone()),
+                    (
+                        request.tool.clone(),
+                        request.gate.action.clone(),
+                        request.session_key(),
+                    ),
                 );
             }
             AgentEvent::ApprovalResolved {
@@ -206,15 +210,22 @@ fn history_from_events(events: &[EventLine]) -> (Vec<ToolRecord>, Rules) {
                 if let Some(t) = tools.iter_mut().rev().find(|t| Some(&t.call_id) == call) {
                     t.decided = Some(decided_by.record(decision, *previewed));
                 }
-                let Some((tool, action)) = requests.get(id) else {
+                let Some((tool, action, key)) = requests.get(id) else {
                     continue;
                 };
                 match decision {
+                    // The broker keys an exact rule as the request does (a
+                    // file or MCP call by its full arguments); a call with
+                    // no key made no rule.
                     ApprovalDecision::ApproveSession => {
-                        add_new(&mut rules.standing, (tool.clone(), action.clone()));
+                        if let Some(key) = key {
+                            add_new(&mut rules.standing, (tool.clone(), key.clone()));
+                        }
                     }
                     ApprovalDecision::ApprovePrefix(p) if p == action => {
-                        add_new(&mut rules.standing, (tool.clone(), action.clone()));
+                        if let Some(key) = key {
+                            add_new(&mut rules.standing, (tool.clone(), key.clone()));
+                        }
                     }
                     // The broker made a rule only of a valid prefix.
                     ApprovalDecision::ApprovePrefix(p)
@@ -311,6 +322,7 @@ mod tests {
                     estimate_reason: String::new(),
                     automatic: false,
                     change: None,
+                    facts: Default::default(),
                 },
             },
         };
@@ -362,5 +374,58 @@ mod tests {
         let (_, rules) = history_from_events(&[line]);
         assert_eq!(rules.standing, vec![("run_shell".into(), "ls".into())]);
         assert!(rules.prefixes.is_empty());
+    }
+
+    #[test]
+    fn a_write_rule_comes_back_keyed_on_its_digest_and_a_keyless_one_not_at_all() {
+        use crate::policy::gate::{ApprovalRequest, CallFacts, EXACT_MARK, GateInfo, Risk};
+        let request = |id: u64, digest: &str| EventLine {
+            at_ms: 0,
+            event: AgentEvent::ApprovalRequested {
+                request: ApprovalRequest {
+                    id,
+                    call_id: format!("c{id}"),
+                    tool: "write_file".into(),
+                    target: "local".into(),
+                    gate: GateInfo {
+                        action: "write /w/a (5 bytes)".into(),
+                        model_risk: None,
+                        mutation: Some(true),
+                        privesc: None,
+                        why: None,
+                        editable_field: None,
+                    },
+                    estimate: Risk::Medium,
+                    estimate_reason: String::new(),
+                    automatic: false,
+                    change: None,
+                    facts: Box::new(CallFacts {
+                        digest: digest.into(),
+                        ..Default::default()
+                    }),
+                },
+            },
+        };
+        let session = |id: u64| EventLine {
+            at_ms: 0,
+            event: AgentEvent::ApprovalResolved {
+                id,
+                decision: ApprovalDecision::ApproveSession,
+                decided_by: Default::default(),
+                previewed: false,
+                answered_by: None,
+            },
+        };
+        // A log written before digests: the rule would cover any write
+        // with that summary, so it does not come back.
+        let events = vec![request(1, "ab12"), session(1), request(2, ""), session(2)];
+        let (_, rules) = history_from_events(&events);
+        assert_eq!(
+            rules.standing,
+            vec![(
+                "write_file".into(),
+                format!("write /w/a (5 bytes) {EXACT_MARK}ab12")
+            )]
+        );
     }
 }

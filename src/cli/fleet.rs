@@ -318,6 +318,7 @@ mod tests {
             estimate_reason: String::new(),
             automatic: false,
             change: None,
+            facts: Default::default(),
         }
     }
 

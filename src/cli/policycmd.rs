@@ -136,7 +136,7 @@ pub fn replay(
             continue;
         };
         calls += 1;
-        let preview = broker.preview(&request.tool, &request.gate);
+        let preview = broker.preview_call(&request.tool, &request.gate, (*request.facts).clone());
         let (decision, sandboxed) = describe(&preview.outcome, can_sandbox);
         let mark = if sandboxed == "yes" {
             unasked += 1;

@@ -32,7 +32,8 @@ pub struct RuleConfig {
     /// A glob (`*`, `?`) over the command's words joined by single spaces.
     #[serde(default)]
     pub pattern: Option<String>,
-    /// A glob over the path a file tool's call shows.
+    /// A glob over the canonical path a file tool's call acts on (`*` never
+    /// crosses `/`, `**` does; relative: from the agent's directory).
     #[serde(default)]
     pub path: Option<String>,
     pub decision: RuleDecision,
@@ -41,6 +42,10 @@ pub struct RuleConfig {
     #[serde(default)]
     pub preview: bool,
 }
+
+/// The tools whose calls declare the paths they act on (what a `path`
+/// rule can match).
+pub const PATH_TOOLS: &[&str] = &["write_file", "edit", "read_file"];
 
 fn default_tool() -> String {
     "run_shell".into()
@@ -135,8 +140,24 @@ impl RuleConfig {
             if shell {
                 return Err("`path` is for file tools (write_file, edit…), not run_shell".into());
             }
+            if !PATH_TOOLS.contains(&self.tool.as_str()) && self.tool != "*" {
+                return Err(format!(
+                    "`path` is for the file tools ({}) or `*`: `{}` declares no path vigil \
+                     can resolve (an MCP tool's arguments are not paths it knows), so a path \
+                     rule on it could only match words of its summary; approve its calls \
+                     one by one (`a` on one approves exactly those arguments)",
+                    PATH_TOOLS.join(", "),
+                    self.tool
+                ));
+            }
             if p.trim().is_empty() {
                 return Err("`path` must not be empty".into());
+            }
+            if p.split('/').any(|part| part == "..") {
+                return Err(format!(
+                    "`path` {p:?} contains `..`: write the directory it means (paths are \
+                     compared after symlinks and `..` are resolved)"
+                ));
             }
         }
         Ok(())

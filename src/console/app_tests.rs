@@ -32,6 +32,10 @@ pub(crate) fn request(id: u64, call_id: &str, action: &str) -> ApprovalRequest {
         estimate_reason: String::new(),
         automatic: false,
         change: None,
+        facts: Box::new(crate::policy::gate::CallFacts {
+            cwd: Some("/home/ops".into()),
+            ..Default::default()
+        }),
     }
 }
 

@@ -50,6 +50,8 @@ mod diff_snapshots;
 #[cfg(test)]
 mod event_loop_tests;
 #[cfg(test)]
+mod facts_snapshots;
+#[cfg(test)]
 mod fleet_tests;
 #[cfg(test)]
 mod footer_tests;

@@ -151,6 +151,15 @@ impl<T: Transport> Backend for CommandBackend<T> {
         self.transport.is_local() && super::sandbox::available()
     }
 
+    async fn workdir(&self, _session: Option<&str>, _pane: Option<&str>) -> Option<String> {
+        // Plain runs on this machine inherit vigil's own directory.
+        if !self.transport.is_local() {
+            return None;
+        }
+        let dir = std::env::current_dir().ok()?;
+        Some(dir.to_string_lossy().into_owned())
+    }
+
     async fn path_kind(&self, path: &str) -> Result<super::PathKind, ExecError> {
         if !self.transport.is_local() {
             return super::shell_path_kind(self, path).await;
@@ -240,10 +249,16 @@ impl<T: Transport> Backend for CommandBackend<T> {
             ));
         }
         if self.transport.is_local() {
-            tokio::fs::write(path, content)
+            // Exactly there: no symlink followed on the way, a regular file.
+            use super::exact_write::{ExactWriteError, write_exact};
+            let (p, bytes) = (std::path::PathBuf::from(path), content.to_vec());
+            let written = tokio::task::spawn_blocking(move || write_exact(&p, &bytes))
                 .await
-                .map_err(|e| local_error(&e, "write", path))?;
-            return Ok(content.len() as u64);
+                .map_err(|e| ExecError::Io(format!("cannot write {path}: {e}")))?;
+            return written.map_err(|e| match e {
+                ExactWriteError::Io(e) => local_error(&e, "write", path),
+                other => ExecError::PermissionDenied(format!("cannot write {path}: {other}")),
+            });
         }
         let q = sh_quote(path);
         let script = format!(

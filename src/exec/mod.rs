@@ -12,6 +12,7 @@ pub mod bulk;
 pub mod capture;
 pub mod container;
 pub mod env;
+pub mod exact_write;
 pub mod follow;
 pub mod leave;
 pub mod preview;
@@ -160,6 +161,15 @@ pub trait Backend: Send + Sync {
     /// approved without a fresh operator decision then ask instead.
     fn can_sandbox(&self) -> bool {
         false
+    }
+
+    /// The directory a command for `session`/`pane` (the defaults when
+    /// `None`) would run in right now, for the approval card and the
+    /// preview: a managed pane's current directory, the process directory
+    /// of plain runs on this machine. `None`: not known (a remote target's
+    /// login directory).
+    async fn workdir(&self, _session: Option<&str>, _pane: Option<&str>) -> Option<String> {
+        None
     }
 
     /// Whether `detach` (wait=false) is possible here.

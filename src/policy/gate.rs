@@ -76,7 +76,105 @@ pub struct ApprovalRequest {
     /// (None: not a file change, or the tool cannot say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<FileChange>,
+    /// What vigil found out about the call itself (never the model's
+    /// word): the digest a session rule keys on, the resolved paths, every
+    /// argument, the directory it will run in.
+    #[serde(default, skip_serializing_if = "no_facts")]
+    pub facts: Box<CallFacts>,
 }
+
+#[allow(clippy::borrowed_box)] // serde hands the field as it is
+fn no_facts(facts: &Box<CallFacts>) -> bool {
+    facts.is_empty()
+}
+
+/// What vigil itself established about a gated call before asking: filled
+/// by the registry and the tool, shown on the card, read by rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallFacts {
+    /// SHA-256 (hex) of the tool's name, its full canonical arguments and
+    /// the resolved paths: a session rule on a call that is not a shell
+    /// command approves exactly this (see [`ApprovalRequest::session_key`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+    /// The canonical paths the call writes or reads (symlinks and `..`
+    /// resolved on this machine, lexically elsewhere): what `path` rules
+    /// match and where the write must land.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// Where the path the model wrote really leads, when that is not what
+    /// it says: `/root/.profile (via symlink notes.txt)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
+    /// Every argument in full (pretty JSON), for tools whose one-line
+    /// action cannot show them all (MCP tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// The directory a command will run in (a managed pane's current
+    /// directory, the process directory of plain runs), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+impl CallFacts {
+    pub fn is_empty(&self) -> bool {
+        *self == CallFacts::default()
+    }
+}
+
+/// SHA-256 (hex) of a call: the tool, its canonical arguments (keys
+/// sorted, no whitespace) and the resolved paths, each part
+/// length-prefixed so no two different calls share the input.
+pub fn call_digest(tool: &str, canonical_arguments: &str, paths: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    part(tool.as_bytes());
+    part(canonical_arguments.as_bytes());
+    for p in paths {
+        part(p.as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl ApprovalRequest {
+    /// Whether the call's action is a shell command (its text is the whole
+    /// call a rule can approve).
+    pub fn is_command(&self) -> bool {
+        is_command(&self.tool, &self.gate)
+    }
+
+    /// What an "approve for the session" rule on this call is keyed on: a
+    /// shell command's text; for any other tool its action and the digest
+    /// of its full arguments and resolved paths, so the rule approves that
+    /// exact call and nothing that merely reads the same. `None`: the call
+    /// carries no digest, and no rule can be made of it.
+    pub fn session_key(&self) -> Option<String> {
+        session_key(&self.tool, &self.gate, &self.facts)
+    }
+}
+
+/// Whether `tool`'s action is a shell command.
+pub fn is_command(tool: &str, gate: &GateInfo) -> bool {
+    tool == "run_shell" || gate.editable_field.as_deref() == Some("command")
+}
+
+/// See [`ApprovalRequest::session_key`].
+pub fn session_key(tool: &str, gate: &GateInfo, facts: &CallFacts) -> Option<String> {
+    if is_command(tool, gate) {
+        return Some(gate.action.clone());
+    }
+    if facts.digest.is_empty() {
+        return None;
+    }
+    Some(format!("{} {EXACT_MARK}{}", gate.action, facts.digest))
+}
+
+/// What joins an action and its digest in a session rule's key.
+pub const EXACT_MARK: &str = "· exact arguments sha256:";
 
 /// Largest file (before or after) a preview carries as text.
 pub const MAX_PREVIEW: usize = 512 * 1024;
@@ -203,6 +301,20 @@ pub trait Approver: Send + Sync {
     ) -> ApprovalDecision {
         self.decide(call_id, tool, gate).await
     }
+
+    /// Decide on a call with what vigil found out about it ([`CallFacts`]:
+    /// the digest session rules key on, resolved paths, every argument, the
+    /// directory). By default the facts are not looked at.
+    async fn decide_call(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        change: Option<FileChange>,
+        _facts: CallFacts,
+    ) -> ApprovalDecision {
+        self.decide_change(call_id, tool, gate, change).await
+    }
 }
 
 /// An approver that answers every request the same way (`--auto-approve`, or
@@ -213,5 +325,55 @@ pub struct FixedApprover(pub ApprovalDecision);
 impl Approver for FixedApprover {
     async fn decide(&self, _call_id: &str, _tool: &str, _gate: &GateInfo) -> ApprovalDecision {
         self.0.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(action: &str, editable: Option<&str>) -> GateInfo {
+        GateInfo {
+            action: action.into(),
+            model_risk: None,
+            mutation: None,
+            privesc: None,
+            why: None,
+            editable_field: editable.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn digests_tell_every_part_apart() {
+        let d = call_digest("write_file", r#"{"a":1}"#, &["/x".into()]);
+        assert_eq!(d.len(), 64);
+        assert_eq!(d, call_digest("write_file", r#"{"a":1}"#, &["/x".into()]));
+        // Moving bytes between parts is another call.
+        assert_ne!(d, call_digest("write_fil", r#"e{"a":1}"#, &["/x".into()]));
+        assert_ne!(d, call_digest("write_file", r#"{"a":1}/x"#, &[]));
+        assert_ne!(d, call_digest("write_file", r#"{"a":1}"#, &["/y".into()]));
+    }
+
+    #[test]
+    fn session_keys_are_the_command_text_or_the_action_with_its_digest() {
+        let facts = CallFacts {
+            digest: "ab".into(),
+            ..Default::default()
+        };
+        let shell = gate("ls -l", Some("command"));
+        assert_eq!(
+            session_key("run_shell", &shell, &facts).as_deref(),
+            Some("ls -l")
+        );
+        let write = gate("write /x (1 bytes)", None);
+        assert_eq!(
+            session_key("write_file", &write, &facts).as_deref(),
+            Some("write /x (1 bytes) · exact arguments sha256:ab")
+        );
+        // No digest: no rule can be made of it.
+        assert_eq!(
+            session_key("write_file", &write, &CallFacts::default()),
+            None
+        );
     }
 }

@@ -12,9 +12,22 @@
 //!   whose remaining words are allowed for unasked running (the prefix-rule
 //!   test, [`prefix_rule::covers_plain`]), or whose literal words match the
 //!   `pattern`; never one vigil rates high.
-//! - `path` globs match a file tool's path as its approval shows it.
+//! - `path` globs match the canonical paths a file tool's call acts on
+//!   ([`Call::paths`]: symlinks and `..` resolved before anything is
+//!   compared, relative paths against the agent's working directory), never
+//!   the words of its summary. In a path glob `*` and `?` never match `/`;
+//!   `**` matches any run of characters, `/` included (`notes/**` is every
+//!   file below `notes`). A relative glob is anchored at the agent's working
+//!   directory when the rules are read, a glob with `..` is refused there,
+//!   and the glob's literal leading directories, when they exist, are
+//!   resolved on this machine too (a rule on `/var/run/x/*` also covers
+//!   `/run/x/*` when `/var/run` is a link). A call that declares no paths (a shell command, an MCP tool)
+//!   never matches a path rule: the configuration refuses `path` on any tool
+//!   but the file tools and `*`.
 //!
 //! It decides which rule applies; the broker turns that into a decision.
+
+use std::path::{Component, Path, PathBuf};
 
 use crate::config::ConfigError;
 use crate::config::approval::{ApprovalConfig, RuleDecision};
@@ -41,7 +54,9 @@ pub struct Rule {
 enum Matcher {
     Command(Vec<String>),
     Pattern(String),
-    Path(String),
+    /// Absolute path globs: the rule as anchored, and with its literal
+    /// leading directories resolved when that differs.
+    Path(Vec<String>),
 }
 
 impl Rule {
@@ -66,6 +81,8 @@ pub struct Call<'a> {
     /// The parsed command, for shell commands.
     pub script: Option<&'a Script>,
     pub estimate: Risk,
+    /// The canonical paths the call acts on (file tools; empty otherwise).
+    pub paths: &'a [String],
 }
 
 impl PolicyRules {
@@ -93,7 +110,15 @@ impl PolicyRules {
         Ok(())
     }
 
+    /// The rules, relative path globs anchored at this process's working
+    /// directory (where the file tools resolve relative paths too).
     pub fn from_config(config: &ApprovalConfig) -> PolicyRules {
+        let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        PolicyRules::from_config_at(config, &base)
+    }
+
+    /// The rules, relative path globs anchored at `base`.
+    pub fn from_config_at(config: &ApprovalConfig, base: &Path) -> PolicyRules {
         let rules = config
             .rules
             .iter()
@@ -103,7 +128,7 @@ impl PolicyRules {
                 let matcher = match (&r.command, &r.pattern, &r.path) {
                     (Some(words), _, _) => Matcher::Command(words.clone()),
                     (None, Some(p), _) => Matcher::Pattern(p.clone()),
-                    (None, None, Some(p)) => Matcher::Path(p.clone()),
+                    (None, None, Some(p)) => Matcher::Path(path_globs(p, base)),
                     (None, None, None) => Matcher::Pattern(String::new()),
                 };
                 Rule {
@@ -155,7 +180,10 @@ impl Rule {
         }
         let action = call.gate.action.as_str();
         match (&self.matcher, call.script) {
-            (Matcher::Path(glob), _) => action.split_whitespace().any(|w| glob_match(glob, w)),
+            (Matcher::Path(globs), _) => call
+                .paths
+                .iter()
+                .any(|p| globs.iter().any(|g| path_glob_match(g, p))),
             (_, None) => false,
             (m, Some(script)) if self.decision == RuleDecision::Allow => {
                 call.estimate != Risk::High && allow_matches(m, script)
@@ -218,6 +246,77 @@ fn loose_runs(script: &Script, action: &str) -> Vec<Vec<String>> {
 
 fn starts_with(words: &[String], rule: &[String]) -> bool {
     words.len() >= rule.len() && words.iter().zip(rule).all(|(w, r)| w == r)
+}
+
+/// A path rule's glob made absolute: anchored at `base` when relative,
+/// `.` components dropped; then the same glob with its literal leading
+/// directories (those before the first wildcard) resolved on this machine
+/// when they exist and that differs. (`..` is refused when the configuration is read.)
+fn path_globs(glob: &str, base: &Path) -> Vec<String> {
+    let glob = glob.trim();
+    let joined = if glob.starts_with('/') {
+        PathBuf::from(glob)
+    } else {
+        base.join(glob)
+    };
+    let mut literal = PathBuf::from("/");
+    let mut rest: Vec<String> = Vec::new();
+    for c in joined.components() {
+        let Component::Normal(name) = c else { continue };
+        let name = name.to_string_lossy().into_owned();
+        if rest.is_empty() && !name.contains(['*', '?']) {
+            literal.push(&name);
+        } else {
+            rest.push(name);
+        }
+    }
+    let join = |dir: &Path| {
+        let mut g = dir.to_string_lossy().into_owned();
+        for part in &rest {
+            if !g.ends_with('/') {
+                g.push('/');
+            }
+            g.push_str(part);
+        }
+        g
+    };
+    let mut globs = vec![join(&literal)];
+    if let Ok(real) = std::fs::canonicalize(&literal)
+        && real != literal
+    {
+        globs.push(join(&real));
+    }
+    globs
+}
+
+/// A path glob against a canonical path: `*` matches a run of characters
+/// other than `/`, `?` one such character, `**` any run including `/`;
+/// everything else itself.
+pub fn path_glob_match(glob: &str, path: &str) -> bool {
+    let g: Vec<char> = glob.chars().collect();
+    let t: Vec<char> = path.chars().collect();
+    // at[i][j]: g[i..] matches t[j..] (filled from the end: no backtracking
+    // blow-up however many stars a rule has).
+    let width = t.len() + 1;
+    let mut at = vec![false; (g.len() + 2) * width];
+    at[g.len() * width + t.len()] = true;
+    for i in (0..g.len()).rev() {
+        for j in (0..=t.len()).rev() {
+            let here = t.get(j);
+            at[i * width + j] = match g[i] {
+                '*' if g.get(i + 1) == Some(&'*') => {
+                    at[(i + 2) * width + j] || (here.is_some() && at[i * width + j + 1])
+                }
+                '*' => {
+                    at[(i + 1) * width + j]
+                        || (here.is_some_and(|c| *c != '/') && at[i * width + j + 1])
+                }
+                '?' => here.is_some_and(|c| *c != '/') && at[(i + 1) * width + j + 1],
+                c => here == Some(&c) && at[(i + 1) * width + j + 1],
+            };
+        }
+    }
+    at[0]
 }
 
 /// `*` matches any run of characters, `?` one; everything else itself.

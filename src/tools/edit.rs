@@ -493,6 +493,11 @@ impl Tool for Edit {
         }
     }
 
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        let path = args["path"].as_str().unwrap_or_default();
+        super::file_target::facts(&self.config.paths, path, self.ctx.is_local())
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         Some(format!(
             "edit {} {}",
@@ -509,6 +514,9 @@ impl Tool for Edit {
             return Err(bad("`path` is required"));
         }
         let real = self.config.paths.check(shown, self.ctx.is_local())?;
+        if command != "view" {
+            super::file_target::check_bound(ctx, shown, &real, self.ctx.is_local())?;
+        }
         let work = async {
             match command {
                 "view" => self.view(&v, &real, shown, ctx).await,

@@ -107,6 +107,13 @@ impl Tool for ReadFile {
         )
     }
 
+    /// When a read is gated: the canonical path, for the card and `path`
+    /// rules.
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        let path = args["path"].as_str().unwrap_or_default();
+        super::file_target::facts(&self.paths, path, self.ctx.is_local())
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         Some(format!("read {}", args["path"].as_str()?))
     }
@@ -222,6 +229,11 @@ impl Tool for WriteFile {
         Some(preview_write(&self.ctx, &self.paths, path, content).await)
     }
 
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        let path = args["path"].as_str().unwrap_or_default();
+        super::file_target::facts(&self.paths, path, self.ctx.is_local())
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         let n = args["content"].as_str().map(str::len).unwrap_or(0);
         Some(format!("write {} ({n} bytes)", args["path"].as_str()?))
@@ -232,6 +244,7 @@ impl Tool for WriteFile {
         let path = required_str(&v, "path")?;
         let content = required_str(&v, "content")?;
         let real = self.paths.check(path, self.ctx.is_local())?;
+        super::file_target::check_bound(ctx, path, &real, self.ctx.is_local())?;
         let n = self.ctx.write_file(&real, content.as_bytes()).await;
         ctx.forward_target_notices(&self.ctx);
         let n = n.map_err(ToolError::from)?;

@@ -9,6 +9,7 @@ pub mod edit;
 pub mod envelope;
 pub mod failure;
 pub mod fetch;
+pub mod file_target;
 pub mod files;
 pub mod live;
 pub mod mcp;
@@ -98,6 +99,15 @@ pub struct ToolContext {
     /// a session or policy rule): it must run in the kernel sandbox. The
     /// registry sets it from [`ApprovalDecision::ApproveUnasked`].
     pub sandboxed: bool,
+    /// For a gated call: the canonical paths the approval named (its
+    /// [`CallFacts::paths`](crate::policy::gate::CallFacts::paths)). A file
+    /// tool writes only there: a path that resolves elsewhere by the time
+    /// it runs is refused.
+    pub approved_paths: Option<Vec<String>>,
+    /// For a gated command: the directory its approval said it would run
+    /// in (the card's `in:` line). A command whose pane has moved since is
+    /// refused rather than run elsewhere.
+    pub approved_cwd: Option<String>,
 }
 
 impl ToolContext {
@@ -282,6 +292,14 @@ pub trait Tool: Send + Sync {
     /// to show.
     async fn preview(&self, _args: &Value) -> Option<crate::policy::gate::FileChange> {
         None
+    }
+
+    /// For a gated call: what vigil itself establishes about it before
+    /// asking (the canonical paths it writes and where a symlink leads,
+    /// every argument when the action line cannot show them, the directory
+    /// a command runs in). The registry adds the digest of the call.
+    async fn facts(&self, _args: &Value) -> crate::policy::gate::CallFacts {
+        crate::policy::gate::CallFacts::default()
     }
 
     /// One line naming what a call does, for the timeline's Started entry

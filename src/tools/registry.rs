@@ -4,7 +4,10 @@
 //! validation, the approval gate, execution, the envelope.
 //!
 //! It never renders and never decides approvals itself: it asks its
-//! [`Approver`]. It never re-runs a call that has already failed
+//! [`Approver`], with what the tool established about the call and the
+//! digest of its full canonical arguments ([`CallFacts`](crate::policy::gate::CallFacts)),
+//! and hands the approved paths and directory to the execution, which acts
+//! nowhere else. It never re-runs a call that has already failed
 //! [`ToolRegistry::failure_limit`] times with the same canonical arguments.
 
 use std::collections::HashMap;
@@ -18,7 +21,7 @@ pub use super::failure::canonical_arguments;
 use super::validate;
 use super::visibility::DomainPolicy;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
-use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover};
+use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover, call_digest};
 
 /// The result of running one call through the registry.
 #[derive(Debug, Clone)]
@@ -322,11 +325,17 @@ impl ToolRegistry {
         let mut effective = args.to_string();
         let mut decision = None;
         let gate = tool.gate(&args);
+        let mut approved_paths = None;
+        let mut approved_cwd = None;
         if let Some(gate) = &gate {
             let change = tool.preview(&args).await;
+            let mut facts = tool.facts(&args).await;
+            facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
+            approved_paths = Some(facts.paths.clone());
+            approved_cwd = facts.cwd.clone();
             let d = self
                 .approver
-                .decide_change(&ctx.call_id, name, gate, change)
+                .decide_call(&ctx.call_id, name, gate, change, facts)
                 .await;
             match &d {
                 ApprovalDecision::Deny => {
@@ -363,13 +372,17 @@ impl ToolRegistry {
             (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
         };
         // Approved without a fresh operator decision: it runs sandboxed.
-        let unasked;
-        let ctx = if matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))) {
-            unasked = ToolContext {
-                sandboxed: true,
+        // A gated call acts only on the paths its approval named.
+        let bound;
+        let ctx = if gate.is_some() {
+            bound = ToolContext {
+                sandboxed: ctx.sandboxed
+                    || matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))),
+                approved_paths,
+                approved_cwd,
                 ..ctx.clone()
             };
-            &unasked
+            &bound
         } else {
             ctx
         };

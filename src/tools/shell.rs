@@ -290,6 +290,19 @@ impl Tool for RunShell {
         })
     }
 
+    /// Where the command will run: the card's `in:` line, and the
+    /// directory its preview runs in.
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        let cwd = self
+            .ctx
+            .workdir(args["session"].as_str(), args["pane"].as_str())
+            .await;
+        crate::policy::gate::CallFacts {
+            cwd,
+            ..Default::default()
+        }
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         args["command"].as_str().map(str::to_string)
     }
@@ -301,6 +314,21 @@ impl Tool for RunShell {
                 FailureClass::PermissionDenied,
                 format!(
                     "refused: the command matches the denylist entry `{entry}`; this command is not allowed on this target"
+                ),
+            ));
+        }
+        if let Some(want) = &ctx.approved_cwd
+            && let Some(now) = self
+                .ctx
+                .workdir(args.session.as_deref(), args.pane.as_deref())
+                .await
+            && &now != want
+        {
+            return Err(ToolError::failed(
+                FailureClass::PermissionDenied,
+                format!(
+                    "refused: the approval said this command runs in {want}, but its pane is \
+                     now in {now}; nothing ran (ask again from the directory you mean)"
                 ),
             ));
         }

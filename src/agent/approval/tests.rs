@@ -321,3 +321,78 @@ async fn a_preview_rule_previews_before_asking_and_says_when_it_cannot() {
         Some(AgentEvent::ApprovalResolved { .. })
     ));
 }
+
+/// A gate for a call that is not a shell command.
+fn tool_gate(action: &str) -> GateInfo {
+    GateInfo {
+        action: action.into(),
+        model_risk: None,
+        mutation: None,
+        privesc: None,
+        why: None,
+        editable_field: None,
+    }
+}
+
+fn digest(d: &str) -> CallFacts {
+    CallFacts {
+        digest: d.into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
+    broker.set_can_sandbox(true);
+    let b = broker.clone();
+    let t = tokio::spawn(async move {
+        b.decide_call(
+            "c1",
+            "srv__echo",
+            &tool_gate("srv.echo x"),
+            None,
+            digest("aa"),
+        )
+        .await
+    });
+    let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
+        panic!()
+    };
+    while !broker.resolve(request.id, ApprovalDecision::ApproveSession) {
+        tokio::task::yield_now().await;
+    }
+    t.await.unwrap();
+    let rule = format!("srv.echo x {}aa", crate::policy::gate::EXACT_MARK);
+    assert_eq!(
+        broker.standing(),
+        vec![("srv__echo".to_string(), rule.clone())]
+    );
+    // The same digest: covered.
+    let d = broker
+        .decide_call(
+            "c2",
+            "srv__echo",
+            &tool_gate("srv.echo x"),
+            None,
+            digest("aa"),
+        )
+        .await;
+    assert_eq!(
+        d,
+        ApprovalDecision::ApproveUnasked(format!("by session rule `{rule}`"))
+    );
+    // Same action, other digest, or none: asked.
+    for facts in [digest("bb"), CallFacts::default()] {
+        let b = broker.clone();
+        let t = tokio::spawn(async move {
+            b.decide_call("c3", "srv__echo", &tool_gate("srv.echo x"), None, facts)
+                .await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        assert!(!t.is_finished(), "asked");
+        t.abort();
+        let _ = t.await;
+    }
+}

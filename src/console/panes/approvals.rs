@@ -10,7 +10,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{diff_card, pane_block};
+use super::{card_facts, diff_card, pane_block};
 use crate::console::diff::DiffCard;
 use crate::console::preview_card;
 use crate::console::text::{one_line, sanitize, wrap};
@@ -348,7 +348,11 @@ impl ApprovalsPane {
 
 fn request_pending(request: ApprovalRequest, agent: Option<Foreign>, asked_ms: u64) -> Pending {
     Pending {
-        diff: request.change.as_ref().map(DiffCard::of),
+        diff: request
+            .change
+            .as_ref()
+            .map(DiffCard::of)
+            .or_else(|| card_facts::arguments_card(&request.facts)),
         preview: None,
         request,
         answered: None,
@@ -417,6 +421,7 @@ fn detail_lines(p: &Pending, width: usize, theme: &Theme) -> Vec<Vec<Line<'stati
         action_lines.push(Line::styled("    … (action continues)", theme.dim));
     }
     out.push(action_lines);
+    out.push(card_facts::lines(&p.request, width, theme));
 
     let dim = theme.dim;
     let risk = vec![
@@ -472,6 +477,7 @@ fn detail_lines(p: &Pending, width: usize, theme: &Theme) -> Vec<Vec<Line<'stati
         }
         out.push(lines);
     }
+    out.push(card_facts::note(width, theme));
     out
 }
 
@@ -515,6 +521,7 @@ mod tests {
             estimate_reason: String::new(),
             automatic: false,
             change: None,
+            facts: Default::default(),
         }
     }
 

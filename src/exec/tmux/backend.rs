@@ -65,6 +65,41 @@ impl<T: Transport> Backend for TmuxBackend<T> {
         true
     }
 
+    /// The pane's current directory (`pane_current_path`): where the
+    /// shell's next command, or a sandboxed run, starts.
+    /// A session vigil has not made yet is not made for the card (that
+    /// would start a shell before anyone approved anything): `None`.
+    async fn workdir(&self, session: Option<&str>, pane: Option<&str>) -> Option<String> {
+        let name = self.manager.session_name(session);
+        let known = self
+            .manager
+            .known_sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&name);
+        if !known {
+            return None;
+        }
+        let pane = self.manager.resolve(session, pane).await.ok()?;
+        let line = pane
+            .control
+            .cmd(&format!(
+                "display -p -t {} \"#{{pane_current_path}}\"",
+                pane.id
+            ))
+            .await
+            .ok()?
+            .join("");
+        let dir = line.trim();
+        (!dir.is_empty()).then(|| dir.to_string())
+    }
+
+    /// Files go through the same transport: on this machine, paths can
+    /// be resolved here (symlinks followed for the card and the rules).
+    fn is_local(&self) -> bool {
+        self.manager.transport().is_local()
+    }
+
     fn can_sandbox(&self) -> bool {
         self.manager.transport().is_local() && crate::exec::sandbox::available()
     }

@@ -60,6 +60,7 @@ fn deny_matches_anywhere_in_the_text_and_wins() {
             gate: &g,
             script: Some(&script),
             estimate: crate::policy::risk::assess(&script).risk,
+            paths: &[],
         };
         rules.decide(&call).map(|r| r.decision)
     };
@@ -91,9 +92,103 @@ fn preview_is_only_for_commands_the_operator_decides() {
             gate: &g,
             script: Some(&script),
             estimate: Risk::Medium,
+            paths: &[],
         })
     };
     assert!(wants("make install"));
     assert!(wants("cd src && make"));
     assert!(!wants("ls"));
+}
+
+#[test]
+fn path_globs_never_cross_a_slash_unless_doubled() {
+    assert!(path_glob_match("/w/notes/*", "/w/notes/a.txt"));
+    assert!(!path_glob_match("/w/notes/*", "/w/notes/sub/a.txt"));
+    assert!(!path_glob_match("/w/notes/*", "/w/notesX/a"));
+    assert!(path_glob_match("/w/notes/**", "/w/notes/sub/a.txt"));
+    assert!(path_glob_match("/w/**/key", "/w/app/secrets/key"));
+    assert!(path_glob_match("/w/*.txt", "/w/a.txt"));
+    assert!(!path_glob_match("/w/*.txt", "/w/d/a.txt"));
+    assert!(!path_glob_match("/w/?", "/w//"));
+    assert!(path_glob_match("/w/?", "/w/a"));
+    // Many stars do not blow up.
+    let long = format!("/{}", "a/".repeat(200));
+    assert!(!path_glob_match("/**a**a**a**a**a**a**b", &long));
+}
+
+/// A `write_file` call whose canonical path is `path`.
+fn file_decision(rules: &PolicyRules, path: &str) -> Option<RuleDecision> {
+    let g = GateInfo {
+        action: format!("write {path} (1 bytes)"),
+        model_risk: None,
+        mutation: Some(true),
+        privesc: None,
+        why: None,
+        editable_field: None,
+    };
+    let paths = [path.to_string()];
+    let call = Call {
+        tool: "write_file",
+        gate: &g,
+        script: None,
+        estimate: Risk::Medium,
+        paths: &paths,
+    };
+    rules.decide(&call).map(|r| r.decision)
+}
+
+#[test]
+fn path_rules_match_canonical_paths_anchored_at_the_agents_directory() {
+    let text = "[[approval.rules]]\ntool = \"write_file\"\npath = \"notes/*\"\ndecision = \"allow\"\n\
+                [[approval.rules]]\ntool = \"*\"\npath = \"app/secrets/**\"\ndecision = \"deny\"\n";
+    let config = crate::config::Config::from_toml(text, std::path::Path::new("v.toml")).unwrap();
+    let rules = PolicyRules::from_config_at(&config.approval, std::path::Path::new("/w"));
+    assert_eq!(
+        file_decision(&rules, "/w/notes/a.txt"),
+        Some(RuleDecision::Allow)
+    );
+    // What `notes/../../home/.bashrc` resolves to is not under notes/.
+    assert_eq!(file_decision(&rules, "/home/.bashrc"), None);
+    assert_eq!(file_decision(&rules, "/w/notes/sub/a.txt"), None);
+    // What `app/x/../secrets/key` resolves to is denied.
+    assert_eq!(
+        file_decision(&rules, "/w/app/secrets/key"),
+        Some(RuleDecision::Deny)
+    );
+    // The summary's words are never matched: a call declaring no path.
+    let g = GateInfo {
+        action: "srv.write /w/notes/a.txt".into(),
+        model_risk: None,
+        mutation: None,
+        privesc: None,
+        why: None,
+        editable_field: None,
+    };
+    let call = Call {
+        tool: "write_file",
+        gate: &g,
+        script: None,
+        estimate: Risk::Medium,
+        paths: &[],
+    };
+    assert_eq!(rules.decide(&call).map(|r| r.decision), None);
+}
+
+#[test]
+fn path_rules_on_tools_without_paths_or_with_dotdot_are_refused_at_load() {
+    for (bad, says) in [
+        (
+            "[[approval.rules]]\ntool = \"fs__write\"\npath = \"/srv/*\"\ndecision = \"allow\"\n",
+            "declares no path",
+        ),
+        (
+            "[[approval.rules]]\ntool = \"write_file\"\npath = \"notes/../x\"\ndecision = \"deny\"\n",
+            "contains `..`",
+        ),
+    ] {
+        let e = crate::config::Config::from_toml(bad, std::path::Path::new("v.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says) && e.contains("v.toml"), "{e}");
+    }
 }

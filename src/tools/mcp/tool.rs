@@ -123,6 +123,17 @@ impl Tool for McpTool {
         })
     }
 
+    /// Every argument, in full: the action line is cut at 160 characters,
+    /// the card shows all of this (and a session rule keys on all of it).
+    async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
+        crate::policy::gate::CallFacts {
+            arguments: Some(
+                serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string()),
+            ),
+            ..Default::default()
+        }
+    }
+
     fn summary(&self, args: &Value) -> Option<String> {
         Some(format!(
             "{}.{} {}",

@@ -1,0 +1,36 @@
+//! The approval policy the operator chose (ask, auto-approve low risk,
+//! approve or deny everything, approve everything for a while): plain data
+//! the broker reads. It decides nothing by itself.
+
+/// How gated calls are decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    /// Ask the operator for every call.
+    Ask,
+    /// Approve calls that vigil itself estimates low risk (and the model
+    /// does not label higher or as escalating); ask for the rest.
+    AutoApproveLow,
+    /// Approve every call without asking (`--auto-approve`).
+    ApproveAll,
+    /// Deny every call without asking, with this reason for the model.
+    DenyAll(String),
+    /// Approve every call until this instant, then ask (the console's
+    /// "approve all for N minutes").
+    ApproveAllUntil(std::time::Instant),
+}
+
+impl Policy {
+    /// The policy the operator picked in the console, starting now.
+    pub fn from_choice(choice: crate::event::ApprovalPolicy) -> Policy {
+        use crate::event::ApprovalPolicy as P;
+        match choice {
+            P::Ask => Policy::Ask,
+            P::AutoApproveLow => Policy::AutoApproveLow,
+            P::ApproveAll => Policy::ApproveAll,
+            P::DenyAll => Policy::DenyAll("the operator's policy denies every gated call".into()),
+            P::ApproveAllFor { minutes } => Policy::ApproveAllUntil(
+                std::time::Instant::now() + std::time::Duration::from_secs(u64::from(minutes) * 60),
+            ),
+        }
+    }
+}
