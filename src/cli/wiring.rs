@@ -89,9 +89,12 @@ pub fn build_registry(
             },
         ));
     }
+    // The one list of secret places, for the risk estimate and the file tools.
+    let secrets = config.secret_places();
+    crate::policy::secret_reads::install(secrets.clone());
     let paths = PathPolicy {
         allowed_roots: t.files_allowed_paths.clone(),
-        ..PathPolicy::default()
+        secrets,
     };
     if t.files_enabled {
         registry.register(ReadFile::new(exec.clone()).with_paths(paths.clone()));

@@ -53,6 +53,10 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// `[secrets]`: the secret places, changed both ways.
     pub secrets: secrets::SecretsConfig,
+    /// The file this config was read from (absolute), when it came from one:
+    /// a secret place wherever it lies (it may hold the API key).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -457,7 +461,9 @@ impl Config {
             path: path.clone(),
             source,
         })?;
-        Config::from_toml(&text, &path)
+        let mut cfg = Config::from_toml(&text, &path)?;
+        cfg.source = Some(real(&path));
+        Ok(cfg)
     }
 
     /// Apply environment / command-line values.
@@ -510,12 +516,17 @@ impl Config {
     }
 
     /// The secret places in force: the list with `[secrets]` applied, plus
-    /// vigil's own config and data directories.
+    /// vigil's own config and data directories and the config file it was
+    /// read from (`--config` anywhere counts); the data directory's spill
+    /// folders stay readable (the model is pointed to them).
     pub fn secret_places(&self) -> secrets::SecretPlaces {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let mut own = vec![self.data_dir()];
-        own.extend(default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)));
+        let home = std::env::var_os("HOME").map(|h| real(Path::new(&h)));
+        let data = real(&self.data_dir());
+        let mut own = vec![data.clone()];
+        own.extend(default_config_path().and_then(|p| p.parent().map(real)));
+        own.extend(self.source.clone());
         secrets::SecretPlaces::new(&self.secrets, home.as_deref(), &own)
+            .with_spill_folders_of(&data)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -603,6 +614,18 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// `p` made absolute against the working directory (without touching it).
+fn absolute(p: &Path) -> PathBuf {
+    std::env::current_dir()
+        .map(|cwd| cwd.join(p))
+        .unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `p` with its symlinks resolved when it exists, else made absolute.
+fn real(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| absolute(p))
 }
 
 /// `<platform config dir>/config.toml`.

@@ -78,6 +78,10 @@ enum Place {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecretPlaces {
     places: Vec<(String, Place)>,
+    /// Folders inside vigil's own directories that are not secret: the
+    /// spill folders holding full tool outputs the model is pointed to
+    /// (a `*` component matches any one name).
+    open: Vec<PathBuf>,
 }
 
 impl Default for SecretPlaces {
@@ -110,8 +114,8 @@ impl SecretsConfig {
 
 impl SecretPlaces {
     /// The defaults minus `cfg.remove`, plus `cfg.add`, plus `vigil_dirs`
-    /// (vigil's config and data directories). `~/` entries are dropped when
-    /// there is no home.
+    /// (vigil's config and data directories, and the config file it was
+    /// started with). `~/` entries are dropped when there is no home.
     pub fn new(cfg: &SecretsConfig, home: Option<&Path>, vigil_dirs: &[PathBuf]) -> Self {
         let mut places = Vec::new();
         let defaults = DEFAULT_SECRET_PLACES
@@ -126,13 +130,65 @@ impl SecretPlaces {
         for d in vigil_dirs {
             places.push((d.display().to_string(), Place::Under(lexical(d))));
         }
-        SecretPlaces { places }
+        SecretPlaces {
+            places,
+            open: Vec::new(),
+        }
+    }
+
+    /// `data_dir`'s spill folders (`spill/`, `sessions/*/spill/`) are not
+    /// secret: tool outputs the model was told to read from there.
+    pub fn with_spill_folders_of(mut self, data_dir: &Path) -> Self {
+        let d = lexical(data_dir);
+        self.open.push(d.join("spill"));
+        self.open.push(d.join("sessions").join("*").join("spill"));
+        self
+    }
+
+    /// The folders carved out of vigil's own directories (see
+    /// [`SecretPlaces::with_spill_folders_of`]); `*` is one name.
+    pub fn open_folders(&self) -> &[PathBuf] {
+        &self.open
     }
 
     /// The entry that makes `resolved` (absolute, symlinks and `..` already
     /// followed) a secret place, if any.
     pub fn matches(&self, resolved: &Path) -> Option<&str> {
         let resolved = lexical(resolved);
+        let found = self.matching(&resolved)?;
+        if self.open.iter().any(|o| under_pattern(&resolved, o)) && !self.names_match(&resolved) {
+            return None;
+        }
+        Some(found)
+    }
+
+    /// Whether a name entry (`.env`, `.ssh`…) matches a component of `p`.
+    fn names_match(&self, p: &Path) -> bool {
+        p.components().any(|c| match c {
+            Component::Normal(n) => n.to_str().is_some_and(|n| self.is_secret_name(n)),
+            _ => false,
+        })
+    }
+
+    /// Every place entry with its absolute root (`None` for a name entry,
+    /// which matches at any depth): for readers that compare a pattern
+    /// with the places rather than one path.
+    pub fn roots(&self) -> impl Iterator<Item = (&str, Option<&Path>)> {
+        self.places.iter().map(|(e, p)| match p {
+            Place::Under(root) => (e.as_str(), Some(root.as_path())),
+            Place::Name(_) => (e.as_str(), None),
+        })
+    }
+
+    /// The name entries (`.env`, `.env.*`, `.ssh`…) with their globs.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.places.iter().filter_map(|(_, p)| match p {
+            Place::Name(g) => Some(g.as_str()),
+            Place::Under(_) => None,
+        })
+    }
+
+    fn matching(&self, resolved: &Path) -> Option<&str> {
         self.places
             .iter()
             .find(|(_, p)| match p {
@@ -185,8 +241,18 @@ fn parse(entry: &str, home: Option<&Path>) -> Option<Place> {
     None
 }
 
+/// Whether `p` lies under `pattern`, whose `*` components match any one name.
+fn under_pattern(p: &Path, pattern: &Path) -> bool {
+    let mut names = p.components();
+    pattern.components().all(|want| match (want, names.next()) {
+        (Component::Normal(w), Some(Component::Normal(n))) => w == n || (w == "*" && n != ".."),
+        (Component::RootDir, Some(Component::RootDir)) => true,
+        _ => false,
+    })
+}
+
 /// `..` and `.` removed without looking at the filesystem.
-fn lexical(p: &Path) -> PathBuf {
+pub fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in p.components() {
         match c {
@@ -278,6 +344,29 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.validate().unwrap_err().contains("not a default"));
+    }
+
+    #[test]
+    fn spill_folders_stay_readable_the_rest_of_the_data_dir_does_not() {
+        let s = SecretPlaces::new(
+            &SecretsConfig::default(),
+            Some(Path::new("/home/op")),
+            &[PathBuf::from("/d/vigil"), PathBuf::from("/etc/v.toml")],
+        )
+        .with_spill_folders_of(Path::new("/d/vigil"));
+        assert_eq!(s.matches(Path::new("/d/vigil/spill/run_shell-1.txt")), None);
+        assert_eq!(s.matches(Path::new("/d/vigil/sessions/17-2/spill/x")), None);
+        assert!(
+            s.matches(Path::new("/d/vigil/sessions/17-2/events.jsonl"))
+                .is_some()
+        );
+        assert!(
+            s.matches(Path::new("/d/vigil/spill/../logs/agent.log"))
+                .is_some()
+        );
+        assert!(s.matches(Path::new("/d/vigil/spill/.env")).is_some());
+        assert_eq!(s.matches(Path::new("/etc/v.toml")), Some("/etc/v.toml"));
+        assert_eq!(s.matches(Path::new("/etc/v.toml.bak")), None);
     }
 
     #[test]

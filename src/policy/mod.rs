@@ -12,5 +12,7 @@ pub mod allow_list;
 pub mod denylist;
 pub mod gate;
 pub mod prefix_rule;
+pub mod resolve;
 pub mod risk;
 pub mod rules;
+pub mod secret_reads;

@@ -98,6 +98,11 @@ pub struct ToolContext {
     /// a session or policy rule): it must run in the kernel sandbox. The
     /// registry sets it from [`ApprovalDecision::ApproveUnasked`].
     pub sandboxed: bool,
+    /// The operator (or the operator's blanket policy) approved this very
+    /// call: what only a fresh decision may do (reading a secret place)
+    /// is allowed. The registry sets it; it is never set for an unasked
+    /// approval or an ungated call.
+    pub asked: bool,
 }
 
 impl ToolContext {

@@ -363,15 +363,12 @@ impl ToolRegistry {
             (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
         };
         // Approved without a fresh operator decision: it runs sandboxed.
-        let unasked;
-        let ctx = if matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))) {
-            unasked = ToolContext {
-                sandboxed: true,
-                ..ctx.clone()
-            };
-            &unasked
-        } else {
-            ctx
+        // Approved by the operator for this very call: it was asked.
+        let unasked = matches!(decision, Some(ApprovalDecision::ApproveUnasked(_)));
+        let ctx = &ToolContext {
+            sandboxed: ctx.sandboxed || unasked,
+            asked: decision.is_some() && !unasked,
+            ..ctx.clone()
         };
         ctx.emit(ToolStream::Started { summary });
         let result = tool.execute(&effective, ctx).await;

@@ -1,0 +1,572 @@
+//! Whether a shell command reads a secret place ([`crate::config::secrets`]):
+//! the risk estimate rates such a command high (never low, never covered by
+//! a prefix or policy `allow` rule), and the reason names the entry.
+//!
+//! The class it closes: any operand or redirection source that resolves
+//! into a secret place, or a glob or variable that might. Operands are
+//! resolved against the call's directory and every directory a `cd`/`pushd`
+//! of the script names (tilde and `$HOME` expanded, `..` and symlinks
+//! followed by [`resolve_local`]); a glob is compared with the places
+//! component by component; a recursive reader (`grep -r`, `rg`, `tar`…)
+//! given a folder that holds a secret place reads it too. What cannot be
+//! known (`cd -`, a recursive read of a huge tree) is reported as unknown:
+//! the estimate then rates the command medium, never low.
+//!
+//! It reads directory entries and symlinks only (never a file's contents),
+//! never runs anything and never decides: [`super::risk`] does.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::RwLock;
+
+use super::resolve::{resolve_lexical, resolve_local};
+use crate::config::secrets::SecretPlaces;
+use crate::shell::{Redirect, Script, SimpleCommand};
+
+/// Most directory entries looked at under one recursive operand.
+const WALK_LIMIT: usize = 10_000;
+
+/// Programs that read every file beneath a folder operand when recursing.
+const RECURSIVE_ALWAYS: &[&str] = &["rg", "ag", "ack", "tar", "zip", "7z", "bsdtar", "cpio"];
+/// Programs that read whole trees with one of these short flags (or
+/// `--recursive`, `--dereference-recursive`, `--archive`, `-d recurse`).
+const RECURSIVE_WITH_FLAG: &[(&str, &str)] = &[
+    ("grep", "rR"),
+    ("egrep", "rR"),
+    ("fgrep", "rR"),
+    ("zgrep", "rR"),
+    ("cp", "rRa"),
+    ("scp", "r"),
+    ("rsync", "ra"),
+    ("diff", "r"),
+];
+
+/// The places installed for this process (`None`: the defaults).
+static INSTALLED: RwLock<Option<SecretPlaces>> = RwLock::new(None);
+
+/// Use `places` for every later [`Scope::current`] (wired once at start-up
+/// from the config: `[secrets]` and vigil's own directories).
+pub fn install(places: SecretPlaces) {
+    *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = Some(places);
+}
+
+/// The places in force: the installed ones, else the default config's.
+pub fn installed() -> SecretPlaces {
+    let got = INSTALLED.read().unwrap_or_else(|e| e.into_inner()).clone();
+    got.unwrap_or_else(|| crate::config::Config::default().secret_places())
+}
+
+/// What a command is checked against.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub places: SecretPlaces,
+    /// The directory the command starts in (`None`: unknown).
+    pub cwd: Option<PathBuf>,
+    /// The home directory `~` means.
+    pub home: Option<PathBuf>,
+}
+
+impl Scope {
+    /// The installed places, this process's working directory (where a
+    /// local command runs) and `$HOME`.
+    pub fn current() -> Scope {
+        Scope {
+            places: installed(),
+            cwd: std::env::current_dir().ok(),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+}
+
+/// How sure the finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Certainty {
+    /// An operand resolves into the place (or a recursive read holds it).
+    Reads,
+    /// A glob or a variable could name the place.
+    MayRead,
+    /// Where an operand leads cannot be told (`cd -`, a tree too big to
+    /// look through).
+    Unknown,
+}
+
+/// A secret place a command would (or might) read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// The secret-place entry that matched (`~/.ssh`, `.env`…), or what
+    /// could not be told.
+    pub entry: String,
+    /// The operand as written.
+    pub operand: String,
+    /// Where it leads (resolved path or pattern).
+    pub target: String,
+    pub certainty: Certainty,
+}
+
+impl Hit {
+    /// The reason for the operator's card.
+    pub fn reason(&self) -> String {
+        let shown = if self.operand == self.target {
+            format!("`{}`", self.operand)
+        } else {
+            format!("`{}` → {}", self.operand, self.target)
+        };
+        match self.certainty {
+            Certainty::Reads => format!(
+                "it reads a secret place ({shown} is under the secret entry `{}`)",
+                self.entry
+            ),
+            Certainty::MayRead => format!(
+                "it may read a secret place ({shown} could reach the secret entry `{}`)",
+                self.entry
+            ),
+            Certainty::Unknown => format!(
+                "it may read a secret place ({shown}: {}), vigil cannot tell",
+                self.entry
+            ),
+        }
+    }
+}
+
+/// The first secret place `script` reads (a sure one before a possible
+/// one before an unknown one), if any.
+pub fn find(script: &Script, scope: &Scope) -> Option<Hit> {
+    let mut dirs = Dirs::start(scope);
+    let mut hits = Vec::new();
+    for cmd in &script.commands {
+        dirs.follow_cd(cmd, scope);
+        hits.extend(command_hits(cmd, &dirs, scope));
+    }
+    hits.into_iter().min_by_key(|h| h.certainty as u8)
+}
+
+/// The directories a relative operand may be resolved against.
+struct Dirs {
+    known: Vec<PathBuf>,
+    /// A `cd` went somewhere vigil cannot tell.
+    lost: Option<String>,
+}
+
+impl Dirs {
+    fn start(scope: &Scope) -> Dirs {
+        Dirs {
+            known: scope.cwd.iter().cloned().collect(),
+            lost: scope.cwd.is_none().then(|| "the working directory".into()),
+        }
+    }
+
+    /// A `cd`/`pushd` adds its target (the earlier ones stay: a subshell's
+    /// `cd` ends with it, and being wrong here only asks more).
+    fn follow_cd(&mut self, cmd: &SimpleCommand, scope: &Scope) {
+        let words = cmd.loose_words();
+        let Some(program) = words.first() else { return };
+        if !matches!(program.as_str(), "cd" | "pushd" | "popd") {
+            return;
+        }
+        let operand = words[1..].iter().find(|w| !w.starts_with('-') || *w == "-");
+        let target = match operand.map(String::as_str) {
+            None if program == "cd" => scope.home.clone(),
+            None | Some("-") => None,
+            Some(w) => match expand(w, scope.home.as_deref()) {
+                Text::Plain(p) => self.resolve(&p).into_iter().next(),
+                _ => None,
+            },
+        };
+        match target {
+            Some(t) => self.known.push(t),
+            None => self.lost = Some(format!("`{}`", words.join(" "))),
+        }
+    }
+
+    /// `p` resolved against every known directory (absolute: once).
+    fn resolve(&self, p: &str) -> Vec<PathBuf> {
+        if p.starts_with('/') {
+            return vec![resolve_local(Path::new(p)).unwrap_or_else(|_| lexical(p))];
+        }
+        self.known
+            .iter()
+            .map(|d| resolve_local(&d.join(p)).unwrap_or_else(|_| resolve_lexical(&d.join(p))))
+            .collect()
+    }
+}
+
+fn lexical(p: &str) -> PathBuf {
+    resolve_lexical(Path::new(p))
+}
+
+/// An operand after tilde and `$HOME` expansion.
+enum Text {
+    /// A path with nothing left to expand.
+    Plain(String),
+    /// A glob pattern (`*`, `?`, `[`).
+    Glob(String),
+    /// Something still expands (a variable, a substitution, `~user`).
+    Opaque(String),
+}
+
+fn expand(word: &str, home: Option<&Path>) -> Text {
+    let mut w = word.to_string();
+    let home_s = home.map(|h| h.display().to_string());
+    if let Some(h) = &home_s {
+        for prefix in ["${HOME}", "$HOME", "~"] {
+            if let Some(rest) = w.strip_prefix(prefix)
+                && (rest.is_empty() || rest.starts_with('/'))
+            {
+                w = format!("{h}{rest}");
+                break;
+            }
+        }
+    }
+    if w.contains(['$', '`']) || w.starts_with('~') {
+        Text::Opaque(w)
+    } else if w.contains(['*', '?', '[']) {
+        Text::Glob(w)
+    } else {
+        Text::Plain(w)
+    }
+}
+
+/// Every finding of one simple command.
+fn command_hits(cmd: &SimpleCommand, dirs: &Dirs, scope: &Scope) -> Vec<Hit> {
+    let words = cmd.loose_words();
+    let literal: Vec<bool> = cmd.words.iter().map(|w| w.literal().is_some()).collect();
+    let recursive = is_recursive(&words);
+    let mut hits = Vec::new();
+    let mut operands: Vec<(String, bool)> = Vec::new();
+    for (i, w) in words.iter().enumerate().skip(1) {
+        if !w.starts_with('-') || w == "-" {
+            operands.push((w.clone(), literal[i]));
+        }
+        if let Some(value) = option_value(w) {
+            operands.push((value.to_string(), literal[i]));
+        }
+    }
+    for a in &cmd.assignments {
+        if let Some(value) = option_value(a) {
+            operands.push((value.to_string(), false));
+        }
+    }
+    for r in &cmd.redirects {
+        if let Redirect::Other(text) = r
+            && let Some(target) = redirect_target(text)
+        {
+            operands.push((target, false));
+        }
+    }
+    if recursive
+        && searches_here_by_default(&words)
+        && !operands.iter().any(|(o, _)| exists(o, dirs))
+    {
+        operands.push((".".into(), true));
+    }
+    for (operand, is_literal) in operands {
+        hits.extend(operand_hit(&operand, is_literal, recursive, dirs, scope));
+    }
+    hits
+}
+
+/// Recursive searchers that read the working directory when no path is given.
+fn searches_here_by_default(words: &[String]) -> bool {
+    let program = words.first().map(String::as_str).unwrap_or_default();
+    let base = program.rsplit('/').next().unwrap_or(program);
+    matches!(
+        base,
+        "rg" | "ag" | "ack" | "grep" | "egrep" | "fgrep" | "zgrep"
+    )
+}
+
+/// Whether a literal operand names something that exists.
+fn exists(operand: &str, dirs: &Dirs) -> bool {
+    dirs.resolve(operand).iter().any(|p| p.exists())
+}
+
+/// `--name=VALUE`, `if=VALUE` → `VALUE`.
+fn option_value(word: &str) -> Option<&str> {
+    word.split_once('=')
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether the command reads whole trees beneath its folder operands.
+fn is_recursive(words: &[String]) -> bool {
+    let Some(program) = words.first() else {
+        return false;
+    };
+    let base = program.rsplit('/').next().unwrap_or(program);
+    if RECURSIVE_ALWAYS.contains(&base) {
+        return true;
+    }
+    let Some((_, flags)) = RECURSIVE_WITH_FLAG.iter().find(|(p, _)| *p == base) else {
+        return false;
+    };
+    words[1..].iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "--recursive" | "--dereference-recursive" | "--archive" | "recurse"
+        ) || w.starts_with("--directories=recurse")
+            || (w.starts_with('-') && !w.starts_with("--") && w.contains(|c| flags.contains(c)))
+    })
+}
+
+/// The file a redirection reads or writes (`< f`, `2> f`, `&>> f`), or
+/// `None` for a here-document, here-string or descriptor copy.
+fn redirect_target(text: &str) -> Option<String> {
+    let t = text.trim().trim_start_matches(|c: char| c.is_ascii_digit());
+    if t.starts_with("<<") {
+        return None;
+    }
+    let rest = t.trim_start_matches(['<', '>', '&', '|']).trim();
+    if rest.is_empty() || (t.contains('&') && rest.chars().all(|c| c.is_ascii_digit() || c == '-'))
+    {
+        return None;
+    }
+    Some(rest.replace(['\'', '"', '\\'], ""))
+}
+
+/// The finding for one operand, if any.
+fn operand_hit(
+    operand: &str,
+    is_literal: bool,
+    recursive: bool,
+    dirs: &Dirs,
+    scope: &Scope,
+) -> Option<Hit> {
+    let hit = |entry: &str, target: String, certainty| Hit {
+        entry: entry.to_string(),
+        operand: operand.to_string(),
+        target,
+        certainty,
+    };
+    let text = if is_literal {
+        Text::Plain(operand.to_string())
+    } else {
+        expand(operand, scope.home.as_deref())
+    };
+    match text {
+        Text::Plain(p) => {
+            for real in dirs.resolve(&p) {
+                if let Some(h) = path_hit(&real, recursive, scope, &hit) {
+                    return Some(h);
+                }
+            }
+            let lost = dirs.lost.as_ref().filter(|_| !p.starts_with('/'))?;
+            let unknown = hit(
+                &format!("relative to {lost}"),
+                p.clone(),
+                Certainty::Unknown,
+            );
+            Some(opaque_hit(&p, &scope.places).map_or(unknown, |h| Hit {
+                operand: operand.into(),
+                ..h
+            }))
+        }
+        Text::Glob(g) => {
+            glob_hit(&g, dirs, scope).map(|(entry, target)| hit(&entry, target, Certainty::MayRead))
+        }
+        Text::Opaque(o) => opaque_hit(&o, &scope.places).map(|h| Hit {
+            operand: operand.into(),
+            ..h
+        }),
+    }
+}
+
+/// A resolved path inside a secret place, or (for a recursive reader) a
+/// folder holding one.
+fn path_hit(
+    real: &Path,
+    recursive: bool,
+    scope: &Scope,
+    hit: &dyn Fn(&str, String, Certainty) -> Hit,
+) -> Option<Hit> {
+    let shown = real.display().to_string();
+    if let Some(entry) = scope.places.matches(real) {
+        return Some(hit(entry, shown, Certainty::Reads));
+    }
+    if !recursive || !real.is_dir() {
+        return None;
+    }
+    for (entry, root) in scope.places.roots() {
+        if let Some(root) = root
+            && root.starts_with(real)
+            && root != real
+            && std::fs::symlink_metadata(root).is_ok()
+        {
+            return Some(hit(
+                entry,
+                format!("{shown} (holds {})", root.display()),
+                Certainty::Reads,
+            ));
+        }
+    }
+    match walk_for_secret(real, &scope.places) {
+        Walk::Found(entry, at) => Some(hit(
+            &entry,
+            format!("{shown} (holds {})", at.display()),
+            Certainty::Reads,
+        )),
+        Walk::TooBig => Some(hit(
+            &format!("more than {WALK_LIMIT} entries to look through"),
+            shown,
+            Certainty::Unknown,
+        )),
+        Walk::Clean => None,
+    }
+}
+
+enum Walk {
+    Found(String, PathBuf),
+    TooBig,
+    Clean,
+}
+
+/// Look through the tree under `dir` (symlinks not followed, but their
+/// targets checked) for a secret place, up to [`WALK_LIMIT`] entries.
+fn walk_for_secret(dir: &Path, places: &SecretPlaces) -> Walk {
+    let mut pending = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > WALK_LIMIT {
+                return Walk::TooBig;
+            }
+            let path = e.path();
+            let Ok(kind) = e.file_type() else { continue };
+            let real = if kind.is_symlink() {
+                resolve_local(&path).unwrap_or_else(|_| path.clone())
+            } else {
+                path.clone()
+            };
+            if let Some(entry) = places.matches(&real) {
+                return Walk::Found(entry.to_string(), path);
+            }
+            if kind.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    Walk::Clean
+}
+
+/// A word that still expands: its literal components checked against the
+/// name entries (`$D/.env` reads a `.env` whatever `$D` is).
+fn opaque_hit(word: &str, places: &SecretPlaces) -> Option<Hit> {
+    word.split('/').find_map(|part| {
+        if part.contains(['$', '`']) || part.is_empty() {
+            return None;
+        }
+        let glob = part.contains(['*', '?', '[']);
+        places.names().find_map(|name| {
+            let sure = !glob && crate::config::secrets::glob_name(name, part);
+            let may = glob && (shell_glob(part, name) || shell_glob(name, part));
+            (sure || may).then(|| Hit {
+                entry: name.to_string(),
+                operand: word.to_string(),
+                target: word.to_string(),
+                certainty: if sure {
+                    Certainty::Reads
+                } else {
+                    Certainty::MayRead
+                },
+            })
+        })
+    })
+}
+
+/// A glob that could reach a secret place: `(entry, pattern)`.
+fn glob_hit(glob: &str, dirs: &Dirs, scope: &Scope) -> Option<(String, String)> {
+    let bases: Vec<PathBuf> = if glob.starts_with('/') {
+        vec![PathBuf::from("/")]
+    } else {
+        dirs.known.clone()
+    };
+    for base in bases {
+        let pattern = literal_prefix_resolved(&base.join(glob));
+        let comps: Vec<String> = names_of(&pattern);
+        for (entry, root) in scope.places.roots() {
+            let reaches = match root {
+                Some(root) => pattern_reaches(&comps, &names_of(root)),
+                None => comps
+                    .iter()
+                    .any(|c| shell_glob(c, entry) || shell_glob(entry, c)),
+            };
+            if reaches {
+                return Some((entry.to_string(), pattern.display().to_string()));
+            }
+        }
+    }
+    None
+}
+
+/// The pattern with its leading glob-free components resolved (symlinks
+/// and `..`), the rest kept as written.
+fn literal_prefix_resolved(pattern: &Path) -> PathBuf {
+    let comps: Vec<Component> = pattern.components().collect();
+    let split = comps
+        .iter()
+        .position(|c| c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+        .unwrap_or(comps.len());
+    let head: PathBuf = comps[..split].iter().collect();
+    let mut out = resolve_local(&head).unwrap_or_else(|_| resolve_lexical(&head));
+    for c in &comps[split..] {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn names_of(p: &Path) -> Vec<String> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a pattern's names could match `root` or a path beneath it.
+fn pattern_reaches(pattern: &[String], root: &[String]) -> bool {
+    pattern.len() >= root.len()
+        && pattern
+            .iter()
+            .zip(root)
+            .all(|(p, r)| p == r || shell_glob(p, r))
+}
+
+/// A shell glob over one name: `*`, `?`, `[…]` (any one character); a
+/// leading `.` is only matched by a pattern that starts with one.
+pub fn shell_glob(pattern: &str, name: &str) -> bool {
+    if name.starts_with('.') && !pattern.starts_with('.') {
+        return false;
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    glob_from(&p, &n)
+}
+
+fn glob_from(p: &[char], n: &[char]) -> bool {
+    match p.first() {
+        None => n.is_empty(),
+        Some('*') => (0..=n.len()).any(|i| glob_from(&p[1..], &n[i..])),
+        Some('?') => !n.is_empty() && glob_from(&p[1..], &n[1..]),
+        Some('[') => {
+            let close = p.iter().skip(1).position(|c| *c == ']').map(|i| i + 1);
+            match close {
+                Some(end) => !n.is_empty() && glob_from(&p[end + 1..], &n[1..]),
+                None => n.first() == Some(&'[') && glob_from(&p[1..], &n[1..]),
+            }
+        }
+        Some(c) => n.first() == Some(c) && glob_from(&p[1..], &n[1..]),
+    }
+}
+
+#[cfg(test)]
+#[path = "secret_reads_tests.rs"]
+mod tests;
