@@ -118,6 +118,7 @@ pub fn build_registry(
             timeout: Duration::from_secs(t.fetch_timeout_secs),
             max_bytes: t.fetch_max_bytes,
             confirm: t.fetch_confirm,
+            unasked_hosts: t.fetch_unasked_hosts.clone(),
             ..FetchConfig::default()
         }));
     }

@@ -319,8 +319,14 @@ pub struct ToolsConfig {
     pub files_allowed_paths: Vec<String>,
     /// Register `fetch_url`.
     pub fetch_enabled: bool,
-    /// Ask the operator before every fetch.
+    /// Ask the operator before a fetch (on by default: a URL can carry
+    /// anything the model read to the host it names); hosts on
+    /// `fetch_unasked_hosts` are fetched without asking.
     pub fetch_confirm: bool,
+    /// Hosts `fetch_url` may reach without asking: `docs.rs` is that host
+    /// exactly, `*.rust-lang.org` its subdomains. A redirect from an unasked
+    /// fetch is followed only to another host on this list.
+    pub fetch_unasked_hosts: Vec<String>,
     /// Allow fetching loopback and private addresses (off: SSRF defence).
     pub fetch_allow_private: bool,
     /// Only these domains (and their subdomains) may be fetched, when set.
@@ -360,7 +366,8 @@ impl Default for ToolsConfig {
             edit_confirm: true,
             files_allowed_paths: Vec::new(),
             fetch_enabled: true,
-            fetch_confirm: false,
+            fetch_confirm: true,
+            fetch_unasked_hosts: Vec::new(),
             fetch_allow_private: false,
             fetch_allow_domains: Vec::new(),
             fetch_deny_domains: Vec::new(),
@@ -537,6 +544,17 @@ impl Config {
                 key: "secrets".into(),
                 message,
             })?;
+        if let Some(message) = self
+            .tools
+            .fetch_unasked_hosts
+            .iter()
+            .find_map(|h| host_entry_error(h))
+        {
+            return Err(ConfigError::Invalid {
+                key: "tools.fetch_unasked_hosts".into(),
+                message,
+            });
+        }
         let url = self.model.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::Invalid {
@@ -614,6 +632,19 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Why a `fetch_unasked_hosts` entry is unusable, if it is.
+fn host_entry_error(entry: &str) -> Option<String> {
+    let e = entry.trim();
+    let bare = e.strip_prefix("*.").unwrap_or(e);
+    if bare.is_empty() || bare.contains(['/', ':', '@', '*', ' ', '?', '#']) {
+        return Some(format!(
+            "`{entry}` is not a host name: give `docs.rs` for that host or `*.rust-lang.org` for \
+             its subdomains (no scheme, port or path)"
+        ));
+    }
+    None
 }
 
 /// `p` made absolute against the working directory (without touching it).

@@ -13,6 +13,7 @@ pub mod files;
 pub mod live;
 pub mod mcp;
 pub mod output_view;
+pub mod own_addrs;
 pub mod paths;
 pub mod registry;
 pub mod request_tools;
