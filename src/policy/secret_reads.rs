@@ -16,10 +16,10 @@
 //! never runs anything and never decides: [`super::risk`] does.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{OnceLock, RwLock};
 
 use super::resolve::{resolve_lexical, resolve_local};
-use crate::config::secrets::SecretPlaces;
+use crate::config::secrets::{SecretPlaces, glob_name};
 use crate::shell::{Redirect, Script, SimpleCommand};
 
 /// Most directory entries looked at under one recursive operand.
@@ -51,8 +51,13 @@ pub fn install(places: SecretPlaces) {
 
 /// The places in force: the installed ones, else the default config's.
 pub fn installed() -> SecretPlaces {
+    static DEFAULT: OnceLock<SecretPlaces> = OnceLock::new();
     let got = INSTALLED.read().unwrap_or_else(|e| e.into_inner()).clone();
-    got.unwrap_or_else(|| crate::config::Config::default().secret_places())
+    got.unwrap_or_else(|| {
+        DEFAULT
+            .get_or_init(|| crate::config::Config::default().secret_places())
+            .clone()
+    })
 }
 
 /// What a command is checked against.
@@ -111,16 +116,15 @@ impl Hit {
             format!("`{}` → {}", self.operand, self.target)
         };
         match self.certainty {
-            Certainty::Reads => format!(
-                "it reads a secret place ({shown} is under the secret entry `{}`)",
-                self.entry
-            ),
+            Certainty::Reads => {
+                format!("it reads a secret place: {shown} is in `{}`", self.entry)
+            }
             Certainty::MayRead => format!(
-                "it may read a secret place ({shown} could reach the secret entry `{}`)",
+                "it may read a secret place: {shown} could reach `{}`",
                 self.entry
             ),
             Certainty::Unknown => format!(
-                "it may read a secret place ({shown}: {}), vigil cannot tell",
+                "vigil cannot tell whether it reads a secret place ({shown}: {})",
                 self.entry
             ),
         }
@@ -178,19 +182,27 @@ impl Dirs {
     }
 
     /// `p` resolved against every known directory (absolute: once).
+    /// `p` against every known directory (absolute: once), each with its
+    /// symlinks followed first and then as written (`..` applied): the
+    /// target may not be this machine, and being wrong here only asks more.
     fn resolve(&self, p: &str) -> Vec<PathBuf> {
-        if p.starts_with('/') {
-            return vec![resolve_local(Path::new(p)).unwrap_or_else(|_| lexical(p))];
+        let bases: Vec<PathBuf> = if p.starts_with('/') {
+            vec![PathBuf::from(p)]
+        } else {
+            self.known.iter().map(|d| d.join(p)).collect()
+        };
+        let mut out = Vec::new();
+        for abs in bases {
+            let lexical = resolve_lexical(&abs);
+            if let Ok(real) = resolve_local(&abs)
+                && real != lexical
+            {
+                out.push(real);
+            }
+            out.push(lexical);
         }
-        self.known
-            .iter()
-            .map(|d| resolve_local(&d.join(p)).unwrap_or_else(|_| resolve_lexical(&d.join(p))))
-            .collect()
+        out
     }
-}
-
-fn lexical(p: &str) -> PathBuf {
-    resolve_lexical(Path::new(p))
 }
 
 /// An operand after tilde and `$HOME` expansion.
@@ -432,15 +444,23 @@ fn walk_for_secret(dir: &Path, places: &SecretPlaces) -> Walk {
             if seen > WALK_LIMIT {
                 return Walk::TooBig;
             }
-            let path = e.path();
             let Ok(kind) = e.file_type() else { continue };
-            let real = if kind.is_symlink() {
-                resolve_local(&path).unwrap_or_else(|_| path.clone())
+            let name = e.file_name();
+            let path = d.join(&name);
+            // The absolute places beneath `dir` were checked before the
+            // walk: here only names, and where a symlink leads.
+            let found = if kind.is_symlink() {
+                let real = resolve_local(&path).unwrap_or_else(|_| path.clone());
+                places.matches(&real).map(str::to_string)
             } else {
-                path.clone()
+                let name = name.to_string_lossy();
+                places
+                    .names()
+                    .find(|g| glob_name(g, &name))
+                    .map(str::to_string)
             };
-            if let Some(entry) = places.matches(&real) {
-                return Walk::Found(entry.to_string(), path);
+            if let Some(entry) = found {
+                return Walk::Found(entry, path);
             }
             if kind.is_dir() {
                 pending.push(path);
@@ -459,7 +479,7 @@ fn opaque_hit(word: &str, places: &SecretPlaces) -> Option<Hit> {
         }
         let glob = part.contains(['*', '?', '[']);
         places.names().find_map(|name| {
-            let sure = !glob && crate::config::secrets::glob_name(name, part);
+            let sure = !glob && glob_name(name, part);
             let may = glob && (shell_glob(part, name) || shell_glob(name, part));
             (sure || may).then(|| Hit {
                 entry: name.to_string(),

@@ -140,11 +140,14 @@ impl Tool for ReadFile {
         if let Some(entry) = &read.secret
             && !ctx.asked
         {
-            return Err(secret_refusal(
-                path,
-                entry,
-                "call read_file again and the operator will be asked",
-            ));
+            let how = if ctx.sandboxed {
+                "a session or policy rule approved this call, and rules never approve a secret \
+                 read: tell the operator why you need it"
+            } else {
+                "the path became a secret place after the approval check; call read_file again \
+                 and the operator will be asked"
+            };
+            return Err(secret_refusal(path, entry, how));
         }
         let real = read.real;
         let bytes = self.ctx.read_file(&real).await;
