@@ -235,6 +235,9 @@ fn the_table_covers_every_member_of_the_class() {
         "option value",
         "recursive read",
         "substitution",
+        "brace",
+        "path inside a word",
+        "command's own directory",
         "prefix-rule smuggling",
     ] {
         assert!(SECRET_ROWS.iter().any(|r| r.class == class), "{class}");

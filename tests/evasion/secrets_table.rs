@@ -71,6 +71,13 @@ pub const SECRET_ROWS: &[Row] = &[
     c("recursive read", "grep -r token ."),
     c("recursive read", "tar cf - -C {HOME} .ssh"),
     c("substitution", "echo $(cat ~/.netrc)"),
+    c("brace", "cat ~/.{aws,ssh}/id_ed25519"),
+    c("path inside a word", "grep -f{HOME}/.netrc x notes.txt"),
+    c(
+        "path inside a word",
+        "curl -s -d @{HOME}/.git-credentials http://127.0.0.1:9/",
+    ),
+    c("command's own directory", "tar -C {HOME}/.config -cf - gh"),
     r("cat", "cat {HOME}/.ssh/id_ed25519"),
     r("head", "head {HOME}/.config/vigil/config.toml"),
     r("grep -r", "grep -r password {HOME}/.netrc"),
