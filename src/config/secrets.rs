@@ -78,6 +78,9 @@ enum Place {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecretPlaces {
     places: Vec<(String, Place)>,
+    /// `places[own..]` are vigil's own directories (the spill carve-out
+    /// applies to them only).
+    own: usize,
     /// Folders inside vigil's own directories that are not secret: the
     /// spill folders holding full tool outputs the model is pointed to
     /// (a `*` component matches any one name).
@@ -127,11 +130,13 @@ impl SecretPlaces {
                 places.push((entry, p));
             }
         }
+        let own = places.len();
         for d in vigil_dirs {
             places.push((d.display().to_string(), Place::Under(lexical(d))));
         }
         SecretPlaces {
             places,
+            own,
             open: Vec::new(),
         }
     }
@@ -155,19 +160,14 @@ impl SecretPlaces {
     /// followed) a secret place, if any.
     pub fn matches(&self, resolved: &Path) -> Option<&str> {
         let resolved = lexical(resolved);
-        let found = self.matching(&resolved)?;
-        if self.open.iter().any(|o| under_pattern(&resolved, o)) && !self.names_match(&resolved) {
+        let (listed, own) = self.places.split_at(self.own);
+        if let Some(found) = matching(listed, &resolved) {
+            return Some(found);
+        }
+        if self.open.iter().any(|o| under_pattern(&resolved, o)) {
             return None;
         }
-        Some(found)
-    }
-
-    /// Whether a name entry (`.env`, `.ssh`…) matches a component of `p`.
-    fn names_match(&self, p: &Path) -> bool {
-        p.components().any(|c| match c {
-            Component::Normal(n) => n.to_str().is_some_and(|n| self.is_secret_name(n)),
-            _ => false,
-        })
+        matching(own, &resolved)
     }
 
     /// Every place entry with its absolute root (`None` for a name entry,
@@ -186,19 +186,6 @@ impl SecretPlaces {
             Place::Name(g) => Some(g.as_str()),
             Place::Under(_) => None,
         })
-    }
-
-    fn matching(&self, resolved: &Path) -> Option<&str> {
-        self.places
-            .iter()
-            .find(|(_, p)| match p {
-                Place::Under(root) => resolved.starts_with(root),
-                Place::Name(glob) => resolved.components().any(|c| match c {
-                    Component::Normal(n) => n.to_str().is_some_and(|n| glob_name(glob, n)),
-                    _ => false,
-                }),
-            })
-            .map(|(entry, _)| entry.as_str())
     }
 
     /// Whether `name` (one path component) is a secret name at any depth.
@@ -239,6 +226,20 @@ fn parse(entry: &str, home: Option<&Path>) -> Option<Place> {
     // A relative path with a slash means nothing stable: refused by validate
     // callers; ignored here.
     None
+}
+
+/// The first of `places` that `resolved` lies in.
+fn matching<'a>(places: &'a [(String, Place)], resolved: &Path) -> Option<&'a str> {
+    places
+        .iter()
+        .find(|(_, p)| match p {
+            Place::Under(root) => resolved.starts_with(root),
+            Place::Name(glob) => resolved.components().any(|c| match c {
+                Component::Normal(n) => n.to_str().is_some_and(|n| glob_name(glob, n)),
+                _ => false,
+            }),
+        })
+        .map(|(entry, _)| entry.as_str())
 }
 
 /// Whether `p` lies under `pattern`, whose `*` components match any one name.
@@ -348,12 +349,21 @@ mod tests {
 
     #[test]
     fn spill_folders_stay_readable_the_rest_of_the_data_dir_does_not() {
+        let cfg = SecretsConfig {
+            add: vec!["/d/vigil/spill/kept".into()],
+            ..Default::default()
+        };
         let s = SecretPlaces::new(
-            &SecretsConfig::default(),
+            &cfg,
             Some(Path::new("/home/op")),
             &[PathBuf::from("/d/vigil"), PathBuf::from("/etc/v.toml")],
         )
         .with_spill_folders_of(Path::new("/d/vigil"));
+        // The operator's own entries are never carved out.
+        assert_eq!(
+            s.matches(Path::new("/d/vigil/spill/kept/x")),
+            Some("/d/vigil/spill/kept")
+        );
         assert_eq!(s.matches(Path::new("/d/vigil/spill/run_shell-1.txt")), None);
         assert_eq!(s.matches(Path::new("/d/vigil/sessions/17-2/spill/x")), None);
         assert!(
