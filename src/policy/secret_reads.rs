@@ -183,7 +183,6 @@ impl Dirs {
         }
     }
 
-    /// `p` resolved against every known directory (absolute: once).
     /// These directories plus those one command changes into for itself
     /// (`tar -C DIR`, `git -C DIR`, `make --directory=DIR`, `env --chdir`).
     fn with_command_dirs(&self, words: &[String], scope: &Scope) -> Dirs {
