@@ -273,7 +273,10 @@ fn command_hits(cmd: &SimpleCommand, dirs: &Dirs, scope: &Scope) -> Vec<Hit> {
         if !w.starts_with('-') || w == "-" {
             operands.push((w.clone(), literal[i]));
         }
-        let embedded = option_value(w).into_iter().chain(embedded_path(w));
+        let embedded = option_value(w)
+            .into_iter()
+            .chain(embedded_path(w))
+            .chain(after_colon(w));
         operands.extend(embedded.map(|v| (v.to_string(), literal[i])));
     }
     for a in &cmd.assignments {
@@ -323,6 +326,14 @@ fn embedded_path(word: &str) -> Option<&str> {
     }
     let at = word.find("~/").or_else(|| word.find('/'))?;
     Some(&word[at..])
+}
+
+/// `REV:PATH`, `host:PATH` → `PATH` (`git show HEAD:.env` reads `.env`
+/// from the repository).
+fn after_colon(word: &str) -> Option<&str> {
+    word.split_once(':')
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty() && !v.starts_with("//"))
 }
 
 /// `--name=VALUE`, `if=VALUE` → `VALUE`.

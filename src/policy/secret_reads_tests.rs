@@ -129,6 +129,8 @@ fn every_way_of_naming_a_secret_place_is_found() {
             "gh",
             Certainty::Reads,
         ),
+        ("git show HEAD:.env", ".env", Certainty::Reads),
+        ("scp host:{HOME}/.netrc x", "netrc", Certainty::Reads),
         // Recursive readers given a folder holding a secret place.
         (
             "grep -r token ~/.config/gh",

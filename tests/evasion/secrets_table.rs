@@ -78,6 +78,7 @@ pub const SECRET_ROWS: &[Row] = &[
         "curl -s -d @{HOME}/.git-credentials http://127.0.0.1:9/",
     ),
     c("command's own directory", "tar -C {HOME}/.config -cf - gh"),
+    c("path inside a word", "git show HEAD:.env"),
     r("cat", "cat {HOME}/.ssh/id_ed25519"),
     r("head", "head {HOME}/.config/vigil/config.toml"),
     r("grep -r", "grep -r password {HOME}/.netrc"),
