@@ -3,6 +3,9 @@
 //! Both go through the [`ExecutionContext`], so they work the same locally,
 //! in containers and over SSH. They must never touch the filesystem directly
 //! and never hand the model more than the read limit (the rest is spilled).
+//! A read of a secret place ([`crate::config::secrets`]) is gated in every
+//! approval mode and returns bytes only on the operator's answer to that
+//! very call ([`ToolContext::asked`]); a write there is refused.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
