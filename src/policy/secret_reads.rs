@@ -15,7 +15,10 @@
 //! It reads directory entries and symlinks only (never a file's contents),
 //! never runs anything and never decides: [`super::risk`] does.
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 use std::sync::{OnceLock, RwLock};
 
 use super::resolve::{resolve_lexical, resolve_local};
@@ -24,7 +27,8 @@ use super::secret_patterns::{braces, names_of, opaque_entry, pattern_reaches};
 use crate::config::secrets::{SecretPlaces, glob_name};
 use crate::shell::{Redirect, Script, SimpleCommand};
 
-/// Most directory entries looked at under one recursive operand.
+/// Most directory entries looked at for one command text (every recursive
+/// operand together; each folder is walked once).
 const WALK_LIMIT: usize = 10_000;
 
 /// Programs that read every file beneath a folder operand when recursing.
@@ -150,6 +154,8 @@ struct Dirs {
     known: Vec<PathBuf>,
     /// A `cd` went somewhere vigil cannot tell.
     lost: Option<String>,
+    /// The folders walked so far for this command text.
+    walks: Rc<Walks>,
 }
 
 impl Dirs {
@@ -157,6 +163,7 @@ impl Dirs {
         Dirs {
             known: scope.cwd.iter().cloned().collect(),
             lost: scope.cwd.is_none().then(|| "the working directory".into()),
+            walks: Rc::default(),
         }
     }
 
@@ -189,6 +196,7 @@ impl Dirs {
         let mut out = Dirs {
             known: self.known.clone(),
             lost: self.lost.clone(),
+            walks: self.walks.clone(),
         };
         for (i, w) in words.iter().enumerate() {
             let value = match w.as_str() {
@@ -418,7 +426,7 @@ fn text_hit(shown: &str, text: Text, recursive: bool, dirs: &Dirs, scope: &Scope
     match text {
         Text::Plain(p) => {
             for real in dirs.resolve(&p) {
-                if let Some(h) = path_hit(&real, recursive, scope, &hit) {
+                if let Some(h) = path_hit(&real, recursive, scope, &dirs.walks, &hit) {
                     return Some(h);
                 }
             }
@@ -443,6 +451,7 @@ fn path_hit(
     real: &Path,
     recursive: bool,
     scope: &Scope,
+    walks: &Walks,
     hit: &dyn Fn(&str, String, Certainty) -> Hit,
 ) -> Option<Hit> {
     let shown = real.display().to_string();
@@ -465,7 +474,7 @@ fn path_hit(
             ));
         }
     }
-    match walk_for_secret(real, &scope.places) {
+    match walks.walk(real, &scope.places) {
         Walk::Found(entry, at) => Some(hit(
             &entry,
             format!("{shown} (holds {})", at.display()),
@@ -480,24 +489,44 @@ fn path_hit(
     }
 }
 
+#[derive(Clone)]
 enum Walk {
     Found(String, PathBuf),
     TooBig,
     Clean,
 }
 
+/// The walks of one command text: each folder once, all of them together
+/// at most [`WALK_LIMIT`] entries (a text naming the same big tree a
+/// thousand times costs one walk).
+#[derive(Default)]
+struct Walks {
+    done: RefCell<HashMap<PathBuf, Walk>>,
+    seen: Cell<usize>,
+}
+
+impl Walks {
+    fn walk(&self, dir: &Path, places: &SecretPlaces) -> Walk {
+        if let Some(w) = self.done.borrow().get(dir) {
+            return w.clone();
+        }
+        let w = walk_for_secret(dir, places, &self.seen);
+        self.done.borrow_mut().insert(dir.to_path_buf(), w.clone());
+        w
+    }
+}
+
 /// Look through the tree under `dir` (symlinks not followed, but their
 /// targets checked) for a secret place, up to [`WALK_LIMIT`] entries.
-fn walk_for_secret(dir: &Path, places: &SecretPlaces) -> Walk {
+fn walk_for_secret(dir: &Path, places: &SecretPlaces, seen: &Cell<usize>) -> Walk {
     let mut pending = vec![dir.to_path_buf()];
-    let mut seen = 0usize;
     while let Some(d) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };
         for e in entries.flatten() {
-            seen += 1;
-            if seen > WALK_LIMIT {
+            seen.set(seen.get() + 1);
+            if seen.get() > WALK_LIMIT {
                 return Walk::TooBig;
             }
             let Ok(kind) = e.file_type() else { continue };

@@ -229,6 +229,33 @@ fn an_unknown_directory_makes_relative_operands_unknown() {
 }
 
 #[test]
+fn a_text_naming_a_tree_many_times_walks_it_once() {
+    let w = world();
+    let many = vec!["."; 2_000].join(" ");
+    let start = std::time::Instant::now();
+    let h = w
+        .find(&format!("grep -r x {many}"))
+        .expect("the .env is found");
+    assert_eq!(h.entry, ".env");
+    let big = tempfile::tempdir().unwrap();
+    for i in 0..120 {
+        let d = big.path().join(format!("d{i}"));
+        std::fs::create_dir(&d).unwrap();
+        for j in 0..100 {
+            std::fs::write(d.join(format!("f{j}")), "").unwrap();
+        }
+    }
+    let dirs: Vec<String> = (0..120)
+        .map(|i| big.path().join(format!("d{i}")).display().to_string())
+        .collect();
+    let h = w
+        .find(&format!("grep -r x {}", dirs.join(" ")))
+        .expect("too big");
+    assert_eq!(h.certainty, Certainty::Unknown, "{h:?}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
 fn redirect_targets() {
     assert_eq!(redirect_target("< f").as_deref(), Some("f"));
     assert_eq!(redirect_target("2>>'x y'").as_deref(), Some("x y"));
