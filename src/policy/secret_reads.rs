@@ -31,6 +31,10 @@ use crate::shell::{Redirect, Script, SimpleCommand};
 /// operand together; each folder is walked once).
 const WALK_LIMIT: usize = 10_000;
 
+/// Most directories a relative operand is resolved against (more `cd`s
+/// than that: where it leads is not told).
+const MAX_DIRS: usize = 32;
+
 /// Programs that read every file beneath a folder operand when recursing.
 const RECURSIVE_ALWAYS: &[&str] = &["rg", "ag", "ack", "tar", "zip", "7z", "bsdtar", "cpio"];
 /// Programs that read whole trees with one of these short flags (or
@@ -185,8 +189,8 @@ impl Dirs {
             },
         };
         match target {
-            Some(t) => self.known.push(t),
-            None => self.lost = Some(format!("`{}`", words.join(" "))),
+            Some(t) if self.known.len() < MAX_DIRS => self.known.push(t),
+            _ => self.lost = Some(format!("`{}`", words.join(" "))),
         }
     }
 
@@ -207,7 +211,9 @@ impl Dirs {
             };
             let Some(value) = value else { continue };
             match expand(value, scope.home.as_deref()) {
-                Text::Plain(p) => out.known.extend(self.resolve(&p).into_iter().next()),
+                Text::Plain(p) if out.known.len() < MAX_DIRS => {
+                    out.known.extend(self.resolve(&p).into_iter().next())
+                }
                 _ => out.lost = Some(format!("`{w} {value}`")),
             }
         }
