@@ -5,8 +5,9 @@
 //! and the types a gated call and its decision travel in ([`gate`]).
 //!
 //! Whether a command reads one of the secret places ([`secret_reads`], with
-//! [`secret_patterns`] for globs, braces and words that still expand, and
-//! [`resolve`] to follow symlinks) feeds the same estimate.
+//! [`secret_operands`] for the words that name files, [`secret_patterns`]
+//! for globs, braces and words that still expand, and [`resolve`] to follow
+//! symlinks) feeds the same estimate.
 //!
 //! Pure decisions over [`crate::shell`]'s AST and the configuration: it never
 //! runs a process, never opens a file (the secret-read check only reads
@@ -20,5 +21,6 @@ pub mod prefix_rule;
 pub mod resolve;
 pub mod risk;
 pub mod rules;
+pub mod secret_operands;
 pub mod secret_patterns;
 pub mod secret_reads;

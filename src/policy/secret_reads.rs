@@ -22,6 +22,10 @@ use std::rc::Rc;
 use std::sync::{OnceLock, RwLock};
 
 use super::resolve::{resolve_lexical, resolve_local};
+use super::secret_operands::{
+    after_colon, embedded_path, is_recursive, option_value, redirect_target,
+    searches_here_by_default,
+};
 pub use super::secret_patterns::shell_glob;
 use super::secret_patterns::{braces, names_of, opaque_entry, pattern_reaches};
 use crate::config::secrets::{SecretPlaces, glob_name};
@@ -34,21 +38,6 @@ const WALK_LIMIT: usize = 10_000;
 /// Most directories a relative operand is resolved against (more `cd`s
 /// than that: where it leads is not told).
 const MAX_DIRS: usize = 32;
-
-/// Programs that read every file beneath a folder operand when recursing.
-const RECURSIVE_ALWAYS: &[&str] = &["rg", "ag", "ack", "tar", "zip", "7z", "bsdtar", "cpio"];
-/// Programs that read whole trees with one of these short flags (or
-/// `--recursive`, `--dereference-recursive`, `--archive`, `-d recurse`).
-const RECURSIVE_WITH_FLAG: &[(&str, &str)] = &[
-    ("grep", "rR"),
-    ("egrep", "rR"),
-    ("fgrep", "rR"),
-    ("zgrep", "rR"),
-    ("cp", "rRa"),
-    ("scp", "r"),
-    ("rsync", "ra"),
-    ("diff", "r"),
-];
 
 /// The places installed for this process (`None`: the defaults).
 static INSTALLED: RwLock<Option<SecretPlaces>> = RwLock::new(None);
@@ -317,80 +306,9 @@ fn command_hits(cmd: &SimpleCommand, dirs: &Dirs, scope: &Scope) -> Vec<Hit> {
     hits
 }
 
-/// Recursive searchers that read the working directory when no path is given.
-fn searches_here_by_default(words: &[String]) -> bool {
-    let program = words.first().map(String::as_str).unwrap_or_default();
-    let base = program.rsplit('/').next().unwrap_or(program);
-    matches!(
-        base,
-        "rg" | "ag" | "ack" | "grep" | "egrep" | "fgrep" | "zgrep"
-    )
-}
-
 /// Whether a literal operand names something that exists.
 fn exists(operand: &str, dirs: &Dirs) -> bool {
     dirs.resolve(operand).iter().any(|p| p.exists())
-}
-
-/// A path inside a word that is not one (`-f/etc/x`, `@~/.netrc`,
-/// `host:/x`): from its first `~/` or `/` on.
-fn embedded_path(word: &str) -> Option<&str> {
-    if word.starts_with('/') || word.starts_with("~/") {
-        return None;
-    }
-    let at = word.find("~/").or_else(|| word.find('/'))?;
-    Some(&word[at..])
-}
-
-/// `REV:PATH`, `host:PATH` → `PATH` (`git show HEAD:.env` reads `.env`
-/// from the repository).
-fn after_colon(word: &str) -> Option<&str> {
-    word.split_once(':')
-        .map(|(_, v)| v)
-        .filter(|v| !v.is_empty() && !v.starts_with("//"))
-}
-
-/// `--name=VALUE`, `if=VALUE` → `VALUE`.
-fn option_value(word: &str) -> Option<&str> {
-    word.split_once('=')
-        .map(|(_, v)| v)
-        .filter(|v| !v.is_empty())
-}
-
-/// Whether the command reads whole trees beneath its folder operands.
-fn is_recursive(words: &[String]) -> bool {
-    let Some(program) = words.first() else {
-        return false;
-    };
-    let base = program.rsplit('/').next().unwrap_or(program);
-    if RECURSIVE_ALWAYS.contains(&base) {
-        return true;
-    }
-    let Some((_, flags)) = RECURSIVE_WITH_FLAG.iter().find(|(p, _)| *p == base) else {
-        return false;
-    };
-    words[1..].iter().any(|w| {
-        matches!(
-            w.as_str(),
-            "--recursive" | "--dereference-recursive" | "--archive" | "recurse"
-        ) || w.starts_with("--directories=recurse")
-            || (w.starts_with('-') && !w.starts_with("--") && w.contains(|c| flags.contains(c)))
-    })
-}
-
-/// The file a redirection reads or writes (`< f`, `2> f`, `&>> f`), or
-/// `None` for a here-document, here-string or descriptor copy.
-fn redirect_target(text: &str) -> Option<String> {
-    let t = text.trim().trim_start_matches(|c: char| c.is_ascii_digit());
-    if t.starts_with("<<") {
-        return None;
-    }
-    let rest = t.trim_start_matches(['<', '>', '&', '|']).trim();
-    if rest.is_empty() || (t.contains('&') && rest.chars().all(|c| c.is_ascii_digit() || c == '-'))
-    {
-        return None;
-    }
-    Some(rest.replace(['\'', '"', '\\'], ""))
 }
 
 /// The finding for one operand, if any.

@@ -254,13 +254,3 @@ fn a_text_naming_a_tree_many_times_walks_it_once() {
     assert_eq!(h.certainty, Certainty::Unknown, "{h:?}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }
-
-#[test]
-fn redirect_targets() {
-    assert_eq!(redirect_target("< f").as_deref(), Some("f"));
-    assert_eq!(redirect_target("2>>'x y'").as_deref(), Some("x y"));
-    assert_eq!(redirect_target("&> out").as_deref(), Some("out"));
-    assert_eq!(redirect_target(">&3"), None);
-    assert_eq!(redirect_target("<<< word"), None);
-    assert_eq!(redirect_target("<<EOF"), None);
-}
