@@ -294,8 +294,10 @@ async fn tool_call_reaches_every_builtin_through_the_same_path() {
         "{stdout}"
     );
 
-    // edit creates and replaces through the CLI (gated: auto-approved here).
-    let file = env.dir.path().join("notes.txt");
+    // edit creates and replaces through the CLI (gated: auto-approved here),
+    // outside vigil's data directory (a secret place the file tools refuse).
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("notes.txt");
     let create = format!(
         r#"{{"command":"create","path":"{}","file_text":"a\tb\n"}}"#,
         file.display()
@@ -318,9 +320,12 @@ async fn tool_call_reaches_every_builtin_through_the_same_path() {
     let out = vigil(&env, &["--auto-approve", "tool", "call", "edit", &create]).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 
-    // fetch_url refuses the loopback model server (SSRF defence on by default).
+    // fetch_url asks by default (nobody to ask here: 3), and approved it
+    // still refuses the loopback model server (SSRF defence on by default).
     let url = format!(r#"{{"url":"{}/models"}}"#, env.server.base_url());
     let out = vigil(&env, &["tool", "call", "fetch_url", &url]).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
+    let out = vigil(&env, &["--auto-approve", "tool", "call", "fetch_url", &url]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stdout).contains("Tool error"),

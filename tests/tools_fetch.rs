@@ -22,12 +22,21 @@ fn registry(tool: FetchUrl) -> ToolRegistry {
     r
 }
 
+/// The defaults without the operator's gate: these tests are about what a
+/// fetch reaches (the gate has its own tests below).
+fn ungated() -> FetchConfig {
+    FetchConfig {
+        confirm: false,
+        ..Default::default()
+    }
+}
+
 /// A config under which exactly `endpoints` stand in for public servers.
 fn allowing(endpoints: &[SocketAddr]) -> FetchConfig {
     FetchConfig {
         allow_endpoints: endpoints.to_vec(),
         timeout: Duration::from_secs(3),
-        ..Default::default()
+        ..ungated()
     }
 }
 
@@ -156,13 +165,13 @@ async fn domain_lists_apply() {
         ..Default::default()
     };
     let url = format!("http://docs.corp.test:{}/", addr.port());
-    let ok = registry(FetchUrl::new(FetchConfig::default()).with_policy(policy(&[], &[])));
+    let ok = registry(FetchUrl::new(ungated()).with_policy(policy(&[], &[])));
     assert_eq!(result(&fetch(&ok, &url).await)["body"], "internal");
     for (allow, deny) in [
         (&[][..], &["corp.test"][..]),
         (&["example.org"][..], &[][..]),
     ] {
-        let r = registry(FetchUrl::new(FetchConfig::default()).with_policy(policy(allow, deny)));
+        let r = registry(FetchUrl::new(ungated()).with_policy(policy(allow, deny)));
         let run = fetch(&r, &url).await;
         assert_eq!(
             run.class,
@@ -174,17 +183,167 @@ async fn domain_lists_apply() {
 }
 
 #[test]
-fn fetch_can_be_gated() {
+fn a_fetch_asks_unless_the_operator_lets_its_host_through() {
     use vigil::tools::Tool;
-    let args = json!({"url": "https://example.com/"});
-    assert!(FetchUrl::new(FetchConfig::default()).gate(&args).is_none());
-    let g = FetchUrl::new(FetchConfig {
-        confirm: true,
+    let gate = |cfg: FetchConfig, url: &str| FetchUrl::new(cfg).gate(&json!({"url": url}));
+    let g = gate(FetchConfig::default(), "https://example.com/?d=c2VjcmV0").expect("asked");
+    assert_eq!(g.action, "GET https://example.com/?d=c2VjcmV0");
+    assert_eq!(g.editable_field.as_deref(), Some("url"));
+    let listed = || FetchConfig {
+        unasked_hosts: vec!["docs.rs".into(), "*.rust-lang.org".into()],
         ..Default::default()
-    })
-    .gate(&args)
-    .expect("gated");
-    assert_eq!(g.action, "GET https://example.com/");
+    };
+    for url in [
+        "https://docs.rs/x",
+        "https://DOCS.RS./x",
+        "https://blog.rust-lang.org/",
+    ] {
+        assert!(gate(listed(), url).is_none(), "{url}");
+    }
+    for url in [
+        "https://evil.docs.rs/",
+        "https://docs.rs.evil.test/",
+        "https://rust-lang.org/",
+        "https://evil.test/?u=docs.rs",
+    ] {
+        assert!(gate(listed(), url).is_some(), "{url}");
+    }
+    assert!(gate(ungated(), "https://example.com/").is_none());
+    // A URL that does not parse fails before anything is sent.
+    assert!(gate(listed(), "not a url").is_none());
+}
+
+/// An unasked fetch (its host listed) follows a redirect only to another
+/// listed host; an operator-approved one follows it.
+#[tokio::test]
+async fn an_unasked_fetch_is_not_redirected_to_a_host_nobody_allowed() {
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = hits.clone();
+    let elsewhere = serve(Arc::new(move |_| {
+        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Reply::ok("text/plain", SECRET)
+    }))
+    .await;
+    // `localhost` names are refused outright, so the other host is an
+    // endpoint by address; the listed one is reached by a hosts override.
+    let to = format!("http://{elsewhere}/?d=token");
+    let start = serve_fixed(Reply::redirect(&to)).await;
+    let cfg = FetchConfig {
+        allow_private: true,
+        unasked_hosts: vec!["docs.test".into()],
+        timeout: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let policy = SsrfPolicy {
+        allow_private: true,
+        hosts: vec![("docs.test".into(), start.ip())],
+        ..Default::default()
+    };
+    let url = format!("http://docs.test:{}/go", start.port());
+    let tool = || FetchUrl::new(cfg.clone()).with_policy(policy.clone());
+    let unasked = registry(tool());
+    let run = fetch(&unasked, &url).await;
+    assert_eq!(
+        run.class,
+        Some(FailureClass::PermissionDenied),
+        "{}",
+        run.model_text
+    );
+    assert!(
+        run.model_text.contains("fetch_unasked_hosts"),
+        "{}",
+        run.model_text
+    );
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The operator approved a call to a host not listed: its redirect is
+    // followed.
+    let gated = FetchConfig {
+        unasked_hosts: Vec::new(),
+        ..cfg.clone()
+    };
+    let mut asked = registry(FetchUrl::new(gated).with_policy(policy.clone()));
+    asked.set_approver(Arc::new(vigil::policy::gate::FixedApprover(
+        vigil::policy::gate::ApprovalDecision::ApproveOnce,
+    )));
+    assert_eq!(result(&fetch(&asked, &url).await)["body"], SECRET);
+    // A gated host (not listed) is asked for: with nobody to ask, nothing.
+    let run = fetch(&unasked, &format!("http://{elsewhere}/?d=token")).await;
+    assert!(run.denied(), "{}", run.model_text);
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// Every address of this machine's interfaces but loopback is refused,
+/// even with `allow_private` (a real server bound on it gets nothing).
+#[tokio::test]
+async fn this_machines_own_addresses_are_refused() {
+    let Some((addr, hits)) = serve_on_own_address().await else {
+        eprintln!("no non-loopback interface address to bind: skipped");
+        return;
+    };
+    let cfg = FetchConfig {
+        allow_private: true,
+        timeout: Duration::from_secs(3),
+        ..ungated()
+    };
+    let policy = SsrfPolicy {
+        allow_private: true,
+        hosts: vec![("me.test".into(), addr.ip())],
+        ..Default::default()
+    };
+    let r = registry(FetchUrl::new(cfg).with_policy(policy));
+    let host = match addr.ip() {
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        IpAddr::V4(ip) => ip.to_string(),
+    };
+    for url in [
+        format!("http://{host}:{}/", addr.port()),
+        format!("http://me.test:{}/", addr.port()),
+    ] {
+        let run = fetch(&r, &url).await;
+        assert_eq!(
+            run.class,
+            Some(FailureClass::PermissionDenied),
+            "{url}: {}",
+            run.model_text
+        );
+        assert!(
+            run.model_text.contains("this machine"),
+            "{url}: {}",
+            run.model_text
+        );
+    }
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the server was reached"
+    );
+}
+
+/// A server on one of this machine's non-loopback addresses, counting its
+/// requests.
+async fn serve_on_own_address() -> Option<(SocketAddr, Arc<std::sync::atomic::AtomicUsize>)> {
+    let ip = vigil::tools::own_addrs::interface_addresses()
+        .into_iter()
+        .find(|ip| {
+            !ip.is_loopback()
+                && !matches!(ip, IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80)
+        })?;
+    let listener = tokio::net::TcpListener::bind((ip, 0)).await.ok()?;
+    let addr = listener.local_addr().ok()?;
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            use tokio::io::AsyncWriteExt;
+            let body = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{SECRET}",
+                SECRET.len()
+            );
+            let _ = sock.write_all(body.as_bytes()).await;
+        }
+    });
+    Some((addr, hits))
 }
 
 /// What the URL parser makes of a vector (for failure messages).
@@ -278,7 +437,7 @@ async fn ssrf_vectors_are_refused_under_the_default_policy() {
     );
     let r = registry(FetchUrl::new(FetchConfig {
         timeout: Duration::from_secs(3),
-        ..Default::default()
+        ..ungated()
     }));
     for url in &vectors {
         let run = fetch(&r, url).await;

@@ -23,6 +23,7 @@ use crate::shell;
 pub fn broker(config: &Config, policy: Policy, can_sandbox: bool) -> ApprovalBroker {
     let (tx, _rx) = mpsc::unbounded_channel();
     let broker = ApprovalBroker::new(tx, "local".into(), policy);
+    crate::policy::secret_reads::install(config.secret_places());
     broker.set_rules(PolicyRules::from_config(&config.approval));
     broker.set_can_sandbox(can_sandbox);
     broker

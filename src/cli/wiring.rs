@@ -89,9 +89,12 @@ pub fn build_registry(
             },
         ));
     }
+    // The one list of secret places, for the risk estimate and the file tools.
+    let secrets = config.secret_places();
+    crate::policy::secret_reads::install(secrets.clone());
     let paths = PathPolicy {
         allowed_roots: t.files_allowed_paths.clone(),
-        ..PathPolicy::default()
+        secrets,
     };
     if t.files_enabled {
         registry.register(ReadFile::new(exec.clone()).with_paths(paths.clone()));
@@ -115,6 +118,7 @@ pub fn build_registry(
             timeout: Duration::from_secs(t.fetch_timeout_secs),
             max_bytes: t.fetch_max_bytes,
             confirm: t.fetch_confirm,
+            unasked_hosts: t.fetch_unasked_hosts.clone(),
             ..FetchConfig::default()
         }));
     }

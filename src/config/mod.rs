@@ -53,6 +53,10 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// `[secrets]`: the secret places, changed both ways.
     pub secrets: secrets::SecretsConfig,
+    /// The file this config was read from (absolute), when it came from one:
+    /// a secret place wherever it lies (it may hold the API key).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// Whether commands run in a managed tmux pane.
@@ -315,8 +319,14 @@ pub struct ToolsConfig {
     pub files_allowed_paths: Vec<String>,
     /// Register `fetch_url`.
     pub fetch_enabled: bool,
-    /// Ask the operator before every fetch.
+    /// Ask the operator before a fetch (on by default: a URL can carry
+    /// anything the model read to the host it names); hosts on
+    /// `fetch_unasked_hosts` are fetched without asking.
     pub fetch_confirm: bool,
+    /// Hosts `fetch_url` may reach without asking: `docs.rs` is that host
+    /// exactly, `*.rust-lang.org` its subdomains. A redirect from an unasked
+    /// fetch is followed only to another host on this list.
+    pub fetch_unasked_hosts: Vec<String>,
     /// Allow fetching loopback and private addresses (off: SSRF defence).
     pub fetch_allow_private: bool,
     /// Only these domains (and their subdomains) may be fetched, when set.
@@ -356,7 +366,8 @@ impl Default for ToolsConfig {
             edit_confirm: true,
             files_allowed_paths: Vec::new(),
             fetch_enabled: true,
-            fetch_confirm: false,
+            fetch_confirm: true,
+            fetch_unasked_hosts: Vec::new(),
             fetch_allow_private: false,
             fetch_allow_domains: Vec::new(),
             fetch_deny_domains: Vec::new(),
@@ -457,7 +468,9 @@ impl Config {
             path: path.clone(),
             source,
         })?;
-        Config::from_toml(&text, &path)
+        let mut cfg = Config::from_toml(&text, &path)?;
+        cfg.source = Some(real(&path));
+        Ok(cfg)
     }
 
     /// Apply environment / command-line values.
@@ -510,12 +523,17 @@ impl Config {
     }
 
     /// The secret places in force: the list with `[secrets]` applied, plus
-    /// vigil's own config and data directories.
+    /// vigil's own config and data directories and the config file it was
+    /// read from (`--config` anywhere counts); the data directory's spill
+    /// folders stay readable (the model is pointed to them).
     pub fn secret_places(&self) -> secrets::SecretPlaces {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let mut own = vec![self.data_dir()];
-        own.extend(default_config_path().and_then(|p| p.parent().map(Path::to_path_buf)));
+        let home = std::env::var_os("HOME").map(|h| real(Path::new(&h)));
+        let data = real(&self.data_dir());
+        let mut own = vec![data.clone()];
+        own.extend(default_config_path().and_then(|p| p.parent().map(real)));
+        own.extend(self.source.clone());
         secrets::SecretPlaces::new(&self.secrets, home.as_deref(), &own)
+            .with_spill_folders_of(&data)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -526,6 +544,17 @@ impl Config {
                 key: "secrets".into(),
                 message,
             })?;
+        if let Some(message) = self
+            .tools
+            .fetch_unasked_hosts
+            .iter()
+            .find_map(|h| host_entry_error(h))
+        {
+            return Err(ConfigError::Invalid {
+                key: "tools.fetch_unasked_hosts".into(),
+                message,
+            });
+        }
         let url = self.model.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::Invalid {
@@ -603,6 +632,31 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Why a `fetch_unasked_hosts` entry is unusable, if it is.
+fn host_entry_error(entry: &str) -> Option<String> {
+    let e = entry.trim();
+    let bare = e.strip_prefix("*.").unwrap_or(e);
+    if bare.is_empty() || bare.contains(['/', ':', '@', '*', ' ', '?', '#']) {
+        return Some(format!(
+            "`{entry}` is not a host name: give `docs.rs` for that host or `*.rust-lang.org` for \
+             its subdomains (no scheme, port or path)"
+        ));
+    }
+    None
+}
+
+/// `p` made absolute against the working directory (without touching it).
+fn absolute(p: &Path) -> PathBuf {
+    std::env::current_dir()
+        .map(|cwd| cwd.join(p))
+        .unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `p` with its symlinks resolved when it exists, else made absolute.
+fn real(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| absolute(p))
 }
 
 /// `<platform config dir>/config.toml`.

@@ -46,6 +46,13 @@ pub const DEFAULT_SECRET_PLACES: &[&str] = &[
     "~/.pgpass",
     "~/.password-store",
     "~/.local/share/keyrings",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.vault-token",
+    "~/.azure",
+    "~/.terraform.d/credentials.tfrc.json",
     ".ssh",
     ".aws",
     ".gnupg",
@@ -78,6 +85,13 @@ enum Place {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecretPlaces {
     places: Vec<(String, Place)>,
+    /// `places[own..]` are vigil's own directories (the spill carve-out
+    /// applies to them only).
+    own: usize,
+    /// Folders inside vigil's own directories that are not secret: the
+    /// spill folders holding full tool outputs the model is pointed to
+    /// (a `*` component matches any one name).
+    open: Vec<PathBuf>,
 }
 
 impl Default for SecretPlaces {
@@ -110,8 +124,8 @@ impl SecretsConfig {
 
 impl SecretPlaces {
     /// The defaults minus `cfg.remove`, plus `cfg.add`, plus `vigil_dirs`
-    /// (vigil's config and data directories). `~/` entries are dropped when
-    /// there is no home.
+    /// (vigil's config and data directories, and the config file it was
+    /// started with). `~/` entries are dropped when there is no home.
     pub fn new(cfg: &SecretsConfig, home: Option<&Path>, vigil_dirs: &[PathBuf]) -> Self {
         let mut places = Vec::new();
         let defaults = DEFAULT_SECRET_PLACES
@@ -123,26 +137,62 @@ impl SecretPlaces {
                 places.push((entry, p));
             }
         }
+        let own = places.len();
         for d in vigil_dirs {
             places.push((d.display().to_string(), Place::Under(lexical(d))));
         }
-        SecretPlaces { places }
+        SecretPlaces {
+            places,
+            own,
+            open: Vec::new(),
+        }
+    }
+
+    /// `data_dir`'s spill folders (`spill/`, `sessions/*/spill/`) are not
+    /// secret: tool outputs the model was told to read from there.
+    pub fn with_spill_folders_of(mut self, data_dir: &Path) -> Self {
+        let d = lexical(data_dir);
+        self.open.push(d.join("spill"));
+        self.open.push(d.join("sessions").join("*").join("spill"));
+        self
+    }
+
+    /// The folders carved out of vigil's own directories (see
+    /// [`SecretPlaces::with_spill_folders_of`]); `*` is one name.
+    pub fn open_folders(&self) -> &[PathBuf] {
+        &self.open
     }
 
     /// The entry that makes `resolved` (absolute, symlinks and `..` already
     /// followed) a secret place, if any.
     pub fn matches(&self, resolved: &Path) -> Option<&str> {
         let resolved = lexical(resolved);
-        self.places
-            .iter()
-            .find(|(_, p)| match p {
-                Place::Under(root) => resolved.starts_with(root),
-                Place::Name(glob) => resolved.components().any(|c| match c {
-                    Component::Normal(n) => n.to_str().is_some_and(|n| glob_name(glob, n)),
-                    _ => false,
-                }),
-            })
-            .map(|(entry, _)| entry.as_str())
+        let (listed, own) = self.places.split_at(self.own);
+        if let Some(found) = matching(listed, &resolved) {
+            return Some(found);
+        }
+        if self.open.iter().any(|o| under_pattern(&resolved, o)) {
+            return None;
+        }
+        matching(own, &resolved)
+    }
+
+    /// Every place entry with its absolute root (`None` for a name entry,
+    /// which matches at any depth): for readers that compare a pattern
+    /// with the places rather than one path.
+    pub fn roots(&self) -> impl Iterator<Item = (&str, Option<&Path>)> {
+        self.places.iter().map(|(e, p)| match p {
+            Place::Under(root) => (e.as_str(), Some(root.as_path())),
+            Place::Name(_) => (e.as_str(), None),
+        })
+    }
+
+    /// The name entries (`.env`, `.env.*`, `.ssh`…) with their globs.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.places.iter().filter_map(|(_, p)| match p {
+            Place::Name(g) => Some(g.as_str()),
+            Place::Under(_) => None,
+        })
     }
 
     /// Whether `name` (one path component) is a secret name at any depth.
@@ -185,8 +235,32 @@ fn parse(entry: &str, home: Option<&Path>) -> Option<Place> {
     None
 }
 
+/// The first of `places` that `resolved` lies in.
+fn matching<'a>(places: &'a [(String, Place)], resolved: &Path) -> Option<&'a str> {
+    places
+        .iter()
+        .find(|(_, p)| match p {
+            Place::Under(root) => resolved.starts_with(root),
+            Place::Name(glob) => resolved.components().any(|c| match c {
+                Component::Normal(n) => n.to_str().is_some_and(|n| glob_name(glob, n)),
+                _ => false,
+            }),
+        })
+        .map(|(entry, _)| entry.as_str())
+}
+
+/// Whether `p` lies under `pattern`, whose `*` components match any one name.
+fn under_pattern(p: &Path, pattern: &Path) -> bool {
+    let mut names = p.components();
+    pattern.components().all(|want| match (want, names.next()) {
+        (Component::Normal(w), Some(Component::Normal(n))) => w == n || (w == "*" && n != ".."),
+        (Component::RootDir, Some(Component::RootDir)) => true,
+        _ => false,
+    })
+}
+
 /// `..` and `.` removed without looking at the filesystem.
-fn lexical(p: &Path) -> PathBuf {
+pub fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in p.components() {
         match c {
@@ -278,6 +352,38 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.validate().unwrap_err().contains("not a default"));
+    }
+
+    #[test]
+    fn spill_folders_stay_readable_the_rest_of_the_data_dir_does_not() {
+        let cfg = SecretsConfig {
+            add: vec!["/d/vigil/spill/kept".into()],
+            ..Default::default()
+        };
+        let s = SecretPlaces::new(
+            &cfg,
+            Some(Path::new("/home/op")),
+            &[PathBuf::from("/d/vigil"), PathBuf::from("/etc/v.toml")],
+        )
+        .with_spill_folders_of(Path::new("/d/vigil"));
+        // The operator's own entries are never carved out.
+        assert_eq!(
+            s.matches(Path::new("/d/vigil/spill/kept/x")),
+            Some("/d/vigil/spill/kept")
+        );
+        assert_eq!(s.matches(Path::new("/d/vigil/spill/run_shell-1.txt")), None);
+        assert_eq!(s.matches(Path::new("/d/vigil/sessions/17-2/spill/x")), None);
+        assert!(
+            s.matches(Path::new("/d/vigil/sessions/17-2/events.jsonl"))
+                .is_some()
+        );
+        assert!(
+            s.matches(Path::new("/d/vigil/spill/../logs/agent.log"))
+                .is_some()
+        );
+        assert!(s.matches(Path::new("/d/vigil/spill/.env")).is_some());
+        assert_eq!(s.matches(Path::new("/etc/v.toml")), Some("/etc/v.toml"));
+        assert_eq!(s.matches(Path::new("/etc/v.toml.bak")), None);
     }
 
     #[test]

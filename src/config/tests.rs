@@ -124,3 +124,51 @@ fn tool_environment_settings_are_checked_and_used() {
     assert!(!keeps("LLM_CRED") && !keeps("AWS_REGION") && !keeps("VIGIL_API_KEY"));
     assert!(keeps("CI_JOB_TOKEN") && keeps("PATH"));
 }
+
+#[test]
+fn secrets_and_unasked_hosts_are_checked_and_used() {
+    let cfg = parse(
+        "[tools]\nfetch_unasked_hosts = [\"docs.rs\", \"*.rust-lang.org\"]\n\
+         [secrets]\nadd = [\"/srv/vault\"]\nremove = [\".env\"]\n",
+    )
+    .unwrap();
+    let places = cfg.secret_places();
+    assert_eq!(
+        places.matches(Path::new("/srv/vault/k")),
+        Some("/srv/vault")
+    );
+    assert_eq!(places.matches(Path::new("/app/.env")), None);
+    assert!(
+        places
+            .matches(&cfg.data_dir().join("sessions/1/events.jsonl"))
+            .is_some()
+    );
+    for bad in ["https://docs.rs", "docs.rs:443", "docs.rs/x", "", "*"] {
+        let text = format!("[tools]\nfetch_unasked_hosts = [\"{bad}\"]\n");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("fetch_unasked_hosts") && e.contains("not a host"),
+            "{e}"
+        );
+    }
+    let e = parse("[secrets]\nremove = [\"/nope\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("secrets") && e.contains("not a default"), "{e}");
+}
+
+#[test]
+fn the_config_file_read_is_a_secret_place_wherever_it_lies() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("my-vigil.toml");
+    std::fs::write(&file, "[model]\napi_key = \"k\"\n").unwrap();
+    let cfg = Config::load(Some(&file)).unwrap();
+    let real = std::fs::canonicalize(&file).unwrap();
+    assert_eq!(cfg.source.as_deref(), Some(real.as_path()));
+    assert!(cfg.secret_places().matches(&real).is_some());
+    assert_eq!(
+        cfg.secret_places()
+            .matches(&real.with_file_name("other.toml")),
+        None
+    );
+}

@@ -10,11 +10,16 @@
 //! escalation, disk tools, `rm -rf`, a download piped into a shell, writes
 //! to system paths, a fork bomb) or when the parser rejects the text (vigil
 //! cannot tell what it would do, so it assumes the worst; the reason names
-//! the parse error for the operator). It decides nothing itself: the approval
+//! the parse error for the operator). A command that reads a secret place
+//! ([`super::secret_reads`]: an operand, a redirection, a glob or a
+//! recursive read reaching one) is high too, so no prefix or `allow` rule
+//! covers it, and the reason names the secret entry; one whose reach vigil
+//! cannot tell is at least medium. It decides nothing itself: the approval
 //! broker and the console use the estimate.
 
 use super::allow_list;
 use super::gate::Risk;
+use super::secret_reads::{self, Certainty, Scope};
 use crate::shell::{self, Redirect, Script, SimpleCommand};
 
 /// Programs that change the system in ways that are hard to undo.
@@ -60,8 +65,14 @@ pub fn assess_command(command: &str) -> Risk {
     assess(&shell::parse(command)).risk
 }
 
-/// Estimate the risk of a parsed command, with the reason.
+/// Estimate the risk of a parsed command, with the reason, run from this
+/// process's directory against the installed secret places.
 pub fn assess(script: &Script) -> Assessment {
+    assess_in(script, &Scope::current())
+}
+
+/// [`assess`] with the secret places and directory given.
+pub fn assess_in(script: &Script, scope: &Scope) -> Assessment {
     if script.error.is_some()
         && let Some(why) = script.not_plain_reason()
     {
@@ -70,18 +81,32 @@ pub fn assess(script: &Script) -> Assessment {
             reason: why,
         };
     }
+    let secret = secret_reads::find(script, scope);
+    if let Some(hit) = secret
+        .as_ref()
+        .filter(|h| h.certainty != Certainty::Unknown)
+    {
+        return Assessment {
+            risk: Risk::High,
+            reason: hit.reason(),
+        };
+    }
     if let Some(why) = high(script) {
         return Assessment {
             risk: Risk::High,
             reason: why,
         };
     }
-    match low(script) {
-        Ok(()) => Assessment {
+    match (low(script), secret) {
+        (Ok(()), Some(unsure)) => Assessment {
+            risk: Risk::Medium,
+            reason: unsure.reason(),
+        },
+        (Ok(()), None) => Assessment {
             risk: Risk::Low,
             reason: "only read-only programs with allowed flags".into(),
         },
-        Err(why) => Assessment {
+        (Err(why), _) => Assessment {
             risk: Risk::Medium,
             reason: why,
         },

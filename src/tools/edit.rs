@@ -513,6 +513,16 @@ impl Tool for Edit {
         if shown.trim().is_empty() {
             return Err(bad("`path` is required"));
         }
+        if command == "view"
+            && let Some(entry) = self
+                .config
+                .paths
+                .check_read(shown, self.ctx.is_local())?
+                .secret
+        {
+            let how = "read it with read_file, which asks the operator";
+            return Err(super::paths::secret_refusal(shown, &entry, how));
+        }
         let real = self.config.paths.check(shown, self.ctx.is_local())?;
         if command != "view" {
             super::file_target::check_bound(ctx, shown, &real, self.ctx.is_local())?;

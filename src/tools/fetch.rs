@@ -6,6 +6,11 @@
 //! address is checked again. The body is read up to a byte limit and the model
 //! sees the first 8000 chars (the rest spilled). This module must never send
 //! credentials or cookies and never reach an address the policy refuses.
+//!
+//! A fetch carries whatever the model puts in the URL to the host it names,
+//! so it asks the operator by default; it runs unasked only for a host the
+//! operator listed in `[tools] fetch_unasked_hosts`, and such an unasked
+//! fetch follows a redirect only to another listed host.
 
 use std::time::Duration;
 
@@ -37,8 +42,11 @@ pub struct FetchConfig {
     pub result_chars: usize,
     /// Redirect hops followed (each re-checked).
     pub max_redirects: usize,
-    /// Ask the operator before every fetch.
+    /// Ask the operator before a fetch (except to `unasked_hosts`).
     pub confirm: bool,
+    /// Hosts fetched without asking: `docs.rs` is that host exactly,
+    /// `*.rust-lang.org` its subdomains.
+    pub unasked_hosts: Vec<String>,
 }
 
 impl Default for FetchConfig {
@@ -52,7 +60,8 @@ impl Default for FetchConfig {
             max_bytes: 2 * 1024 * 1024,
             result_chars: 8000,
             max_redirects: 5,
-            confirm: false,
+            confirm: true,
+            unasked_hosts: Vec::new(),
         }
     }
 }
@@ -65,8 +74,31 @@ impl FetchConfig {
             allow_domains: self.allow_domains.clone(),
             deny_domains: self.deny_domains.clone(),
             hosts: Vec::new(),
+            own: Default::default(),
         }
     }
+
+    /// Whether `url` may be fetched without asking: every fetch when the
+    /// operator turned asking off, else a host on `unasked_hosts`.
+    pub fn unasked(&self, url: &Url) -> bool {
+        !self.confirm
+            || url
+                .host_str()
+                .is_some_and(|h| host_listed(h, &self.unasked_hosts))
+    }
+}
+
+/// Whether `host` is on `list` (`name` exactly, `*.name` for subdomains;
+/// case and a trailing dot ignored).
+pub fn host_listed(host: &str, list: &[String]) -> bool {
+    let h = host.trim_end_matches('.').to_ascii_lowercase();
+    list.iter().any(|entry| {
+        let e = entry.trim().trim_end_matches('.').to_ascii_lowercase();
+        match e.strip_prefix("*.") {
+            Some(parent) => h.ends_with(&format!(".{parent}")),
+            None => h == e,
+        }
+    })
 }
 
 /// A fetched response, body possibly cut at the byte limit.
@@ -92,6 +124,18 @@ pub async fn get(
     timeout: Duration,
     max_bytes: usize,
     max_redirects: usize,
+) -> Result<Fetched, ToolError> {
+    get_checked(url, policy, timeout, max_bytes, max_redirects, &|_| Ok(())).await
+}
+
+/// [`get`], with `redirect_ok` asked about every redirect target too.
+pub async fn get_checked(
+    url: &str,
+    policy: &SsrfPolicy,
+    timeout: Duration,
+    max_bytes: usize,
+    max_redirects: usize,
+    redirect_ok: &(dyn Fn(&Url) -> Result<(), String> + Sync),
 ) -> Result<Fetched, ToolError> {
     let mut current = Url::parse(url.trim())
         .map_err(|e| ToolError::InvalidArguments(format!("`{url}` is not a valid URL: {e}")))?;
@@ -143,6 +187,7 @@ pub async fn get(
                     format!("bad redirect target {loc:?}: {e}"),
                 )
             })?;
+            redirect_ok(&current).map_err(refused)?;
             continue;
         }
         let content_type = resp
@@ -207,8 +252,9 @@ impl FetchUrl {
 const DESCRIPTION: &str = "Fetch a web page or HTTP API with a GET request from the console's \
 machine and return the status, content type and the first 8000 characters of the body (the full \
 body is saved to a file named in the result when cut). Only public http/https addresses are \
-allowed: localhost, private, link-local and other internal addresses are refused, on every \
-redirect too. No authentication, cookies or custom headers.
+allowed: localhost, private, link-local, this machine's own and other internal addresses are \
+refused, on every redirect too. The operator is asked before a fetch unless the host is one they \
+allowed. No authentication, cookies or custom headers.
 
 When to use: reading documentation, release notes, a public API's JSON, or a page whose URL you \
 already know (for example from web_search).
@@ -249,8 +295,12 @@ impl Tool for FetchUrl {
         )
     }
 
+    /// Asked unless the URL's host is one the operator lets through
+    /// unasked (a URL that does not parse is not asked for: it fails
+    /// before anything is sent).
     fn gate(&self, args: &Value) -> Option<GateInfo> {
-        if !self.config.confirm {
+        let url = args["url"].as_str().unwrap_or_default().trim();
+        if Url::parse(url).ok().is_none_or(|u| self.config.unasked(&u)) {
             return None;
         }
         Some(GateInfo {
@@ -273,12 +323,24 @@ impl Tool for FetchUrl {
             .as_str()
             .filter(|u| !u.trim().is_empty())
             .ok_or_else(|| ToolError::InvalidArguments("`url` is required".into()))?;
-        let got = get(
+        // Nobody saw this URL: it may only lead to another unasked host.
+        let unasked = !ctx.asked;
+        let redirect_ok = |to: &Url| {
+            if !unasked || self.config.unasked(to) {
+                return Ok(());
+            }
+            Err(format!(
+                "{url} redirects to {to}, whose host is not one the operator lets through \
+                 unasked (fetch_unasked_hosts); fetch {to} itself to ask the operator"
+            ))
+        };
+        let got = get_checked(
             url,
             &self.policy,
             self.config.timeout,
             self.config.max_bytes,
             self.config.max_redirects,
+            &redirect_ok,
         )
         .await?;
         let text = String::from_utf8_lossy(&got.body);

@@ -17,9 +17,21 @@ use crate::policy::gate::CallFacts;
 /// The facts of a call acting on `path`: its canonical path and, when that
 /// is not what the model wrote, where it leads and through which symlink.
 pub fn facts(paths: &PathPolicy, path: &str, local: bool) -> CallFacts {
-    let Ok(real) = paths.check(path, local) else {
-        return CallFacts::default();
-    };
+    match paths.check(path, local) {
+        Ok(real) => facts_of(real, path, local),
+        Err(_) => CallFacts::default(),
+    }
+}
+
+/// [`facts`] for a read: the read check (a secret place resolves, and asks).
+pub fn read_facts(paths: &PathPolicy, path: &str, local: bool) -> CallFacts {
+    match paths.check_read(path, local) {
+        Ok(read) => facts_of(read.real, path, local),
+        Err(_) => CallFacts::default(),
+    }
+}
+
+fn facts_of(real: String, path: &str, local: bool) -> CallFacts {
     let written = absolute(path, local);
     let resolved = (written.as_deref() != Some(real.as_str())).then(|| {
         let via = written.as_deref().filter(|_| local).and_then(first_symlink);

@@ -3,11 +3,14 @@
 //! Both go through the [`ExecutionContext`], so they work the same locally,
 //! in containers and over SSH. They must never touch the filesystem directly
 //! and never hand the model more than the read limit (the rest is spilled).
+//! A read of a secret place ([`crate::config::secrets`]) is gated in every
+//! approval mode and returns bytes only on the operator's answer to that
+//! very call ([`ToolContext::asked`]); a write there is refused.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::paths::PathPolicy;
+use super::paths::{PathPolicy, secret_refusal};
 use super::truncate::{self, Keep};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::exec::ExecutionContext;
@@ -32,8 +35,9 @@ fn required_str<'a>(v: &'a Value, name: &str) -> Result<&'a str, ToolError> {
 const READ_DESCRIPTION: &str = "Read a text file on the execution target and return its content. \
 Files longer than 8000 characters are cut (the beginning is kept) and the full text is saved to a \
 file named in the result. Binary (non-UTF-8) files are not returned; the result says so and gives \
-the size. Sensitive places (/etc, /boot, .ssh, .aws, .gnupg, /proc/*/environ) and paths outside \
-the operator's allowed roots are refused; symlinks are resolved before that check.
+the size. System places (/etc, /boot, /proc/*/environ) and paths outside the operator's allowed \
+roots are refused; reading a secret place (.ssh, .aws, .env, .netrc, credentials, tokens, vigil's \
+own config) asks the operator every time. Symlinks are resolved before these checks.
 
 When to use: looking at a config file, script, log or any text file whose path you know.
 
@@ -111,7 +115,28 @@ impl Tool for ReadFile {
     /// rules.
     async fn facts(&self, args: &Value) -> crate::policy::gate::CallFacts {
         let path = args["path"].as_str().unwrap_or_default();
-        super::file_target::facts(&self.paths, path, self.ctx.is_local())
+        super::file_target::read_facts(&self.paths, path, self.ctx.is_local())
+    }
+
+    /// Gated only when the path (resolved) lies in a secret place: then
+    /// every read asks, in every approval mode, and the card names the entry.
+    fn gate(&self, args: &Value) -> Option<GateInfo> {
+        let path = args["path"].as_str()?;
+        let read = self.paths.check_read(path, self.ctx.is_local()).ok()?;
+        let entry = read.secret?;
+        let shown = if read.real == path {
+            path.to_string()
+        } else {
+            format!("{path} → {}", read.real)
+        };
+        Some(GateInfo {
+            action: format!("read {shown} (secret place `{entry}`)"),
+            model_risk: None,
+            mutation: Some(false),
+            privesc: None,
+            why: None,
+            editable_field: None,
+        })
     }
 
     fn summary(&self, args: &Value) -> Option<String> {
@@ -121,7 +146,20 @@ impl Tool for ReadFile {
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let v: Value = super::parse_args(arguments)?;
         let path = required_str(&v, "path")?;
-        let real = self.paths.check(path, self.ctx.is_local())?;
+        let read = self.paths.check_read(path, self.ctx.is_local())?;
+        if let Some(entry) = &read.secret
+            && !ctx.asked
+        {
+            let how = if ctx.sandboxed {
+                "a session or policy rule approved this call, and rules never approve a secret \
+                 read: tell the operator why you need it"
+            } else {
+                "the path became a secret place after the approval check; call read_file again \
+                 and the operator will be asked"
+            };
+            return Err(secret_refusal(path, entry, how));
+        }
+        let real = read.real;
         let bytes = self.ctx.read_file(&real).await;
         ctx.forward_target_notices(&self.ctx);
         let bytes = bytes.map_err(ToolError::from)?;
@@ -414,6 +452,47 @@ mod tests {
         assert_eq!(g.action, "write /etc/motd (8 bytes)");
         assert_eq!(g.editable_field, None);
         assert!(ReadFile::new(ctx()).gate(&args).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_secret_read_is_gated_and_runs_only_on_the_operators_word() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = crate::tools::paths::resolve_local(dir.path()).unwrap();
+        std::fs::create_dir(base.join(".ssh")).unwrap();
+        std::fs::write(base.join(".ssh/id_ed25519"), "KEY-BYTES").unwrap();
+        std::os::unix::fs::symlink(base.join(".ssh"), base.join("k")).unwrap();
+        std::fs::write(base.join("plain.txt"), "plain").unwrap();
+        let t = ReadFile::new(ctx());
+        let via_link = base.join("k/id_ed25519");
+        let g = t.gate(&json!({"path": via_link})).expect("gated");
+        assert!(g.action.contains("secret place `.ssh`"), "{}", g.action);
+        assert!(
+            g.action.contains("→"),
+            "the resolved path is shown: {}",
+            g.action
+        );
+        assert!(t.gate(&json!({"path": base.join("plain.txt")})).is_none());
+        let args = json!({"path": via_link}).to_string();
+        // Without a fresh decision (a rule, or a path swapped after the gate):
+        // refused, nothing read.
+        for tc in [
+            ToolContext::default(),
+            ToolContext {
+                sandboxed: true,
+                ..Default::default()
+            },
+        ] {
+            let e = t.execute(&args, &tc).await.unwrap_err();
+            assert_eq!(e.class(), crate::tools::FailureClass::PermissionDenied);
+            assert!(!e.to_string().contains("KEY-BYTES"), "{e}");
+            assert!(e.to_string().contains("`.ssh`"), "{e}");
+        }
+        let asked = ToolContext {
+            asked: true,
+            ..Default::default()
+        };
+        let out = t.execute(&args, &asked).await.unwrap();
+        assert_eq!(out.result, json!("KEY-BYTES"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod files;
 pub mod live;
 pub mod mcp;
 pub mod output_view;
+pub mod own_addrs;
 pub mod paths;
 pub mod registry;
 pub mod request_tools;
@@ -108,6 +109,11 @@ pub struct ToolContext {
     /// in (the card's `in:` line). A command whose pane has moved since is
     /// refused rather than run elsewhere.
     pub approved_cwd: Option<String>,
+    /// The operator (or the operator's blanket policy) approved this very
+    /// call: what only a fresh decision may do (reading a secret place)
+    /// is allowed. The registry sets it; it is never set for an unasked
+    /// approval or an ungated call.
+    pub asked: bool,
 }
 
 impl ToolContext {

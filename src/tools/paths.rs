@@ -4,138 +4,73 @@
 //! A path is resolved first — on the local machine every symlink (dangling
 //! ones included) and every `..` is followed component by component; on other
 //! targets the path must be absolute and is normalised lexically — and only
-//! then checked: it must lie under an allowed root (none configured: anywhere),
-//! and sensitive places (`/etc`, `/boot`, `.ssh`/`.aws`/`.gnupg` directories,
-//! `/proc/*/environ`, ...) are refused unless an allowed root explicitly lies
-//! inside them. This module never reads file contents and never lets a path
-//! through that it could not resolve.
+//! then checked: it must lie under an allowed root (none configured:
+//! anywhere); system places (`/etc`, `/boot`, `/proc/*/environ`, ...) are
+//! refused unless an allowed root explicitly lies inside them; and the secret
+//! places ([`crate::config::secrets`], the one list every tool reads) are
+//! refused for writing (unless explicitly allowed the same way) and reported
+//! for reading, so the read asks the operator every time (an allowed root
+//! does not change that: a secret read is always a fresh decision). This
+//! module never reads file contents and never lets a path through that it
+//! could not resolve.
 
-use std::collections::VecDeque;
-use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use super::{FailureClass, ToolError};
+use crate::config::secrets::SecretPlaces;
+pub use crate::policy::resolve::{resolve_lexical, resolve_local};
 
-/// Sensitive roots refused unless explicitly allowed (`~` is the local home).
-pub const DEFAULT_SENSITIVE_ROOTS: &[&str] = &[
-    "/etc",
-    "/boot",
-    "/root/.ssh",
-    "/root/.aws",
-    "/root/.gnupg",
-    "/run/secrets",
-    "/var/run/secrets",
-    "~/.ssh",
-    "~/.aws",
-    "~/.gnupg",
-];
-
-/// Directory names that are sensitive wherever they appear (covers every
-/// user's home on any target).
-pub const DEFAULT_SENSITIVE_NAMES: &[&str] = &[".ssh", ".aws", ".gnupg"];
+/// System places refused both ways unless explicitly allowed.
+pub const SYSTEM_ROOTS: &[&str] = &["/etc", "/boot"];
 
 /// Entries of `/proc/<pid>/` that leak secrets or lead elsewhere.
 const PROC_SECRETS: &[&str] = &["environ", "mem", "root", "cwd", "fd", "map_files", "auxv"];
 
-/// Most symlinks followed while resolving one path.
-const MAX_LINKS: u32 = 40;
-
 /// Which paths the file tools may use. `[tools] files_allowed_paths` fills
-/// `allowed_roots`.
+/// `allowed_roots`; `[secrets]` (through [`crate::config::Config::secret_places`])
+/// fills `secrets`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathPolicy {
-    /// Paths must lie under one of these; empty: anywhere not sensitive.
+    /// Paths must lie under one of these; empty: anywhere not refused.
     pub allowed_roots: Vec<String>,
-    /// Refused unless an allowed root lies inside them.
-    pub sensitive_roots: Vec<String>,
-    /// Directory names refused wherever they appear (unless allowed).
-    pub sensitive_names: Vec<String>,
+    /// The secret places: a read asks, a write is refused.
+    pub secrets: SecretPlaces,
 }
 
 impl Default for PathPolicy {
+    /// No allowed roots; the secret places installed for this process.
     fn default() -> Self {
         PathPolicy {
             allowed_roots: Vec::new(),
-            sensitive_roots: DEFAULT_SENSITIVE_ROOTS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            sensitive_names: DEFAULT_SENSITIVE_NAMES
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            secrets: crate::policy::secret_reads::installed(),
         }
     }
+}
+
+/// A path the policy lets a reader use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadPath {
+    /// The resolved path the tool must use.
+    pub real: String,
+    /// The secret-place entry it lies in, if it does (the read must ask).
+    pub secret: Option<String>,
 }
 
 fn refuse(msg: String) -> ToolError {
     ToolError::failed(FailureClass::PermissionDenied, msg)
 }
 
-/// Components of `p` as owned names, `..` kept as `..`.
-fn parts(p: &Path) -> VecDeque<OsString> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some(OsString::from("..")),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Resolve an absolute path on this machine: every symlink met is replaced by
-/// its target (even when the target does not exist), `..` pops after that.
-pub fn resolve_local(abs: &Path) -> Result<PathBuf, String> {
-    let mut pending = parts(abs);
-    let mut out = PathBuf::from("/");
-    let mut links = 0;
-    while let Some(name) = pending.pop_front() {
-        if name == ".." {
-            out.pop();
-            continue;
-        }
-        let candidate = out.join(&name);
-        let is_link = std::fs::symlink_metadata(&candidate)
-            .map(|m| m.file_type().is_symlink())
-            .unwrap_or(false);
-        if !is_link {
-            out = candidate;
-            continue;
-        }
-        links += 1;
-        if links > MAX_LINKS {
-            return Err(format!(
-                "too many symlinks while resolving {}",
-                abs.display()
-            ));
-        }
-        let target = std::fs::read_link(&candidate)
-            .map_err(|e| format!("cannot read symlink {}: {e}", candidate.display()))?;
-        if target.is_absolute() {
-            out = PathBuf::from("/");
-        }
-        let mut next = parts(&target);
-        next.extend(pending);
-        pending = next;
-    }
-    Ok(out)
-}
-
-/// Normalise an absolute path without looking at any filesystem.
-pub fn resolve_lexical(abs: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for name in parts(abs) {
-        if name == ".." {
-            out.pop();
-        } else {
-            out.push(name);
-        }
-    }
-    out
+/// The refusal of a secret read that had no fresh operator decision: `how`
+/// says what would ask.
+pub fn secret_refusal(path: &str, entry: &str, how: &str) -> ToolError {
+    refuse(format!(
+        "refused: {path} is in a secret place (`{entry}`) and reading it needs the operator's \
+         own approval of this very call (no rule or policy can give it); {how}"
+    ))
 }
 
 impl PathPolicy {
-    /// A policy allowing only `roots` (plus the default sensitive rules).
+    /// A policy allowing only `roots` (plus the default refusals).
     pub fn allowing(roots: &[&str]) -> Self {
         PathPolicy {
             allowed_roots: roots.iter().map(|s| s.to_string()).collect(),
@@ -143,14 +78,40 @@ impl PathPolicy {
         }
     }
 
-    /// Resolve `path` and check it. `local`: the target's filesystem is this
-    /// machine's. Returns the resolved path the tool must use.
+    /// Resolve `path` and check it for writing. `local`: the target's
+    /// filesystem is this machine's. Returns the resolved path the tool
+    /// must use.
     pub fn check(&self, path: &str, local: bool) -> Result<String, ToolError> {
-        let home = if local {
-            std::env::var_os("HOME")
-        } else {
-            None
-        };
+        let (resolved, allowed) = self.confined(path, local)?;
+        let why = self.system(&resolved).or_else(|| {
+            self.secret(&resolved)
+                .map(|e| format!("secret place `{e}`"))
+        });
+        if let Some(why) = why
+            && !self.explicit(&resolved, &allowed)
+        {
+            return Err(self.sensitive(path, &resolved, &why));
+        }
+        Ok(resolved.to_string_lossy().into_owned())
+    }
+
+    /// Resolve `path` and check it for reading: refused where a write is,
+    /// except in a secret place, which is named instead (the read asks).
+    pub fn check_read(&self, path: &str, local: bool) -> Result<ReadPath, ToolError> {
+        let (resolved, allowed) = self.confined(path, local)?;
+        if let Some(why) = self.system(&resolved)
+            && !self.explicit(&resolved, &allowed)
+        {
+            return Err(self.sensitive(path, &resolved, &why));
+        }
+        Ok(ReadPath {
+            secret: self.secret(&resolved).map(str::to_string),
+            real: resolved.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// The resolved path and the allowed roots, or why the path is outside.
+    fn confined(&self, path: &str, local: bool) -> Result<(PathBuf, Vec<PathBuf>), ToolError> {
         let resolved = self.resolve(path, local)?;
         let allowed: Vec<PathBuf> = self
             .allowed_roots
@@ -163,24 +124,32 @@ impl PathPolicy {
                 self.allowed_roots.join(", ")
             )));
         }
-        if let Some(why) = self.sensitive(&resolved, home.as_deref().map(Path::new)) {
-            let explicit = allowed.iter().any(|r| {
-                resolved.starts_with(r)
-                    && self.sensitive(r, home.as_deref().map(Path::new)).is_some()
-            });
-            if !explicit {
-                let shown = if resolved.as_os_str() == path {
-                    String::new()
-                } else {
-                    format!(" (resolves to {})", resolved.display())
-                };
-                return Err(refuse(format!(
-                    "{path}{shown} is in a sensitive location ({why}); the file tools may not \
-                     touch it unless the operator allows it in [tools] files_allowed_paths"
-                )));
-            }
-        }
-        Ok(resolved.to_string_lossy().into_owned())
+        Ok((resolved, allowed))
+    }
+
+    /// Whether an allowed root that is itself refused contains `resolved`
+    /// (the operator opened that place on purpose).
+    fn explicit(&self, resolved: &Path, allowed: &[PathBuf]) -> bool {
+        allowed.iter().any(|r| {
+            resolved.starts_with(r) && (self.system(r).is_some() || self.secret(r).is_some())
+        })
+    }
+
+    fn sensitive(&self, path: &str, resolved: &Path, why: &str) -> ToolError {
+        let shown = if resolved.as_os_str() == path {
+            String::new()
+        } else {
+            format!(" (resolves to {})", resolved.display())
+        };
+        refuse(format!(
+            "{path}{shown} is in a sensitive location ({why}); the file tools may not \
+             touch it unless the operator allows it in [tools] files_allowed_paths"
+        ))
+    }
+
+    /// The secret-place entry `p` (resolved) lies in.
+    pub fn secret(&self, p: &Path) -> Option<&str> {
+        self.secrets.matches(p)
     }
 
     fn resolve(&self, path: &str, local: bool) -> Result<PathBuf, ToolError> {
@@ -211,24 +180,10 @@ impl PathPolicy {
         }
     }
 
-    /// Why `p` (resolved) is sensitive, if it is.
-    fn sensitive(&self, p: &Path, home: Option<&Path>) -> Option<String> {
-        for root in &self.sensitive_roots {
-            let root_path = match (root.strip_prefix("~/"), home) {
-                (Some(rest), Some(h)) => h.join(rest),
-                (Some(_), None) => continue,
-                _ => PathBuf::from(root),
-            };
-            if p.starts_with(&root_path) {
-                return Some(format!("under {root}"));
-            }
-        }
-        for c in p.components() {
-            if let Component::Normal(n) = c
-                && self.sensitive_names.iter().any(|s| n == s.as_str())
-            {
-                return Some(format!("inside a {} directory", n.to_string_lossy()));
-            }
+    /// Why `p` (resolved) is a refused system place, if it is.
+    fn system(&self, p: &Path) -> Option<String> {
+        if let Some(root) = SYSTEM_ROOTS.iter().find(|r| p.starts_with(r)) {
+            return Some(format!("under {root}"));
         }
         let names: Vec<_> = p.components().collect();
         if let [
@@ -320,6 +275,55 @@ mod tests {
         // Allowing `/` does not open sensitive places.
         let p = PathPolicy::allowing(&["/"]);
         denied(p.check("/etc/passwd", false));
+    }
+
+    #[test]
+    fn secret_places_are_named_for_reads_and_refused_for_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = resolve_local(dir.path()).unwrap();
+        let home = base.join("home");
+        let secrets = SecretPlaces::new(
+            &Default::default(),
+            Some(&home),
+            &[home.join(".config/vigil")],
+        );
+        let p = PathPolicy {
+            allowed_roots: Vec::new(),
+            secrets: secrets.clone(),
+        };
+        let s = |p: PathBuf| p.display().to_string();
+        let key = s(home.join(".ssh/id_ed25519"));
+        let own = s(home.join(".config/vigil/config.toml"));
+        let env = s(base.join("app/.env"));
+        for (path, entry) in [
+            (&key, "~/.ssh"),
+            (&own, own.trim_end_matches("/config.toml")),
+            (&env, ".env"),
+        ] {
+            let r = p.check_read(path, true).unwrap();
+            assert_eq!(r.secret.as_deref(), Some(entry), "{path}");
+            let m = denied(p.check(path, true));
+            assert!(m.contains("secret place"), "{m}");
+        }
+        // Through a symlink too.
+        std::fs::create_dir_all(&home).unwrap();
+        std::os::unix::fs::symlink(home.join(".netrc"), base.join("notes")).unwrap();
+        let r = p.check_read(&s(base.join("notes")), true).unwrap();
+        assert_eq!(r.secret.as_deref(), Some("~/.netrc"));
+        assert_eq!(r.real, s(home.join(".netrc")));
+        assert_eq!(
+            p.check_read(&s(base.join("x.txt")), true).unwrap().secret,
+            None
+        );
+        // An explicitly allowed root opens writes; a read still asks.
+        let opened = PathPolicy {
+            allowed_roots: vec![s(home.join(".ssh"))],
+            secrets,
+        };
+        assert!(opened.check(&key, true).is_ok());
+        assert!(opened.check_read(&key, true).unwrap().secret.is_some());
+        // System places stay refused for reads.
+        assert!(p.check_read("/etc/hostname", true).is_err());
     }
 
     #[test]

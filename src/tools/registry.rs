@@ -372,12 +372,14 @@ impl ToolRegistry {
             (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
         };
         // Approved without a fresh operator decision: it runs sandboxed.
-        // A gated call acts only on the paths its approval named.
+        // A gated call acts only on the paths its approval named; approved
+        // by the operator for this very call, it was asked.
+        let unasked = matches!(decision, Some(ApprovalDecision::ApproveUnasked(_)));
         let bound;
         let ctx = if gate.is_some() {
             bound = ToolContext {
-                sandboxed: ctx.sandboxed
-                    || matches!(decision, Some(ApprovalDecision::ApproveUnasked(_))),
+                sandboxed: ctx.sandboxed || unasked,
+                asked: decision.is_some() && !unasked,
                 approved_paths,
                 approved_cwd,
                 ..ctx.clone()

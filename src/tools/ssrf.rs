@@ -1,5 +1,8 @@
 //! SSRF protection for the web tools: which URLs, host names and addresses
-//! an HTTP request made for the model may reach.
+//! an HTTP request made for the model may reach. This machine's own
+//! addresses ([`super::own_addrs`]: every interface's, public ones included,
+//! and the unspecified address) are never reached, whatever
+//! `allow_private` says; loopback stays refused unless `allow_private`.
 //!
 //! Checks happen at three points: on the URL as parsed (scheme, userinfo,
 //! localhost names, allow/deny domain lists, literal IPs — which never reach
@@ -15,6 +18,8 @@ use std::sync::Arc;
 
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use super::own_addrs::OwnAddresses;
 
 /// Why an address is refused, if it is.
 pub fn ip_refusal(ip: IpAddr) -> Option<&'static str> {
@@ -137,16 +142,31 @@ pub struct SsrfPolicy {
     /// Static name → address overrides, used instead of DNS and filtered
     /// like DNS answers (like /etc/hosts).
     pub hosts: Vec<(String, IpAddr)>,
+    /// Which addresses are this machine's (refused; loopback aside).
+    pub own: OwnAddresses,
 }
 
 impl SsrfPolicy {
     /// Check one address about to be connected to.
     pub fn check_addr(&self, addr: SocketAddr) -> Result<(), String> {
-        if self.allow_private || self.allow_endpoints.contains(&addr) {
+        if self.allow_endpoints.contains(&addr) {
             return Ok(());
         }
-        match ip_refusal(addr.ip()) {
-            Some(why) => Err(format!("{} is {why}", addr.ip())),
+        self.check_ip(addr.ip())
+    }
+
+    /// Check an address on any port: never one of this machine's own
+    /// (loopback aside, refused below unless `allow_private`), then the
+    /// internal ranges unless `allow_private`.
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), String> {
+        if !ip.to_canonical().is_loopback() && self.own.contains(ip) {
+            return Err(format!("{ip} is an address of this machine"));
+        }
+        if self.allow_private {
+            return Ok(());
+        }
+        match ip_refusal(ip) {
+            Some(why) => Err(format!("{ip} is {why}")),
             None => Ok(()),
         }
     }
@@ -194,11 +214,8 @@ impl SsrfPolicy {
         }
         // A domain the URL parser did not turn into an address but that
         // still parses as one (defence in depth).
-        if let Ok(ip) = host.trim_end_matches('.').parse::<IpAddr>()
-            && !self.allow_private
-            && let Some(why) = ip_refusal(ip)
-        {
-            return Err(format!("{host} is {why}"));
+        if let Ok(ip) = host.trim_end_matches('.').parse::<IpAddr>() {
+            self.check_ip(ip)?;
         }
         self.check_lists(host)
     }
@@ -264,12 +281,12 @@ impl FilteringResolver {
         let mut refused = Vec::new();
         let allowed: Vec<SocketAddr> = found
             .into_iter()
-            .filter(|a| {
-                let ok = self.policy.allow_private || ip_refusal(a.ip()).is_none();
-                if !ok {
-                    refused.push(a.ip().to_string());
+            .filter(|a| match self.policy.check_ip(a.ip()) {
+                Ok(()) => true,
+                Err(why) => {
+                    refused.push(why);
+                    false
                 }
-                ok
             })
             .collect();
         if allowed.is_empty() {
@@ -361,5 +378,57 @@ mod tests {
         };
         assert!(p.check_addr("127.0.0.1:9".parse().unwrap()).is_ok());
         assert!(p.check_addr("127.0.0.1:10".parse().unwrap()).is_err());
+    }
+
+    #[test]
+    fn this_machines_own_addresses_are_refused_even_when_private_ones_are_allowed() {
+        let public: IpAddr = "93.184.216.34".parse().unwrap();
+        let p = SsrfPolicy {
+            allow_private: true,
+            own: OwnAddresses::Fixed(vec![public, "10.0.0.5".parse().unwrap()]),
+            ..Default::default()
+        };
+        for own in [
+            "93.184.216.34",
+            "::ffff:93.184.216.34",
+            "10.0.0.5",
+            "0.0.0.0",
+            "::",
+        ] {
+            let e = p.check_ip(own.parse().unwrap()).unwrap_err();
+            assert!(e.contains("this machine"), "{own}: {e}");
+        }
+        // Loopback follows allow_private, another private address passes.
+        assert!(p.check_ip("127.0.0.1".parse().unwrap()).is_ok());
+        assert!(p.check_ip("10.0.0.6".parse().unwrap()).is_ok());
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(p.check_url(&url("http://93.184.216.34:8080/x")).is_err());
+        assert!(p.check_url(&url("http://[::ffff:5db8:d822]/")).is_err());
+        // An exact endpoint stays an explicit opt-in.
+        let opened = SsrfPolicy {
+            allow_endpoints: vec![SocketAddr::new(public, 80)],
+            ..p.clone()
+        };
+        assert!(opened.check_addr(SocketAddr::new(public, 80)).is_ok());
+        assert!(opened.check_addr(SocketAddr::new(public, 81)).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_resolver_drops_this_machines_addresses() {
+        let own: IpAddr = "93.184.216.34".parse().unwrap();
+        let p = SsrfPolicy {
+            own: OwnAddresses::Fixed(vec![own]),
+            hosts: vec![
+                ("me.test".into(), own),
+                ("both.test".into(), own),
+                ("both.test".into(), "1.1.1.1".parse().unwrap()),
+            ],
+            ..Default::default()
+        };
+        let r = p.resolver();
+        let e = r.lookup("me.test").await.unwrap_err();
+        assert!(e.contains("this machine"), "{e}");
+        let got = r.lookup("both.test").await.unwrap();
+        assert_eq!(got, vec![SocketAddr::new("1.1.1.1".parse().unwrap(), 0)]);
     }
 }
