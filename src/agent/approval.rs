@@ -40,8 +40,9 @@ use crate::policy::gate::{
     ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
 };
 use crate::policy::prefix_rule;
-use crate::policy::risk::{Assessment, assess};
+use crate::policy::risk::{Assessment, assess_in};
 use crate::policy::rules::{Call, PolicyRules};
+use crate::policy::secret_reads::Scope;
 use crate::shell;
 
 /// What the console and `vigil exec` say when auto-approval turns into asking.
@@ -337,11 +338,7 @@ impl ApprovalBroker {
     /// about it (its digest, resolved paths).
     pub fn preview_call(&self, tool: &str, gate: &GateInfo, facts: CallFacts) -> Preview {
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, assessment) = self.request(0, "", tool, gate, script.as_ref());
-        let request = ApprovalRequest {
-            facts: Box::new(facts),
-            ..request
-        };
+        let (request, assessment) = self.request(0, "", tool, gate, script.as_ref(), facts);
         let outcome = self.outcome(&request, script.as_ref());
         Preview {
             assessment,
@@ -357,8 +354,9 @@ impl ApprovalBroker {
         tool: &str,
         gate: &GateInfo,
         script: Option<&shell::Script>,
+        facts: CallFacts,
     ) -> (ApprovalRequest, Assessment) {
-        let a = assessment(tool, gate, script);
+        let a = assessment(tool, gate, script, facts.cwd.as_deref());
         let request = ApprovalRequest {
             id,
             call_id: call_id.to_string(),
@@ -369,7 +367,7 @@ impl ApprovalBroker {
             estimate_reason: a.reason.clone(),
             automatic: false,
             change: None,
-            facts: Default::default(),
+            facts: Box::new(facts),
         };
         (request, a)
     }
@@ -481,11 +479,7 @@ impl Approver for ApprovalBroker {
     ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref());
-        let request = ApprovalRequest {
-            facts: Box::new(facts),
-            ..request
-        };
+        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
         let automatic = self.automatic(self.outcome(&request, script.as_ref()));
         let request = ApprovalRequest {
             automatic: automatic.is_some(),
@@ -543,10 +537,23 @@ fn operator_record(request: &ApprovalRequest, decision: &ApprovalDecision) -> De
 const WITHDRAWN: &str = "the approval request was withdrawn";
 
 /// vigil's own estimate for a gated call: commands are assessed from their
-/// parsed text; anything else that needs approval counts as medium.
-fn assessment(tool: &str, gate: &GateInfo, script: Option<&shell::Script>) -> Assessment {
+/// parsed text, from the directory the command will run in (`cwd`, the
+/// card's `in:`; else this process's); anything else that needs approval
+/// counts as medium.
+fn assessment(
+    tool: &str,
+    gate: &GateInfo,
+    script: Option<&shell::Script>,
+    cwd: Option<&str>,
+) -> Assessment {
     let own = match script {
-        Some(script) if is_command(tool, gate) => assess(script),
+        Some(script) if is_command(tool, gate) => {
+            let mut scope = Scope::current();
+            if let Some(dir) = cwd {
+                scope.cwd = Some(std::path::PathBuf::from(dir));
+            }
+            assess_in(script, &scope)
+        }
         _ => Assessment {
             risk: Risk::Medium,
             reason: "not a shell command".into(),

@@ -396,3 +396,27 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
         let _ = t.await;
     }
 }
+
+#[test]
+fn a_command_is_estimated_from_the_directory_it_will_run_in() {
+    // `cat shadow` is harmless from here, a secret read in /etc: the
+    // estimate follows the card's `in:` (a managed pane after `cd /etc`).
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let broker = ApprovalBroker::new(tx, "local".into(), Policy::AutoApproveLow);
+    broker.set_can_sandbox(true);
+    let mut g = gate("cat shadow");
+    g.mutation = Some(false);
+    let here = broker.preview_call("run_shell", &g, CallFacts::default());
+    assert_eq!(here.assessment.risk, Risk::Low, "{:?}", here.assessment);
+    let in_etc = CallFacts {
+        cwd: Some("/etc".into()),
+        ..CallFacts::default()
+    };
+    let there = broker.preview_call("run_shell", &g, in_etc);
+    assert_eq!(there.assessment.risk, Risk::High, "{:?}", there.assessment);
+    assert!(
+        there.assessment.reason.contains("/etc/shadow"),
+        "{}",
+        there.assessment.reason
+    );
+}
