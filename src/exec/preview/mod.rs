@@ -17,7 +17,10 @@
 //! wrote. It never runs the command outside the view, and a view that
 //! cannot be built is an error, never a plain run.
 
+pub mod disguise;
 pub mod effects;
+pub mod fence;
+pub mod mounts;
 pub mod netwatch;
 pub mod report;
 pub mod supervise;
@@ -72,13 +75,7 @@ pub enum PreviewError {
     Report(String),
 }
 
-/// The git top level holding `dir`, else `dir`.
-fn working_tree(dir: &Path) -> PathBuf {
-    dir.ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(dir)
-        .to_path_buf()
-}
+use sandbox::masks::working_tree;
 
 /// The directories made writable for a command run in `cwd` (canonical,
 /// none inside another): its working tree, `home`, `/tmp`.
@@ -116,7 +113,7 @@ fn staging(roots: &[PathBuf]) -> Result<tempfile::TempDir, PreviewError> {
         )));
     }
     tempfile::Builder::new()
-        .prefix("vigil-preview-")
+        .prefix(".tmp")
         .tempdir_in(base)
         .map_err(|e| PreviewError::Unavailable(format!("cannot make a staging directory: {e}")))
 }
@@ -140,6 +137,9 @@ fn command(
         .args(["--size", &opts.size_limit.to_string()]);
     for r in roots {
         cmd.arg("--root").arg(r);
+    }
+    for m in sandbox::masks_for(Some(cwd)) {
+        cmd.arg("--mask").arg(m);
     }
     cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")])
         .arg(script)
