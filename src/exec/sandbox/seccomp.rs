@@ -174,10 +174,7 @@ pub(crate) fn pid_naming() -> Vec<libc::sock_filter> {
     for nr in PID_NAMING_SELF_ONLY {
         p.extend(only_zero(*nr, 0, eperm));
     }
-    p.extend(only_self_as(
-        libc::SYS_setpriority,
-        libc::PRIO_PROCESS,
-    ));
+    p.extend(only_self_as(libc::SYS_setpriority, libc::PRIO_PROCESS));
     p.extend(only_self_as(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS));
     p
 }
