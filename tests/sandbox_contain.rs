@@ -55,7 +55,11 @@ fn home() -> &'static Home {
             std::fs::write(home.join(f), text).unwrap();
         }
         open_up(&base);
-        let places = SecretPlaces::new(&SecretsConfig::default(), Some(&home), &[vigil.clone()]);
+        let places = SecretPlaces::new(
+            &SecretsConfig::default(),
+            Some(&home),
+            std::slice::from_ref(&vigil),
+        );
         sandbox::set_secret_places(places);
         sandbox::set_helper(common::sandbox_helper_bin());
         Home { home, vigil }
