@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
@@ -22,13 +21,7 @@ use std::time::Duration;
 use vigil::config::secrets::{SecretPlaces, SecretsConfig};
 use vigil::exec::{ExecutionContext, RunOutcome, RunRequest, sandbox};
 
-fn reach() -> String {
-    concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/contain/reach.py"
-    )
-    .into()
-}
+use common::contain::{Marker, drained, ipc_and_keys, pty, reach, winsize};
 
 /// A home of this test process holding secrets (the secret list is set
 /// once per process: defaults with this home, plus a vigil folder).
@@ -169,44 +162,6 @@ fn all_refused(out: &str, except: &[&str], what: &str) {
     }
 }
 
-/// Ends the process group of a marker this test started, on drop.
-struct Marker(std::process::Child);
-
-impl Marker {
-    fn start(cmd: &mut Command) -> Marker {
-        Marker(cmd.process_group(0).spawn().unwrap())
-    }
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-    /// What another process could change: limits, nice, affinity, policy.
-    fn state(&self) -> String {
-        let pid = self.pid();
-        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let cpus = status.lines().find(|l| l.starts_with("Cpus_allowed_list"));
-        let io = Command::new("ionice")
-            .args(["-p", &pid.to_string()])
-            .output();
-        format!(
-            "{limits}\nnice={} policy={} {cpus:?} io={}",
-            fields[16],
-            fields[38],
-            io.map(|o| text(&o.stdout)).unwrap_or_default()
-        )
-    }
-}
-
-impl Drop for Marker {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) of the process group this test created.
-        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
-        let _ = self.0.wait();
-    }
-}
-
 // ---- other processes: every call that names one ------------------------
 
 #[tokio::test]
@@ -294,25 +249,6 @@ fn as_a_user_the_helper_survives_and_cleans_up_too() {
 
 // ---- IPC and keyrings -----------------------------------------------------
 
-/// The machine's IPC objects and keys, as seen from outside.
-fn ipc_and_keys() -> BTreeSet<String> {
-    let mut all = BTreeSet::new();
-    for f in ["msg", "shm", "sem"] {
-        let t = std::fs::read_to_string(format!("/proc/sysvipc/{f}")).unwrap_or_default();
-        all.extend(t.lines().skip(1).map(|l| format!("{f}: {l}")));
-    }
-    if let Ok(d) = std::fs::read_dir("/dev/mqueue") {
-        all.extend(d.flatten().map(|e| format!("mq: {:?}", e.file_name())));
-    }
-    let keys = std::fs::read_to_string("/proc/keys").unwrap_or_default();
-    all.extend(
-        keys.lines()
-            .filter(|l| l.contains("vigil-contain"))
-            .map(|l| format!("key: {l}")),
-    );
-    all
-}
-
 #[tokio::test]
 async fn no_ipc_object_or_key_is_made_or_reached() {
     let before = ipc_and_keys();
@@ -369,52 +305,6 @@ async fn no_socket_reaches_an_outside_unix_socket_or_netlink_peer() {
 }
 
 // ---- terminals, FIFOs, devices --------------------------------------------
-
-/// A pseudo-terminal this test owns: (master, slave, slave path).
-fn pty() -> (OwnedFd, OwnedFd, PathBuf) {
-    let (mut m, mut s) = (0, 0);
-    let mut name = [0 as libc::c_char; 64];
-    // SAFETY: openpty writes two descriptors and the slave's name (64
-    // bytes are plenty); no termios or winsize given.
-    let rc = unsafe {
-        libc::openpty(
-            &mut m,
-            &mut s,
-            name.as_mut_ptr(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0);
-    // SAFETY: openpty returned two fresh descriptors we now own; the name
-    // is NUL-terminated.
-    unsafe {
-        let path = std::ffi::CStr::from_ptr(name.as_ptr())
-            .to_string_lossy()
-            .into_owned();
-        libc::fcntl(m, libc::F_SETFL, libc::O_NONBLOCK);
-        (
-            OwnedFd::from_raw_fd(m),
-            OwnedFd::from_raw_fd(s),
-            path.into(),
-        )
-    }
-}
-
-fn winsize(fd: &OwnedFd) -> (u16, u16) {
-    // SAFETY: TIOCGWINSZ writes one winsize.
-    let mut w: libc::winsize = unsafe { std::mem::zeroed() };
-    unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut w) };
-    (w.ws_row, w.ws_col)
-}
-
-/// What the test's side of the terminal received (nothing expected).
-fn drained(master: &OwnedFd) -> Vec<u8> {
-    let mut buf = [0u8; 4096];
-    // SAFETY: reading into a local buffer from a non-blocking descriptor.
-    let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-    buf[..n.max(0) as usize].to_vec()
-}
 
 #[tokio::test]
 async fn no_terminal_fifo_or_device_outside_is_opened() {
