@@ -146,11 +146,11 @@ mod tests {
     fn command_lines_are_read_strictly() {
         let r = parse(&os(&["--write", "/tmp/o", "--", "/bin/sh", "-c", "ls"])).unwrap();
         assert_eq!(r.allow.write_files, vec![PathBuf::from("/tmp/o")]);
+        assert_eq!(r.program, os(&["/bin/sh", "-c", "ls"]));
+        assert!(!r.probe);
         let r = parse(&os(&["--mask", "/root/.ssh", "--", "ls"])).unwrap();
         assert_eq!(r.allow.masks, vec![PathBuf::from("/root/.ssh")]);
         assert!(parse(&os(&["--mask"])).is_err());
-        assert_eq!(r.program, os(&["/bin/sh", "-c", "ls"]));
-        assert!(!r.probe);
         assert!(parse(&os(&["--probe"])).unwrap().probe);
         assert!(parse(&os(&["--"])).unwrap_err().contains("nothing to run"));
         assert!(parse(&os(&["--write"])).is_err());
