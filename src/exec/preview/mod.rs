@@ -3,14 +3,16 @@
 //! operator decides.
 //!
 //! The view ([`view`], built by the sandbox helper in preview mode) is made
-//! with the kernel directly: mount + PID + network namespaces, an overlay
-//! over the working tree (the git top level, else the directory), home and
-//! `/tmp` whose upper layer is a size-limited tmpfs, the rest of `/`
-//! read-only, no network (attempts are recorded and refused:
-//! [`netwatch`]), a time limit, and every process killed at the end
-//! ([`supervise`]). Bubblewrap is not used: Debian bookworm's 0.8 has no
-//! `--overlay` (it came in 0.9), and an overlay is what makes writes land
-//! in a throwaway layer.
+//! with the kernel directly: mount + PID + network + IPC namespaces, an
+//! overlay over the working tree (the git top level, else the directory),
+//! home and `/tmp` whose upper layer is a size-limited tmpfs, the rest of
+//! `/` read-only and `nodev` with a fresh minimal `/dev`, Landlock so
+//! nothing outside the overlays is written ([`fence`]), the secret places
+//! masked, no capabilities even as root, no terminal, no network (attempts
+//! are recorded and refused: [`netwatch`]), a time limit, and every process
+//! killed at the end ([`supervise`]). Bubblewrap is not used: Debian
+//! bookworm's 0.8 has no `--overlay` (it came in 0.9), and an overlay is
+//! what makes writes land in a throwaway layer.
 //!
 //! This module (the vigil side) picks the writable roots, starts the
 //! helper, captures the command's output and reads the report the view

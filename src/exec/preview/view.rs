@@ -2,15 +2,19 @@
 //! (`vigil __sandbox --preview …`, see [`Request`]).
 //!
 //! With the kernel directly (bubblewrap 0.8, Debian bookworm's, has no
-//! overlay support, which this needs): the helper unshares a mount, PID
-//! and network namespace (and a user namespace when not root), then forks
-//! the view's PID 1, which
-//! 1. makes every mount private and read-only (`mount_setattr`, recursive);
-//! 2. mounts a `tmpfs` of the size limit (a full one is ENOSPC: the size
-//!    limit) and, on each writable root (working tree, home, /tmp), an
-//!    `overlay` whose upper layer lives on that tmpfs;
+//! overlay support, which this needs): the helper gives up any terminal,
+//! unshares a mount, PID, network and IPC namespace (and a user namespace
+//! when not root), then forks the view's PID 1, which
+//! 1. starts a session of its own and looks like an ordinary init
+//!    ([`super::disguise`]);
+//! 2. makes every mount private, read-only, `nodev` and `nosuid`, mounts a
+//!    `tmpfs` of the size limit (a full one is ENOSPC: the size limit) and,
+//!    on each writable root (working tree, home, /tmp), an `overlay` whose
+//!    upper layer lives on that tmpfs; masks the secret places; mounts a
+//!    fresh minimal `/dev` ([`super::mounts`]);
 //! 3. hides the tmpfs, mounts a read-only `/proc` of the new PID namespace;
-//! 4. watches the network ([`super::netwatch`]) and runs the command
+//! 4. watches the network ([`super::netwatch`]), fences the command with
+//!    Landlock ([`super::fence`]) and runs it without capabilities
 //!    ([`super::supervise`]) under the time limit;
 //! 5. reads the effects from the upper layers ([`super::effects`]) and
 //!    writes the [`PreviewReport`] as JSON to the report file.
