@@ -443,3 +443,49 @@ fn as_a_user_secret_places_read_as_denied_too() {
         "{control:?}"
     );
 }
+
+/// Issue 25, item 4, as it happened: a repository's `core.fsmonitor` hook
+/// runs under a low `git status` and re-limits a process outside
+/// (`prlimit --cpu=1:2` killed it with SIGXCPU) and the agent itself (here
+/// the test process stands for it: `--nofile=4`).
+#[tokio::test]
+async fn a_repositorys_hook_under_git_status_reaches_no_process() {
+    let marker = Marker::start(Command::new("sleep").arg("300"));
+    let before = marker.state();
+    let me = std::process::id();
+    let my_limits = std::fs::read_to_string(format!("/proc/{me}/limits")).unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(r)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{ok:?}");
+    };
+    git(&["init", "-q"]);
+    let hook = r.join("hook.sh");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nprlimit --pid {} --cpu=1:2; prlimit --pid {me} --nofile=4:4; \
+             echo hook-ran >&2\n",
+            marker.pid()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    git(&["config", "core.fsmonitor", &hook.display().to_string()]);
+    let out = boxed_in("git status --short; echo done", r).await;
+    let err = text(&out.stderr);
+    assert!(err.contains("hook-ran"), "the hook did not run: {out:?}");
+    assert!(err.contains("Operation not permitted"), "{err}");
+    assert_eq!(before, marker.state(), "the marker was re-limited");
+    assert_eq!(
+        my_limits,
+        std::fs::read_to_string(format!("/proc/{me}/limits")).unwrap(),
+        "the agent's limits changed"
+    );
+    assert!(common::alive(marker.pid() as i32));
+}
