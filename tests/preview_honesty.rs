@@ -78,7 +78,7 @@ const CATALOGUE: &[(&str, &str)] = &[
     (
         "capabilities",
         "grep CapEff /proc/self/status; cat /etc/shadow; touch /etc/vigil-view; \
-         chown 1:1 inside.txt 2>/dev/null",
+         chown 1:1 inside.txt 2>/dev/null; echo ctty=$(cut -d' ' -f7 /proc/self/stat)",
     ),
 ];
 
@@ -347,6 +347,7 @@ async fn nothing_outside_the_writable_layer_changes_whatever_runs_in_the_view() 
         "root keeps capabilities: {out}"
     );
     assert!(!out.contains("root:"), "/etc/shadow was read: {out}");
+    assert!(out.contains("ctty=0\n"), "a controlling terminal: {out}");
     let mut rng = Rng(seed);
     for _ in 0..24 {
         let n = 1 + rng.below(4);
@@ -355,8 +356,9 @@ async fn nothing_outside_the_writable_layer_changes_whatever_runs_in_the_view() 
     }
 }
 
-/// Each sendmmsg message and each raced sendmsg is recorded, and the
-/// inside actions do show as effects (the property is not vacuous).
+/// Addresses of `sendmsg` and `sendto` are recorded, secret places read as
+/// denied in the view, and the inside actions do show as effects (the
+/// property is not vacuous).
 #[tokio::test]
 async fn the_report_still_shows_what_happened_inside() {
     sandbox::set_helper(common::sandbox_helper_bin());
@@ -366,8 +368,17 @@ async fn the_report_still_shows_what_happened_inside() {
 for f in (lambda: s.sendmsg([b'a'], [], 0, ('192.0.2.1', 9)), lambda: s.sendto(b'b', ('192.0.2.2', 9))):
     try: f()
     except OSError as e: print(e)\"; ";
-    let script = format!("{udp}{}", world.script(&[inside]));
+    std::fs::create_dir_all(world.repo.join("app")).unwrap();
+    std::fs::write(world.repo.join("app/.env.local"), "TOKEN=VIEW-SECRET-7\n").unwrap();
+    let secrets = "cat app/.env.local /etc/shadow; grep -rs VIEW-SECRET . ; ";
+    let script = format!("{udp}{secrets}{}", world.script(&[inside]));
     let r = preview(&script, &world.repo, opts()).await.unwrap();
+    let out = r.output_head.clone() + &r.output_tail;
+    assert!(
+        !out.contains("VIEW-SECRET-7") && !out.contains("root:"),
+        "{out}"
+    );
+    assert_eq!(out.matches("Permission denied").count(), 2, "{out}");
     let paths: Vec<String> = r
         .files
         .iter()
