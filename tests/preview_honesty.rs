@@ -437,3 +437,53 @@ fn as_a_user_nothing_outside_changes_either() {
     assert_eq!(world.received(), Vec::<String>::new(), "{said}");
     assert!(said.contains("CapEff:\t0000000000000000"), "{said}");
 }
+
+/// A terminal handed to the helper (controlling terminal, descriptors 0
+/// and 5) reaches no command in the view: descriptor 0 is `/dev/null`,
+/// nothing above 2 is inherited, no controlling terminal, and the
+/// terminal's reader gets nothing.
+#[test]
+fn a_terminal_given_to_the_view_does_not_reach_the_command() {
+    use std::os::unix::process::CommandExt;
+    let (master, slave, _) = pty();
+    let staging = tempfile::tempdir_in("/dev/shm").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let raw = slave.as_raw_fd();
+    let mut cmd = Command::new("setsid");
+    cmd.arg("--ctty")
+        .arg(common::sandbox_helper_bin())
+        .args(["__sandbox", "--preview", "--staging"])
+        .arg(staging.path())
+        .arg("--cwd")
+        .arg(dir.path())
+        .arg("--root")
+        .arg(dir.path())
+        .args([
+            "--time-ms",
+            "5000",
+            "--size",
+            "8388608",
+            "--",
+            "/bin/sh",
+            "-c",
+        ])
+        .arg(
+            "echo ctty=$(cut -d' ' -f7 /proc/self/stat); ls /proc/self/fd | tr '\\n' ' '; echo; \
+             readlink /proc/self/fd/0; echo X >&5; echo X > /dev/tty",
+        )
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::from(slave.try_clone().unwrap()));
+    // SAFETY: dup2 in the child before exec, onto descriptor 5.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::dup2(raw, 5);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("ctty=0\n0 1 2 3 \n/dev/null\n"), "{said}");
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(drained(&master).is_empty(), "the terminal got output");
+}

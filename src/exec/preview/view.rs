@@ -111,6 +111,7 @@ pub fn main(args: &[OsString]) -> i32 {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    crate::exec::sandbox::session::cloexec_inherited();
     if let Err(e) = crate::exec::sandbox::session::drop_terminal() {
         return fail(&e);
     }

@@ -27,13 +27,22 @@ pub fn detach_from_caller() -> Result<(), String> {
         if libc::getppid() == 1 {
             return Err("vigil went away before the sandbox started".into());
         }
+    }
+    cloexec_inherited();
+    Ok(())
+}
+
+/// Mark every inherited descriptor above 2 close-on-exec: nothing vigil's
+/// own parent left open (a terminal, a socket) reaches the command.
+pub fn cloexec_inherited() {
+    // SAFETY: close_range with integer arguments only changes flags.
+    unsafe {
         libc::close_range(
             3,
             libc::c_uint::MAX,
             libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
         );
     }
-    Ok(())
 }
 
 extern "C" fn on_parent_death(_: libc::c_int) {
