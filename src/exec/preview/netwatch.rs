@@ -62,7 +62,7 @@ fn filter() -> Vec<libc::sock_filter> {
         libc::SYS_io_uring_setup,
         seccomp::errno(libc::EPERM),
     ));
-    p.extend(seccomp::unix_stream_only(&[libc::AF_INET, libc::AF_INET6]));
+    p.extend(seccomp::no_unix_datagrams(&[libc::AF_INET, libc::AF_INET6]));
     p.extend(seccomp::keyrings());
     p.extend(seccomp::pid_naming());
     p.push(seccomp::allow_rest());

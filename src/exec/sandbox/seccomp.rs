@@ -297,7 +297,7 @@ pub(crate) fn unix_pairs() -> Vec<libc::sock_filter> {
 /// the unix family only as a stream or seqpacket, of netlink only for
 /// route and sock_diag, of another family only in `families`, else
 /// EAFNOSUPPORT.
-pub(crate) fn unix_stream_only(families: &[i32]) -> Vec<libc::sock_filter> {
+pub(crate) fn no_unix_datagrams(families: &[i32]) -> Vec<libc::sock_filter> {
     let mut p = unix_pairs();
     p.extend(view_socket(families));
     p
