@@ -147,18 +147,6 @@ pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
             AccessFs::Execute | AccessFs::ReadDir,
         ))
         .map_err(ruleset_error)?;
-    let mut excluded = readable::real_places(&allow.masks);
-    excluded.push(PathBuf::from("/dev"));
-    let mut readable = readable::readable_beneath(&excluded).map_err(SandboxError::Landlock)?;
-    readable.extend(READABLE_DEVICES.iter().map(PathBuf::from));
-    for path in readable {
-        // An entry that vanished since it was listed is skipped.
-        if let Ok(fd) = PathFd::new(&path) {
-            created = created
-                .add_rule(PathBeneath::new(fd, AccessFs::ReadFile))
-                .map_err(ruleset_error)?;
-        }
-    }
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & !AccessFs::Execute;
     let mut writable = vec![PathBuf::from("/dev/null")];
     writable.extend(allow.write_files.iter().cloned());
@@ -173,7 +161,64 @@ pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
     }
     let fd: Option<OwnedFd> = created.into();
     let ruleset = fd.ok_or_else(|| SandboxError::NotEnforced("no ruleset".into()))?;
+    let mut excluded = readable::real_places(&allow.masks);
+    excluded.push(PathBuf::from("/dev"));
+    let mut readable = readable::readable_beneath(&excluded).map_err(SandboxError::Landlock)?;
+    readable.extend(READABLE_DEVICES.iter().map(PathBuf::from));
+    for path in readable {
+        add_read_rule(&ruleset, &path)?;
+    }
     Ok(Prepared { ruleset })
+}
+
+/// `struct landlock_path_beneath_attr` (packed).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_ACCESS_FS_READ_FILE`.
+const ACCESS_READ_FILE: u64 = 1 << 2;
+
+/// One read rule beneath `path`, added with the raw system calls (there are
+/// many: one per sibling along each masked place); an entry that vanished
+/// since it was listed is skipped.
+fn add_read_rule(ruleset: &OwnedFd, path: &std::path::Path) -> Result<(), SandboxError> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: `c` is NUL-terminated; O_PATH opens nothing for reading.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Ok(());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: ACCESS_READ_FILE,
+        parent_fd: fd,
+    };
+    // SAFETY: the attribute is the packed layout the kernel expects and
+    // outlives the call; both descriptors are open; `fd` is ours to close.
+    let rc = unsafe {
+        let rc = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            1, // LANDLOCK_RULE_PATH_BENEATH
+            &attr as *const PathBeneathAttr,
+            0u32,
+        );
+        libc::close(fd);
+        rc
+    };
+    if rc != 0 {
+        return Err(SandboxError::Landlock(format!(
+            "cannot allow reading {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
 }
 
 /// Enforce a ruleset on the calling thread (and what it starts):

@@ -39,6 +39,17 @@ pub fn readable_beneath(excluded: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
+/// Whether `a` is `b` or beneath it (byte prefix at a `/` boundary; both
+/// real, normalised paths).
+fn within(a: &[u8], b: &[u8]) -> bool {
+    a.starts_with(b) && (a.len() == b.len() || b == b"/" || a[b.len()] == b'/')
+}
+
+fn bytes(p: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes()
+}
+
 fn walk(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
@@ -47,10 +58,11 @@ fn walk(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<(), 
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        if kind.is_symlink() || excluded.iter().any(|x| path.starts_with(x)) {
+        let p = bytes(&path);
+        if kind.is_symlink() || excluded.iter().any(|x| within(p, bytes(x))) {
             continue;
         }
-        if excluded.iter().any(|x| x.starts_with(&path)) {
+        if excluded.iter().any(|x| within(bytes(x), p)) {
             if kind.is_dir() {
                 walk(&path, excluded, out)?;
             }
