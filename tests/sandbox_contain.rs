@@ -33,7 +33,17 @@ struct Home {
 fn home() -> &'static Home {
     static HOME: OnceLock<Home> = OnceLock::new();
     HOME.get_or_init(|| {
-        let base = PathBuf::from(format!("/var/tmp/vigil-contain-{}", std::process::id()));
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // Earlier runs' homes (their processes are gone) go first.
+        for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("vigil-contain-") {
+                if pid.parse().is_ok_and(|p: i32| !common::alive(p)) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let base = tmp.join(format!("vigil-contain-{}", std::process::id()));
         let home = base.join("home");
         let vigil = home.join(".config/vigil");
         for d in [home.join(".ssh"), vigil.clone()] {
