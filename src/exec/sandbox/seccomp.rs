@@ -404,7 +404,7 @@ mod tests {
 
     /// Run `prog` on one system call (x86_64 or aarch64 numbers as built).
     fn run(prog: &[libc::sock_filter], nr: i64, args: [u64; 6]) -> u32 {
-        let mut data = vec![0u8; 64];
+        let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&(nr as u32).to_ne_bytes());
         data[4..8].copy_from_slice(&AUDIT_ARCH.to_ne_bytes());
         for (i, a) in args.iter().enumerate() {
