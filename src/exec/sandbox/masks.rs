@@ -7,8 +7,11 @@
 //! mounts).
 //!
 //! The list is set once per process from the configuration
-//! ([`set_secret_places`]); until then the defaults apply. This module only
-//! lists paths; it never reads a file's contents.
+//! ([`set_secret_places`]); until then the defaults apply. A tree's walk is
+//! remembered with the change time of every folder it listed and reused
+//! while none changed (an entry added, removed or renamed changes its
+//! folder), so a repeated run pays a `stat` per folder, not a listing. This
+//! module only lists paths; it never reads a file's contents.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -64,16 +67,71 @@ pub fn masks_for(cwd: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
-/// Every entry of a secret name beneath `tree` (bounded, see the
-/// constants); a secret folder is listed, not entered.
+/// A folder's identity and change time: a new, removed or renamed entry
+/// changes it (and so does setting its times back).
+type Stamp = (u64, i64, i64);
+
+fn stamp(dir: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    Some((m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+/// One walk: the folders it listed (stamped before listing) and what it
+/// found. Still true while every folder has the same stamp.
+struct Walk {
+    dirs: Vec<(PathBuf, Option<Stamp>)>,
+    found: Vec<PathBuf>,
+}
+
+impl Walk {
+    fn still_true(&self) -> bool {
+        self.dirs.iter().all(|(d, s)| stamp(d) == *s)
+    }
+}
+
+/// Walks of recent working trees (a few; the oldest is dropped).
+static WALKS: std::sync::Mutex<Vec<(PathBuf, std::sync::Arc<Walk>)>> =
+    std::sync::Mutex::new(Vec::new());
+const WALKS_KEPT: usize = 8;
+
+/// Every entry of a secret name beneath `tree` (see [`walk`]), from the
+/// last walk of that tree when none of its folders changed since.
 fn named_beneath(places: &SecretPlaces, tree: &Path, out: &mut Vec<PathBuf>) {
-    let mut queue = std::collections::VecDeque::from([(tree.to_path_buf(), 0usize)]);
-    let mut listed = 0;
-    while let Some((dir, depth)) = queue.pop_front() {
-        if listed >= WALK_MAX_DIRS {
-            return;
+    let cached = WALKS
+        .lock()
+        .ok()
+        .and_then(|w| w.iter().find(|(t, _)| t == tree).map(|(_, w)| w.clone()));
+    let walked = match cached {
+        Some(w) if w.still_true() => w,
+        _ => {
+            let w = std::sync::Arc::new(walk(places, tree));
+            if let Ok(mut all) = WALKS.lock() {
+                all.retain(|(t, _)| t != tree);
+                if all.len() >= WALKS_KEPT {
+                    all.remove(0);
+                }
+                all.push((tree.to_path_buf(), w.clone()));
+            }
+            w
         }
-        listed += 1;
+    };
+    out.extend(walked.found.iter().cloned());
+}
+
+/// Walk `tree` for entries of a secret name (bounded, see the constants);
+/// a secret folder is listed, not entered.
+fn walk(places: &SecretPlaces, tree: &Path) -> Walk {
+    let mut w = Walk {
+        dirs: Vec::new(),
+        found: Vec::new(),
+    };
+    let mut queue = std::collections::VecDeque::from([(tree.to_path_buf(), 0usize)]);
+    while let Some((dir, depth)) = queue.pop_front() {
+        if w.dirs.len() >= WALK_MAX_DIRS {
+            break;
+        }
+        w.dirs.push((dir.clone(), stamp(&dir)));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -81,7 +139,7 @@ fn named_beneath(places: &SecretPlaces, tree: &Path, out: &mut Vec<PathBuf>) {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             if places.is_secret_name(name) {
-                out.push(entry.path());
+                w.found.push(entry.path());
                 continue;
             }
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
@@ -90,6 +148,7 @@ fn named_beneath(places: &SecretPlaces, tree: &Path, out: &mut Vec<PathBuf>) {
             }
         }
     }
+    w
 }
 
 #[cfg(test)]
