@@ -184,3 +184,48 @@ async fn run_shell_sandboxes_unasked_calls_in_a_pane() {
     let screen = b.manager().capture_mirror().await.unwrap();
     assert!(screen.contains("[vigil: sandboxed] $ touch"), "{screen}");
 }
+
+/// Issue 25, item 7: a contained run's output is shown on the shared pane
+/// as inert text. The class: any terminal control (OSC title, the
+/// alternate screen, SGR hidden text, a cursor jump, a bell, C1 CSI)
+/// printed by a sandboxed command reaches the pane as visible characters;
+/// the model's copy is unchanged; the operator's own commands are not
+/// touched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contained_runs_escapes_reach_the_pane_as_inert_text() {
+    let (b, s) = start().await;
+    let pane = b.mirror().unwrap().pane;
+    let fmt = |f: &str| {
+        s.tmux(&["display", "-p", "-t", &pane, f])
+            .trim()
+            .to_string()
+    };
+    let title = fmt("#{pane_title}");
+    let hostile = r"printf '\033]2;PWNED\033\\\033[?1049h\033[8m\033[2J\033[H\007\302\233H'; echo; echo visible";
+    let out = run(&b, hostile, true).await;
+    assert!(
+        out.stdout.starts_with(b"\x1b]2;PWNED\x1b\\\x1b[?1049h"),
+        "the model's copy is the raw output: {out:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fmt("#{pane_title}"), title, "the title was set");
+    assert_eq!(fmt("#{alternate_on}"), "0", "the screen was switched");
+    let screen = s.tmux(&["capture-pane", "-p", "-t", &pane]);
+    assert!(screen.contains("^[]2;PWNED^[\\^[[?1049h^[[8m"), "{screen}");
+    assert!(
+        screen.contains("M-^[H") && screen.contains("\nvisible"),
+        "{screen}"
+    );
+    // Text after the run is still shown (not hidden by SGR 8).
+    let after = run(&b, "echo after-run", false).await;
+    assert_eq!(after.stdout, b"after-run\n");
+    let screen = s.tmux(&["capture-pane", "-p", "-t", &pane]);
+    assert!(screen.contains("after-run"), "{screen}");
+    // The operator's (unsandboxed) commands are untouched: the same
+    // printf in the shell itself does set the title.
+    run(&b, r"printf '\033]2;OPERATOR\033\\'", false).await;
+    let set = common::eventually(Duration::from_secs(3), || {
+        (fmt("#{pane_title}") == "OPERATOR").then_some(())
+    });
+    assert!(set.is_some(), "the operator's own escape was altered");
+}

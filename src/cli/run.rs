@@ -181,6 +181,7 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
             if !preview {
                 return exit::OK;
             }
+            crate::exec::sandbox::set_secret_places(config.secret_places());
             let opts = crate::exec::preview::PreviewOptions {
                 time_limit: std::time::Duration::from_secs(time_limit),
                 size_limit: size_limit * 1024 * 1024,

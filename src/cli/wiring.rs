@@ -270,6 +270,8 @@ pub async fn build_exec(config: &Config) -> Result<Target, StartError> {
 
     // Every process started from here on gets the filtered environment.
     crate::exec::env::install(crate::exec::env::EnvPolicy::from_config(config)?);
+    // Runs nobody approved (sandbox, preview) mask the configured secrets.
+    crate::exec::sandbox::set_secret_places(config.secret_places());
     match (&config.ssh.target, &config.container.name) {
         (Some(_), Some(_)) => Err(StartError::TwoTargets),
         (Some(target), None) => {

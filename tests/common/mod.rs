@@ -444,6 +444,7 @@ pub async fn start(shell: &str) -> (Arc<TmuxBackend<Local>>, Server) {
         .expect("tmux backend starts");
     (backend, server)
 }
+pub mod contain;
 pub mod podman;
 pub mod sshd;
 

@@ -3,21 +3,26 @@
 //! operator decides.
 //!
 //! The view ([`view`], built by the sandbox helper in preview mode) is made
-//! with the kernel directly: mount + PID + network namespaces, an overlay
-//! over the working tree (the git top level, else the directory), home and
-//! `/tmp` whose upper layer is a size-limited tmpfs, the rest of `/`
-//! read-only, no network (attempts are recorded and refused:
-//! [`netwatch`]), a time limit, and every process killed at the end
-//! ([`supervise`]). Bubblewrap is not used: Debian bookworm's 0.8 has no
-//! `--overlay` (it came in 0.9), and an overlay is what makes writes land
-//! in a throwaway layer.
+//! with the kernel directly: mount + PID + network + IPC namespaces, an
+//! overlay over the working tree (the git top level, else the directory),
+//! home and `/tmp` whose upper layer is a size-limited tmpfs, the rest of
+//! `/` read-only and `nodev` with a fresh minimal `/dev`, Landlock so
+//! nothing outside the overlays is written ([`fence`]), the secret places
+//! masked, no capabilities even as root, no terminal, no network (attempts
+//! are recorded and refused: [`netwatch`]), a time limit, and every process
+//! killed at the end ([`supervise`]). Bubblewrap is not used: Debian
+//! bookworm's 0.8 has no `--overlay` (it came in 0.9), and an overlay is
+//! what makes writes land in a throwaway layer.
 //!
 //! This module (the vigil side) picks the writable roots, starts the
 //! helper, captures the command's output and reads the report the view
 //! wrote. It never runs the command outside the view, and a view that
 //! cannot be built is an error, never a plain run.
 
+pub mod disguise;
 pub mod effects;
+pub mod fence;
+pub mod mounts;
 pub mod netwatch;
 pub mod report;
 pub mod supervise;
@@ -72,13 +77,7 @@ pub enum PreviewError {
     Report(String),
 }
 
-/// The git top level holding `dir`, else `dir`.
-fn working_tree(dir: &Path) -> PathBuf {
-    dir.ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(dir)
-        .to_path_buf()
-}
+use sandbox::masks::working_tree;
 
 /// The directories made writable for a command run in `cwd` (canonical,
 /// none inside another): its working tree, `home`, `/tmp`.
@@ -116,7 +115,7 @@ fn staging(roots: &[PathBuf]) -> Result<tempfile::TempDir, PreviewError> {
         )));
     }
     tempfile::Builder::new()
-        .prefix("vigil-preview-")
+        .prefix(".tmp")
         .tempdir_in(base)
         .map_err(|e| PreviewError::Unavailable(format!("cannot make a staging directory: {e}")))
 }
@@ -140,6 +139,9 @@ fn command(
         .args(["--size", &opts.size_limit.to_string()]);
     for r in roots {
         cmd.arg("--root").arg(r);
+    }
+    for m in sandbox::masks_for(Some(cwd)) {
+        cmd.arg("--mask").arg(m);
     }
     cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")])
         .arg(script)

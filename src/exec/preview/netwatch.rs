@@ -1,18 +1,29 @@
-//! Seeing and refusing the network attempts of a previewed command.
+//! Seeing and refusing the network attempts of a previewed command, and
+//! the view's seccomp filter.
 //!
 //! The view has its own network namespace (no interface is up), so nothing
 //! can leave the machine anyway; this makes the attempts visible. A seccomp
 //! user-notification filter (`SECCOMP_FILTER_FLAG_NEW_LISTENER`) sends
-//! every `connect`, and every `sendto`/`sendmsg`/`sendmmsg` that names an
-//! address, to a supervisor thread of the view's PID 1, which reads the
-//! address from the caller's memory, records it and answers
-//! `ECONNREFUSED`. Pathname unix sockets are refused as well: a socket of
-//! a daemon outside the view (docker, tmux) would be a way out.
-//! `io_uring_setup` fails (its operations would bypass the filter).
+//! every `connect`, every `sendto` that names an address, and every
+//! `sendmsg`/`sendmmsg`, to a supervisor thread of the view's PID 1.
+//! `connect` and an addressed `sendto` are refused (`ECONNREFUSED`) when
+//! their address pointer (a register, which no other thread can change) is
+//! set, whatever the address; the supervisor only reads the address to
+//! record it. `sendmsg`/`sendmmsg` are recorded (every message) and then
+//! let through unchanged: what they could reach is decided by the filter,
+//! not by memory a second thread could swap after the read — no unix
+//! datagram or seqpacket socket exists in the view (`socket` and
+//! `socketpair` refuse them), a unix stream socket ignores a message's
+//! address, and the network namespace has no route.
 //!
-//! Limits: `sendmmsg` is judged by its first message; an address given
-//! only in a later one is not recorded (the namespace still has no route).
-//! This must only run in the view's PID 1, never in vigil itself.
+//! The same filter (decided on registers only): `socket` only for unix
+//! streams, IPv4, IPv6 and netlink route/sock_diag (packet, vsock, alg…
+//! fail); no keyring call (the user keyring outlives the view); no call
+//! that names another process but the caller ([`seccomp::pid_naming`]: the
+//! view's PID 1 is visible to the command); `io_uring_setup` fails (its
+//! operations would bypass the filter). SysV and POSIX IPC stay: the view
+//! has its own IPC namespace. This must only run in the view's PID 1,
+//! never in vigil itself.
 
 use std::sync::{Arc, Mutex};
 
@@ -22,23 +33,38 @@ use crate::exec::sandbox::seccomp;
 /// The attempts recorded so far.
 pub type Attempts = Arc<Mutex<Vec<RefusedConnection>>>;
 
-/// Most attempts recorded (a retry loop would otherwise fill memory).
+/// Most distinct attempts recorded (a retry loop would otherwise fill
+/// memory).
 const MAX_RECORDED: usize = 200;
 
 fn filter() -> Vec<libc::sock_filter> {
     let mut p = seccomp::prologue();
-    for nr in [
+    p.extend(seccomp::on_call(
         libc::SYS_connect,
+        libc::SECCOMP_RET_USER_NOTIF,
+    ));
+    // sendto: only with an address (argument 4, a register).
+    p.extend(seccomp::block(
         libc::SYS_sendto,
-        libc::SYS_sendmsg,
-        libc::SYS_sendmmsg,
-    ] {
+        vec![
+            seccomp::load_arg(4),
+            seccomp::jump_eq(0, 0, 3),
+            seccomp::load_arg_high(4),
+            seccomp::jump_eq(0, 0, 1),
+            seccomp::ret(seccomp::ALLOW),
+            seccomp::ret(libc::SECCOMP_RET_USER_NOTIF),
+        ],
+    ));
+    for nr in [libc::SYS_sendmsg, libc::SYS_sendmmsg] {
         p.extend(seccomp::on_call(nr, libc::SECCOMP_RET_USER_NOTIF));
     }
     p.extend(seccomp::on_call(
         libc::SYS_io_uring_setup,
         seccomp::errno(libc::EPERM),
     ));
+    p.extend(seccomp::no_unix_datagrams(&[libc::AF_INET, libc::AF_INET6]));
+    p.extend(seccomp::keyrings());
+    p.extend(seccomp::pid_naming());
     p.push(seccomp::allow_rest());
     p
 }
@@ -47,15 +73,25 @@ fn filter() -> Vec<libc::sock_filter> {
 /// and start the supervisor thread; what the command starts afterwards is
 /// watched.
 pub fn start() -> std::io::Result<Attempts> {
+    let attempts: Attempts = Arc::default();
+    let seen = attempts.clone();
+    // The supervisor thread starts first, so the filter (loaded into the
+    // calling thread only) does not bind it: it reads other processes'
+    // memory, which the filter refuses.
+    let (tx, rx) = std::sync::mpsc::channel::<i32>();
+    std::thread::Builder::new()
+        .name("preview-net".into())
+        .spawn(move || {
+            if let Ok(fd) = rx.recv() {
+                supervise(fd, &seen);
+            }
+        })?;
     let fd = seccomp::install(
         &mut filter(),
         libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong,
     )?;
-    let attempts: Attempts = Arc::default();
-    let seen = attempts.clone();
-    std::thread::Builder::new()
-        .name("preview-net".into())
-        .spawn(move || supervise(fd, &seen))?;
+    tx.send(fd)
+        .map_err(|_| std::io::Error::other("the network supervisor is gone"))?;
     Ok(attempts)
 }
 
@@ -71,7 +107,8 @@ fn supervise(fd: i32, attempts: &Attempts) {
             }
         }
         let pid = req.pid as libc::pid_t;
-        let (call, address) = judge(pid, i64::from(req.data.nr), &req.data.args);
+        let nr = i64::from(req.data.nr);
+        let (call, addresses) = judge(pid, nr, &req.data.args);
         // The caller may have died and its pid been reused: only trust
         // what was read while the notification is still valid.
         // SAFETY: the ioctl reads the u64 id.
@@ -82,13 +119,21 @@ fn supervise(fd: i32, attempts: &Attempts) {
             error: 0,
             flags: 0,
         };
-        match address {
-            Some(address) if valid => {
-                resp.error = -libc::ECONNREFUSED;
+        if valid {
+            for address in addresses {
                 record(attempts, call, address, pid);
             }
-            Some(_) => resp.error = -libc::ECONNREFUSED,
-            None => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        }
+        // Decided on the call and its registers only (see the module doc).
+        let refuse = match nr {
+            libc::SYS_connect => req.data.args[1] != 0,
+            libc::SYS_sendto => req.data.args[4] != 0,
+            _ => false,
+        };
+        if refuse {
+            resp.error = -libc::ECONNREFUSED;
+        } else {
+            resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
         }
         // SAFETY: the ioctl reads one `seccomp_notif_resp`.
         unsafe {
@@ -119,35 +164,53 @@ fn record(attempts: &Attempts, call: &str, address: String, pid: libc::pid_t) {
     }
 }
 
-/// The call's name and the address it names (`None`: no address, let it
-/// through, e.g. `send` on a connected socket pair).
-fn judge(pid: libc::pid_t, nr: i64, args: &[u64; 6]) -> (&'static str, Option<String>) {
-    let (call, ptr, len) = match nr {
-        libc::SYS_connect => ("connect", args[1], args[2]),
-        libc::SYS_sendto => ("sendto", args[4], args[5]),
-        libc::SYS_sendmsg => ("sendmsg", args[1], 0),
-        _ => ("sendmmsg", args[1], 0),
+/// Most messages of one `sendmmsg` read (the kernel's own cap).
+const MAX_MESSAGES: u64 = 1024;
+/// `sizeof(struct mmsghdr)` and `sizeof(struct msghdr)` on 64-bit Linux.
+const MMSGHDR: usize = 64;
+const MSGHDR: usize = 56;
+
+/// The call's name and every address it names (only to record them).
+fn judge(pid: libc::pid_t, nr: i64, args: &[u64; 6]) -> (&'static str, Vec<String>) {
+    match nr {
+        libc::SYS_connect => (
+            "connect",
+            address(pid, args[1], args[2]).into_iter().collect(),
+        ),
+        libc::SYS_sendto => (
+            "sendto",
+            address(pid, args[4], args[5]).into_iter().collect(),
+        ),
+        libc::SYS_sendmsg => ("sendmsg", headers(pid, args[1], 1, MSGHDR)),
+        _ => (
+            "sendmmsg",
+            headers(pid, args[1], args[2].min(MAX_MESSAGES), MMSGHDR),
+        ),
+    }
+}
+
+/// The addresses named by `count` message headers `stride` bytes apart at
+/// `ptr` (each starts with `msg_name` and `msg_namelen`).
+fn headers(pid: libc::pid_t, ptr: u64, count: u64, stride: usize) -> Vec<String> {
+    let Some(all) = read(pid, ptr, count as usize * stride) else {
+        return vec!["an unreadable address".into()];
     };
-    let (ptr, len) = if call.starts_with("sendm") {
-        // struct msghdr starts with msg_name (pointer) and msg_namelen.
-        match read(pid, ptr, 12) {
-            Some(h) => (
-                u64::from_ne_bytes(h[..8].try_into().unwrap_or_default()),
-                u64::from(u32::from_ne_bytes(h[8..12].try_into().unwrap_or_default())),
-            ),
-            None => return (call, Some("an unreadable address".into())),
-        }
-    } else {
-        (ptr, len)
-    };
+    all.chunks_exact(stride)
+        .filter_map(|h| {
+            let name = u64::from_ne_bytes(h[..8].try_into().unwrap_or_default());
+            let len = u32::from_ne_bytes(h[8..12].try_into().unwrap_or_default());
+            address(pid, name, u64::from(len))
+        })
+        .collect()
+}
+
+/// The address at `ptr` in words (`None`: no address).
+fn address(pid: libc::pid_t, ptr: u64, len: u64) -> Option<String> {
     if ptr == 0 {
-        return (call, None);
+        return None;
     }
     let raw = read(pid, ptr, len.min(128) as usize);
-    (
-        call,
-        Some(raw.map_or("an unreadable address".into(), |b| describe(&b))),
-    )
+    Some(raw.map_or("an unreadable address".into(), |b| describe(&b)))
 }
 
 /// `len` bytes at `addr` in process `pid`.

@@ -128,7 +128,8 @@ pub struct PreviewReport {
 pub const HONEST_LIMITS: &[&str] = &[
     "a preview cannot reproduce network effects, time, randomness or remote state",
     "only the working tree, home and /tmp are writable in the view; writes elsewhere fail there",
-    "the command runs without administrative capabilities (no mounts, no raw sockets)",
+    "the command runs without any capability (even as root), secret places masked",
+    "a command can tell it runs in a preview and may act otherwise when approved",
 ];
 
 impl PreviewReport {

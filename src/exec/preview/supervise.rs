@@ -1,25 +1,22 @@
-//! Running the previewed command as the view's PID 1: start it without
-//! administrative capabilities, wait for it under the time limit, note
-//! what it left running, then end every process of the view.
+//! Running the previewed command as the view's PID 1: start it in a
+//! session of its own (no controlling terminal), without any capability
+//! (even as root), fenced by Landlock ([`super::fence`]), wait for it under
+//! the time limit, note what it left running, then end every process of
+//! the view.
 //!
 //! It must only run inside the view's PID namespace: "every other
 //! process" is `kill(-1)` there, which outside would mean every process
 //! the user may signal.
 
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::report::Leftover;
-use crate::exec::sandbox::{SAFE_PATH, clean_env};
-
-/// Capabilities the command keeps: the file-permission ones (so root can
-/// still write root's files in the view) and kill/setuid/setgid, which
-/// reach nothing outside the namespaces. Everything else (mounts, raw
-/// sockets, modules, ptrace, sysctls…) is dropped.
-const KEPT_CAPS: std::ops::Range<libc::c_ulong> = 0..8;
+use crate::exec::sandbox::{SAFE_PATH, clean_env, confine};
 
 /// How the command ended.
 #[derive(Debug)]
@@ -31,9 +28,14 @@ pub struct Ended {
     pub duration: Duration,
 }
 
-/// Run `program` in `cwd` with the sandbox's clean environment and wait at
-/// most `limit`.
-pub fn run(program: &[OsString], cwd: &Path, limit: Duration) -> Result<Ended, String> {
+/// Run `program` in `cwd` with the sandbox's clean environment, confined by
+/// the Landlock `ruleset`, and wait at most `limit`.
+pub fn run(
+    program: &[OsString],
+    cwd: &Path,
+    limit: Duration,
+    ruleset: &OwnedFd,
+) -> Result<Ended, String> {
     let started = Instant::now();
     let mut cmd = Command::new(&program[0]);
     cmd.args(&program[1..])
@@ -43,16 +45,17 @@ pub fn run(program: &[OsString], cwd: &Path, limit: Duration) -> Result<Ended, S
         .env("PATH", SAFE_PATH)
         .stdin(Stdio::null())
         .stderr(Stdio::from(merged_stderr()?));
-    // SAFETY: the closure only makes prctl calls (async-signal-safe).
+    let ruleset = ruleset.as_raw_fd();
+    // SAFETY: the closure only makes system calls (setsid, prctl, capset,
+    // landlock_restrict_self) and allocates nothing, as a child of a
+    // multi-threaded process must.
     unsafe {
-        cmd.pre_exec(|| {
-            for cap in 0..64 {
-                if !KEPT_CAPS.contains(&cap) {
-                    libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-                }
-            }
+        cmd.pre_exec(move || {
+            libc::setsid();
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
+            confine::drop_capabilities()
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+            confine::restrict_self(ruleset)
         });
     }
     let child = cmd

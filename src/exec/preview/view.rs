@@ -2,15 +2,19 @@
 //! (`vigil __sandbox --preview …`, see [`Request`]).
 //!
 //! With the kernel directly (bubblewrap 0.8, Debian bookworm's, has no
-//! overlay support, which this needs): the helper unshares a mount, PID
-//! and network namespace (and a user namespace when not root), then forks
-//! the view's PID 1, which
-//! 1. makes every mount private and read-only (`mount_setattr`, recursive);
-//! 2. mounts a `tmpfs` of the size limit (a full one is ENOSPC: the size
-//!    limit) and, on each writable root (working tree, home, /tmp), an
-//!    `overlay` whose upper layer lives on that tmpfs;
+//! overlay support, which this needs): the helper gives up any terminal,
+//! unshares a mount, PID, network and IPC namespace (and a user namespace
+//! when not root), then forks the view's PID 1, which
+//! 1. starts a session of its own and looks like an ordinary init
+//!    ([`super::disguise`]);
+//! 2. makes every mount private, read-only, `nodev` and `nosuid`, mounts a
+//!    `tmpfs` of the size limit (a full one is ENOSPC: the size limit) and,
+//!    on each writable root (working tree, home, /tmp), an `overlay` whose
+//!    upper layer lives on that tmpfs; masks the secret places; mounts a
+//!    fresh minimal `/dev` ([`super::mounts`]);
 //! 3. hides the tmpfs, mounts a read-only `/proc` of the new PID namespace;
-//! 4. watches the network ([`super::netwatch`]) and runs the command
+//! 4. watches the network ([`super::netwatch`]), fences the command with
+//!    Landlock ([`super::fence`]) and runs it without capabilities
 //!    ([`super::supervise`]) under the time limit;
 //! 5. reads the effects from the upper layers ([`super::effects`]) and
 //!    writes the [`PreviewReport`] as JSON to the report file.
@@ -19,17 +23,16 @@
 //! upper layers. It must never make a real directory writable: the real
 //! filesystem is only ever a read-only lower layer.
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::effects::{self, Caps, Layer};
+use super::mounts::{self, cstr, hold, mount, os_err, via};
 use super::report::PreviewReport;
-use super::{netwatch, supervise};
+use super::{disguise, fence, netwatch, supervise};
 
 /// Exit status when the view could not be built (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -44,6 +47,8 @@ pub struct Request {
     pub size_limit: u64,
     pub cwd: PathBuf,
     pub roots: Vec<PathBuf>,
+    /// Secret places to mask (see [`crate::exec::sandbox::masks`]).
+    pub masks: Vec<PathBuf>,
     pub program: Vec<OsString>,
 }
 
@@ -73,6 +78,7 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
             "--staging" => req.staging = value(&mut it, flag)?.into(),
             "--cwd" => req.cwd = value(&mut it, flag)?.into(),
             "--root" => req.roots.push(value(&mut it, flag)?.into()),
+            "--mask" => req.masks.push(value(&mut it, flag)?.into()),
             "--time-ms" => {
                 req.time_limit = Duration::from_millis(number(value(&mut it, flag)?, flag)?);
             }
@@ -98,14 +104,6 @@ fn fail(msg: &str) -> i32 {
     SETUP_FAILED
 }
 
-fn os_err(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
-}
-
-fn cstr(p: &Path) -> Result<CString, String> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL", p.display()))
-}
-
 /// The helper's preview mode: build the view, run, report; the exit
 /// status is the view's (0 when a report was written).
 pub fn main(args: &[OsString]) -> i32 {
@@ -113,6 +111,10 @@ pub fn main(args: &[OsString]) -> i32 {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    crate::exec::sandbox::session::cloexec_inherited();
+    if let Err(e) = crate::exec::sandbox::session::drop_terminal() {
+        return fail(&e);
+    }
     let report = match File::create(req.staging.join(REPORT_FILE)) {
         Ok(f) => f,
         Err(e) => return fail(&format!("cannot write the report file: {e}")),
@@ -174,111 +176,36 @@ fn enter_namespaces() -> Result<bool, String> {
             std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))?;
         }
     }
-    let flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET;
+    let flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWIPC;
     // SAFETY: unshare takes flags only.
     if unsafe { libc::unshare(flags) } != 0 {
         return Err(os_err(
-            "cannot create the mount, PID and network namespaces",
+            "cannot create the mount, PID, network and IPC namespaces",
         ));
     }
     Ok(uid != 0)
 }
 
-fn mount(
-    src: &str,
-    target: &Path,
-    fstype: &str,
-    flags: libc::c_ulong,
-    data: &str,
-) -> Result<(), String> {
-    let (s, t) = (CString::new(src).unwrap_or_default(), cstr(target)?);
-    let (f, d) = (
-        CString::new(fstype).unwrap_or_default(),
-        CString::new(data).unwrap_or_default(),
-    );
-    // SAFETY: every pointer is a NUL-terminated string that outlives the call.
-    let rc = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, d.as_ptr().cast()) };
-    if rc != 0 {
-        return Err(os_err(&format!(
-            "cannot mount {fstype} on {}",
-            target.display()
-        )));
-    }
-    Ok(())
-}
-
-/// `struct mount_attr` of `mount_setattr(2)`.
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-/// Every mount of this namespace private and read-only.
-fn freeze_everything() -> Result<(), String> {
-    mount(
-        "none",
-        Path::new("/"),
-        "",
-        libc::MS_REC | libc::MS_PRIVATE,
-        "",
-    )?;
-    let attr = MountAttr {
-        attr_set: 1, // MOUNT_ATTR_RDONLY
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: "/" is NUL-terminated; `attr` has the size we pass.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c"/".as_ptr(),
-            libc::AT_RECURSIVE as libc::c_uint,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc != 0 {
-        return Err(os_err("cannot make the view read-only"));
-    }
-    Ok(())
-}
-
-/// A directory handle that keeps reaching `path` after something is
-/// mounted over it (through `/proc/self/fd/N`).
-fn hold(path: &Path) -> Result<File, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))
-}
-
-fn via(fd: &File) -> PathBuf {
-    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-}
-
 /// The view's PID 1 (see the module doc).
 fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String> {
-    // SAFETY: process-attribute calls with integer arguments.
+    // SAFETY: process-attribute calls with integer arguments; setsid gives
+    // up the controlling terminal (a fresh child is no group leader).
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        libc::setsid();
     }
-    freeze_everything()?;
+    disguise::look_like_init();
+    mounts::freeze_everything()?;
     let lowers: Vec<File> = req
         .roots
         .iter()
         .map(|r| hold(r))
         .collect::<Result<_, _>>()?;
+    let real_dev = hold(Path::new("/dev"))?;
     let size = format!("size={},mode=0700", req.size_limit);
     mount(
-        "vigil-preview",
+        "tmpfs",
         &req.staging,
         "tmpfs",
         libc::MS_NOSUID | libc::MS_NODEV,
@@ -286,22 +213,37 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
     )?;
     let staging = hold(&req.staging)?;
     for (i, root) in req.roots.iter().enumerate() {
-        overlay(&req.staging, i, root, userns)?;
+        mounts::overlay(&req.staging, i, root, userns)?;
     }
+    let blank = mounts::blank_file(&req.staging)?;
+    for place in &req.masks {
+        mounts::mask(place, &blank)?;
+    }
+    mounts::fresh_dev(&real_dev)?;
+    drop(real_dev);
     // Hide the layers from the command (PID 1 keeps its handle).
     mount(
-        "vigil-preview",
+        "tmpfs",
         &req.staging,
         "tmpfs",
-        libc::MS_RDONLY,
+        libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID,
         "size=4k,mode=0500",
-    )?;
+    )
+    .or_else(|e| {
+        // Under the fresh /dev the staging folder is out of sight already.
+        if std::fs::metadata(&req.staging).is_err() {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })?;
     let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY;
     mount("proc", Path::new("/proc"), "proc", proc_flags, "")?;
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    let ruleset = fence::build(&req.roots)?;
     let attempts = netwatch::start().map_err(|e| format!("cannot watch the network: {e}"))?;
-    let ended = supervise::run(&req.program, &req.cwd, req.time_limit)?;
+    let ended = supervise::run(&req.program, &req.cwd, req.time_limit, &ruleset)?;
     let mut report = PreviewReport {
         cwd: req.cwd.clone(),
         writable: req.roots.clone(),
@@ -339,37 +281,6 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
     report_file
         .write_all(&json)
         .map_err(|e| format!("cannot write the report: {e}"))
-}
-
-/// Mount root `i`'s overlay (upper and work directories on the tmpfs); in
-/// a user namespace overlay keeps its marks in `user.` xattrs.
-fn overlay(staging: &Path, i: usize, root: &Path, userns: bool) -> Result<(), String> {
-    let (upper, work) = (staging.join(format!("u{i}")), staging.join(format!("w{i}")));
-    for d in [&upper, &work] {
-        std::fs::create_dir(d).map_err(|e| format!("cannot make {}: {e}", d.display()))?;
-    }
-    let bad = |p: &Path| p.as_os_str().as_bytes().iter().any(|b| b",:\\".contains(b));
-    if [root, &upper, &work].iter().any(|p| bad(p)) {
-        return Err(format!(
-            "{} holds a comma, colon or backslash",
-            root.display()
-        ));
-    }
-    // No redirects, no metadata-only copies: every changed file is whole
-    // in the upper layer. A user namespace has neither (they need trusted
-    // xattrs) and refuses the options.
-    let extra = if userns {
-        "userxattr"
-    } else {
-        "redirect_dir=off,metacopy=off,index=off"
-    };
-    let data = format!(
-        "lowerdir={},upperdir={},workdir={},{extra}",
-        root.display(),
-        upper.display(),
-        work.display()
-    );
-    mount("vigil-preview", root, "overlay", 0, &data)
 }
 
 /// Whether the tmpfs is within 1% (at least 64 KiB) of full.

@@ -1,22 +1,25 @@
-//! Confining the calling process: every capability dropped, Landlock
-//! (filesystem read-only except named files, device files unreadable but
-//! for a harmless few, no TCP bind/connect, scoped signals and abstract
-//! unix sockets), then the seccomp filter.
+//! Confining a process: every capability dropped, Landlock (filesystem
+//! read-only except named files, device files and masked secret places
+//! unreadable, no TCP bind/connect, scoped signals and abstract unix
+//! sockets), then the seccomp filter.
 //!
-//! [`confine`] either returns with all of it in force or returns an error;
-//! it never leaves a half-confined process believing it is sandboxed
-//! (Landlock must report the ruleset fully enforced). It must only ever run
-//! in the sandbox helper process (it restricts the calling thread and what
-//! it starts, irrevocably), never in vigil's own threads.
+//! In two steps: [`prepare`] builds the Landlock ruleset in the sandbox
+//! helper (which stays outside the sandbox, so the command can neither
+//! signal nor trace it), and [`apply`] enforces it and the rest in the
+//! child that then starts the command. [`apply`] either returns with all of
+//! it in force or returns an error; it never leaves a half-confined process
+//! believing it is sandboxed. It must only ever run in a child of the
+//! sandbox helper (or the probe), never in vigil's own threads.
 
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
-use super::{SandboxError, seccomp};
+use super::{SandboxError, readable, seccomp};
 
 /// The lowest Landlock ABI that can enforce the sandbox (TCP rules).
 pub const MIN_ABI: i32 = 4;
@@ -57,11 +60,13 @@ fn target_abi() -> Result<ABI, SandboxError> {
 pub struct Allowances {
     /// Existing files the command may write (its own output files).
     pub write_files: Vec<PathBuf>,
+    /// Secret places that must read as denied (see [`super::readable`]).
+    pub masks: Vec<PathBuf>,
 }
 
 /// Drop every capability: the bounding set (so an exec as root gains
 /// none), the ambient set, and the effective/permitted/inheritable sets.
-fn drop_capabilities() -> Result<(), SandboxError> {
+pub fn drop_capabilities() -> Result<(), SandboxError> {
     const PR_CAP_AMBIENT: libc::c_int = 47;
     const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
     // SAFETY: prctl calls with integer arguments only.
@@ -113,11 +118,17 @@ pub const READABLE_DEVICES: &[&str] = &[
     "/dev/urandom",
 ];
 
-/// Apply Landlock: list and execute beneath `/`, read files beneath every
-/// entry of `/` but `/dev` (and [`READABLE_DEVICES`] there), write the
-/// allowed files and `/dev/null`, no TCP, scoped signals and abstract
-/// sockets (ABI ≥ 6).
-fn landlock(allow: &Allowances) -> Result<ABI, SandboxError> {
+/// A Landlock ruleset built and ready to enforce (see [`prepare`]).
+#[derive(Debug)]
+pub struct Prepared {
+    ruleset: OwnedFd,
+}
+
+/// Build the ruleset: list and execute beneath `/`, read files beneath
+/// everything but `/dev` and the masked places (and [`READABLE_DEVICES`]
+/// in `/dev`), write the allowed files and `/dev/null`, no TCP, scoped
+/// signals and abstract sockets (ABI ≥ 6). Nothing is enforced yet.
+pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
     let abi = target_abi()?;
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -136,14 +147,6 @@ fn landlock(allow: &Allowances) -> Result<ABI, SandboxError> {
             AccessFs::Execute | AccessFs::ReadDir,
         ))
         .map_err(ruleset_error)?;
-    for path in readable_beneath() {
-        // An entry that vanished or dangles since it was listed is skipped.
-        if let Ok(fd) = PathFd::new(&path) {
-            created = created
-                .add_rule(PathBeneath::new(fd, AccessFs::ReadFile))
-                .map_err(ruleset_error)?;
-        }
-    }
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & !AccessFs::Execute;
     let mut writable = vec![PathBuf::from("/dev/null")];
     writable.extend(allow.write_files.iter().cloned());
@@ -156,33 +159,94 @@ fn landlock(allow: &Allowances) -> Result<ABI, SandboxError> {
             .add_rule(PathBeneath::new(fd, file_rights))
             .map_err(ruleset_error)?;
     }
-    let status = created.restrict_self().map_err(ruleset_error)?;
-    if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
-        return Err(SandboxError::NotEnforced(format!("{:?}", status.ruleset)));
+    let fd: Option<OwnedFd> = created.into();
+    let ruleset = fd.ok_or_else(|| SandboxError::NotEnforced("no ruleset".into()))?;
+    let mut excluded = readable::real_places(&allow.masks);
+    excluded.push(PathBuf::from("/dev"));
+    let mut readable = readable::readable_beneath(&excluded).map_err(SandboxError::Landlock)?;
+    readable.extend(READABLE_DEVICES.iter().map(PathBuf::from));
+    for path in readable {
+        add_read_rule(&ruleset, &path)?;
     }
-    Ok(abi)
+    Ok(Prepared { ruleset })
 }
 
-/// Where files may be read: every entry of `/` except the device folder
-/// (and anything that resolves into it), then the readable devices.
-fn readable_beneath() -> Vec<PathBuf> {
-    let dev = std::path::Path::new("/dev");
-    let mut out: Vec<PathBuf> = std::fs::read_dir("/")
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| std::fs::canonicalize(p).is_ok_and(|real| !real.starts_with(dev)))
-        .collect();
-    out.extend(READABLE_DEVICES.iter().map(PathBuf::from));
-    out
+/// `struct landlock_path_beneath_attr` (packed).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
 }
 
-/// Confine the calling process for good (see the module doc); returns the
-/// Landlock ABI in force.
-pub fn confine(allow: &Allowances) -> Result<ABI, SandboxError> {
+/// `LANDLOCK_ACCESS_FS_READ_FILE`.
+const ACCESS_READ_FILE: u64 = 1 << 2;
+
+/// One read rule beneath `path`, added with the raw system calls (there are
+/// many: one per sibling along each masked place); an entry that vanished
+/// since it was listed is skipped.
+fn add_read_rule(ruleset: &OwnedFd, path: &std::path::Path) -> Result<(), SandboxError> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: `c` is NUL-terminated; O_PATH opens nothing for reading.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Ok(());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: ACCESS_READ_FILE,
+        parent_fd: fd,
+    };
+    // SAFETY: the attribute is the packed layout the kernel expects and
+    // outlives the call; both descriptors are open; `fd` is ours to close.
+    let rc = unsafe {
+        let rc = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            1, // LANDLOCK_RULE_PATH_BENEATH
+            &attr as *const PathBeneathAttr,
+            0u32,
+        );
+        libc::close(fd);
+        rc
+    };
+    if rc != 0 {
+        return Err(SandboxError::Landlock(format!(
+            "cannot allow reading {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+/// Enforce a ruleset on the calling thread (and what it starts):
+/// `no_new_privs`, then `landlock_restrict_self`. Allocates nothing.
+pub fn restrict_self(ruleset: RawFd) -> std::io::Result<()> {
+    // SAFETY: prctl and landlock_restrict_self take integers; the ruleset
+    // descriptor is open for the duration of the call.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Confine the calling process for good: every capability dropped, the
+/// prepared Landlock ruleset, the seccomp filter.
+pub fn apply(prepared: &Prepared) -> Result<(), SandboxError> {
     drop_capabilities()?;
-    let abi = landlock(allow)?;
-    seccomp::load()?;
-    Ok(abi)
+    restrict_self(prepared.ruleset.as_raw_fd())
+        .map_err(|e| SandboxError::NotEnforced(format!("landlock_restrict_self: {e}")))?;
+    seccomp::load()
+}
+
+/// Prepare and apply in the calling process (the probe).
+pub fn confine(allow: &Allowances) -> Result<(), SandboxError> {
+    apply(&prepare(allow)?)
 }

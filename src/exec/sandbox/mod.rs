@@ -4,22 +4,49 @@
 //! A sandboxed command runs under the sandbox helper ([`helper`]: the small
 //! `vigil-sandbox` executable next to `vigil`, or else the hidden
 //! `vigil __sandbox` mode of this binary; started by absolute path), which
-//! confines itself ([`confine`]) before it starts `/bin/sh -c SCRIPT`:
+//! stays outside the sandbox and forks a child that confines itself
+//! ([`confine`]) before it starts `/bin/sh -c SCRIPT`. Every way out, by
+//! class:
 //!
-//! - filesystem: read and execute beneath `/`, but no device file is
-//!   opened except `/dev/null`, `zero`, `full`, `random` and `urandom`
-//!   (opening a device can act: arm a watchdog, allocate a pty, read a disk
-//!   raw); write only `/dev/null` and
-//!   the files named with `--write` (descriptors opened before, such as the
-//!   output pipes or a pane's terminal, keep working);
-//! - network: no TCP bind or connect (Landlock ≥ 4), no socket but netlink
-//!   (seccomp: no UDP, raw or unix sockets);
-//! - processes: no signal to a process outside the sandbox and no abstract
-//!   unix socket connect (Landlock ≥ 6); no capabilities; no new session
-//!   or process group, so killing the group ends every process of the
-//!   call; the helper kills what the command left running when it exits;
-//! - environment: vigil's tool environment ([`crate::exec::env`]) cut down
-//!   to an allow-list ([`clean_env`]) with a fixed [`SAFE_PATH`].
+//! - **files**: read and execute beneath `/`, except the secret places
+//!   ([`masks`]: the configured list and secret names in the working tree;
+//!   they read as denied) and the device folder: no device file is opened
+//!   except `/dev/null`, `zero`, `full`, `random` and `urandom` (opening a
+//!   device can act: arm a watchdog, allocate a pty, read a disk raw);
+//!   write only `/dev/null` and the files named with `--write`, so no FIFO
+//!   or file outside is written (descriptors opened before, such as the
+//!   output pipes, keep working);
+//! - **sockets**: no TCP bind or connect (Landlock ≥ 4), no socket but
+//!   netlink for `ip`/`ss` (route, sock_diag; seccomp: no UDP, raw,
+//!   packet, vsock, alg or unix sockets), no abstract unix socket outside
+//!   (Landlock ≥ 6);
+//! - **IPC and keyrings**: no SysV message queue, semaphore or shared
+//!   memory, no POSIX queue (seccomp; POSIX shared memory is files in
+//!   `/dev/shm`, which is neither read nor written), no keyring call;
+//! - **other processes**: no signal outside the sandbox (Landlock ≥ 6), no
+//!   ptrace (Landlock, seccomp), no call that names another process:
+//!   resource limits, priorities, scheduling, I/O priority, memory of
+//!   another process (seccomp, [`seccomp::pid_naming`]); no capabilities;
+//!   no namespaces; the helper is outside the sandbox, so the command can
+//!   neither kill nor re-limit it;
+//! - **processes left behind**: no new session or process group, so
+//!   killing the group ends every process of the call; the helper (a
+//!   subreaper) kills what the command left running when it exits, even
+//!   when the command killed what it could;
+//! - **terminals**: no controlling terminal, and a terminal on descriptor
+//!   0–2 is replaced by `/dev/null` ([`session`]); in tmux mode the pane
+//!   shows the output as inert text;
+//! - **environment**: vigil's tool environment ([`crate::exec::env`]) cut
+//!   down to an allow-list ([`clean_env`]) with a fixed [`SAFE_PATH`].
+//!
+//! Not a PID namespace: `ps` must see the machine and `/proc/$$` must be
+//! the command's own (a fresh `/proc` would hide the machine, the host's
+//! would name other processes by the namespace's numbers), and an ordinary
+//! user would need a user namespace (files of other users would show as
+//! `nobody` in `ls -l`). Stated limits: a hard link to a secret file made
+//! elsewhere before the run reads as that file; a name walk is bounded
+//! ([`masks::WALK_MAX_DIRS`]); signal scoping needs Landlock ABI 6 (Linux
+//! 6.12).
 //!
 //! Support is probed once per process by running the helper in probe mode
 //! ([`available`]); when the probe fails, or the target is not this
@@ -28,7 +55,12 @@
 
 pub mod confine;
 pub mod helper;
+pub mod masks;
+pub mod readable;
 pub mod seccomp;
+pub mod session;
+
+pub use masks::{masks_for, set_secret_places};
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -144,6 +176,9 @@ pub fn command(
     for f in write_files {
         std_cmd.arg("--write").arg(f);
     }
+    for m in masks_for(cwd) {
+        std_cmd.arg("--mask").arg(m);
+    }
     std_cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")]);
     std_cmd.arg(script);
     if let Some(dir) = cwd {
@@ -220,6 +255,22 @@ mod tests {
                 "syscall {nr} not in the filter"
             );
         }
-        assert!(prog.len() < 40);
+        for nr in seccomp::PID_NAMING_DENIED
+            .iter()
+            .chain(seccomp::PID_NAMING_SELF_ONLY)
+            .chain(seccomp::IPC_CALLS)
+            .chain(seccomp::KEYRING_CALLS)
+            .chain(&[
+                libc::SYS_setpriority,
+                libc::SYS_ioprio_set,
+                libc::SYS_socket,
+            ])
+        {
+            assert!(
+                denied.contains(&(*nr as u32)),
+                "syscall {nr} not in the filter"
+            );
+        }
+        assert!(prog.len() < 200, "{}", prog.len());
     }
 }

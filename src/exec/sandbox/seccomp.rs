@@ -1,18 +1,41 @@
-//! The seccomp filter of the sandbox: the few system calls Landlock cannot
-//! judge.
+//! The seccomp filters: the system calls Landlock cannot judge.
 //!
-//! - `setsid` and `setpgid` fail (EPERM): nothing can leave the process
-//!   group, so killing the group ends every process of the call.
-//! - `socket` succeeds only for `AF_NETLINK` (what `ip`, `ss` read with);
-//!   every other family fails with EACCES. Landlock stops TCP; this stops
-//!   UDP, raw sockets and pathname unix sockets (a tmux or docker socket
-//!   would otherwise be a way out).
+//! The sandbox's filter ([`program`]), by class:
+//! - **process groups**: `setsid` and `setpgid` fail (EPERM): nothing can
+//!   leave the process group, so killing the group ends every process of
+//!   the call.
+//! - **calls that name another process** ([`pid_naming`]): `ptrace`,
+//!   `process_vm_readv`/`writev`, `pidfd_getfd`, `kcmp`, `perf_event_open`,
+//!   `migrate_pages`, `move_pages`, `process_madvise`, `process_mrelease`,
+//!   `get_robust_list` fail; `prlimit64` and `sched_setaffinity`/`setparam`/
+//!   `setscheduler`/`setattr` work only on the caller itself (pid 0);
+//!   `setpriority` only as `PRIO_PROCESS, 0`, `ioprio_set` only as
+//!   `IOPRIO_WHO_PROCESS, 0`. Signals (`kill`, `tgkill`, `pidfd_send_signal`,
+//!   `F_SETOWN`…) are Landlock's (scoped to the sandbox, ABI ≥ 6).
+//! - **IPC** ([`ipc`]): every SysV message, semaphore and shared-memory call
+//!   and every POSIX message-queue call fails: a queue or segment is shared
+//!   with every process of the machine.
+//! - **keyrings** ([`keyrings`]): `add_key`, `keyctl`, `request_key` fail
+//!   (the user keyring is shared by every process of the user).
+//! - **namespaces** ([`namespaces`]): `unshare`, `setns` and a `clone` with a
+//!   `CLONE_NEW*` flag fail; `clone3` is ENOSYS (its flags are in memory the
+//!   filter cannot read; the C library falls back to `clone`).
+//! - **sockets**: `socket` succeeds only for `AF_NETLINK` with
+//!   `NETLINK_ROUTE` or `NETLINK_SOCK_DIAG` (what `ip` and `ss` read with;
+//!   neither can send to another process without `CAP_NET_ADMIN`); every
+//!   other family or netlink protocol fails with EACCES. Landlock stops
+//!   TCP; this stops UDP, raw, packet, vsock, alg and unix sockets (a tmux
+//!   or docker socket would otherwise be a way out). `socketpair` makes
+//!   only unix streams and seqpackets: a datagram pair could still send to
+//!   any socket path.
 //! - `io_uring_setup` fails (its operations would bypass this filter).
 //! - A system call of another ABI (i386, x32) kills the process.
 //!
-//! This module only builds and loads the filter for the calling thread; it
-//! must be loaded after `no_new_privs` is set and never be loaded into
-//! vigil's own process.
+//! Every decision is taken on the system call number and its register
+//! arguments, never on memory the caller could change afterwards.
+//! This module only builds and loads filters for the calling thread; they
+//! must be loaded after `no_new_privs` is set and never into vigil's own
+//! process.
 
 use super::SandboxError;
 
@@ -21,18 +44,30 @@ const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
 
-/// Offsets in `struct seccomp_data`.
+/// Offsets in `struct seccomp_data` (low 32 bits of each argument).
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
-const OFF_ARG0: u32 = 16;
+const fn off_arg(i: u32) -> u32 {
+    16 + 8 * i
+}
 
 const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+const JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
 const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
-const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+pub(crate) const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
 const KILL: u32 = libc::SECCOMP_RET_KILL_PROCESS;
+
+/// `CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET`
+/// (`CLONE_NEWTIME` shares its bit with the exit signal in `clone`).
+const CLONE_NEW_ANY: u32 = 0x7E02_0000;
+/// `NETLINK_SOCK_DIAG` (`ss`).
+const NETLINK_SOCK_DIAG: u32 = 4;
+/// `IOPRIO_WHO_PROCESS`.
+const IOPRIO_WHO_PROCESS: u32 = 1;
 
 pub(crate) fn errno(e: i32) -> u32 {
     libc::SECCOMP_RET_ERRNO | (e as u32 & libc::SECCOMP_RET_DATA)
@@ -51,51 +86,281 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
+pub(crate) fn ret(action: u32) -> libc::sock_filter {
+    stmt(RET_K, action)
+}
+
+pub(crate) fn load_arg(i: u32) -> libc::sock_filter {
+    stmt(LD_W_ABS, off_arg(i))
+}
+
+/// Load the high 32 bits of argument `i` (a pointer's upper half).
+pub(crate) fn load_arg_high(i: u32) -> libc::sock_filter {
+    stmt(LD_W_ABS, off_arg(i) + 4)
+}
+
+/// `if A == k` jump `jt` forward, else `jf`.
+pub(crate) fn jump_eq(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    jump(JEQ_K, k, jt, jf)
+}
+
 /// The common start of vigil's filters: kill a system call of another ABI,
 /// then load the system call number.
 pub(crate) fn prologue() -> Vec<libc::sock_filter> {
     let mut p = vec![
         stmt(LD_W_ABS, OFF_ARCH),
         jump(JEQ_K, AUDIT_ARCH, 1, 0),
-        stmt(RET_K, KILL),
+        ret(KILL),
         stmt(LD_W_ABS, OFF_NR),
     ];
     if cfg!(target_arch = "x86_64") {
         // x32 system calls carry bit 30.
         p.push(jump(JGE_K, 0x4000_0000, 0, 1));
-        p.push(stmt(RET_K, KILL));
+        p.push(ret(KILL));
     }
     p
 }
 
 /// Answer `action` for system call `nr` (the number must be loaded).
 pub(crate) fn on_call(nr: i64, action: u32) -> [libc::sock_filter; 2] {
-    [jump(JEQ_K, nr as u32, 0, 1), stmt(RET_K, action)]
+    [jump(JEQ_K, nr as u32, 0, 1), ret(action)]
+}
+
+/// For system call `nr`, run `body` (which must end every path in a
+/// return); other calls skip it with the number still loaded.
+pub(crate) fn block(nr: i64, body: Vec<libc::sock_filter>) -> Vec<libc::sock_filter> {
+    let skip = u8::try_from(body.len()).expect("a filter block under 256 instructions");
+    let mut p = vec![jump(JEQ_K, nr as u32, 0, skip)];
+    p.extend(body);
+    p
+}
+
+/// Allow `nr` only when argument `arg` is 0 (the caller itself), else
+/// `action`.
+fn only_zero(nr: i64, arg: u32, action: u32) -> Vec<libc::sock_filter> {
+    block(
+        nr,
+        vec![load_arg(arg), jump(JEQ_K, 0, 0, 1), ret(ALLOW), ret(action)],
+    )
+}
+
+/// Allow `nr` only when argument 0 is `which` and argument 1 is 0.
+fn only_self_as(nr: i64, which: u32) -> Vec<libc::sock_filter> {
+    block(
+        nr,
+        vec![
+            load_arg(0),
+            jump(JEQ_K, which, 0, 3),
+            load_arg(1),
+            jump(JEQ_K, 0, 0, 1),
+            ret(ALLOW),
+            ret(errno(libc::EPERM)),
+        ],
+    )
 }
 
 /// Allow whatever reached this point.
 pub(crate) fn allow_rest() -> libc::sock_filter {
-    stmt(RET_K, ALLOW)
+    ret(ALLOW)
 }
 
-/// The filter program (see the module doc).
-pub fn program() -> Vec<libc::sock_filter> {
-    let denied: [(i64, i32); 3] = [
-        (libc::SYS_setsid, libc::EPERM),
-        (libc::SYS_setpgid, libc::EPERM),
-        (libc::SYS_io_uring_setup, libc::EPERM),
-    ];
-    let mut p = prologue();
-    for (nr, e) in denied {
-        p.extend(on_call(nr, errno(e)));
+/// Every system call that names another process (see the module doc).
+pub(crate) fn pid_naming() -> Vec<libc::sock_filter> {
+    let eperm = errno(libc::EPERM);
+    let mut p = Vec::new();
+    for nr in PID_NAMING_DENIED {
+        p.extend(on_call(*nr, eperm));
     }
-    p.push(jump(JEQ_K, libc::SYS_socket as u32, 1, 0));
-    p.push(stmt(RET_K, ALLOW));
-    // socket(family, …): only netlink.
-    p.push(stmt(LD_W_ABS, OFF_ARG0));
-    p.push(jump(JEQ_K, libc::AF_NETLINK as u32, 0, 1));
-    p.push(stmt(RET_K, ALLOW));
-    p.push(stmt(RET_K, errno(libc::EACCES)));
+    for nr in PID_NAMING_SELF_ONLY {
+        p.extend(only_zero(*nr, 0, eperm));
+    }
+    p.extend(only_self_as(libc::SYS_setpriority, libc::PRIO_PROCESS));
+    p.extend(only_self_as(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS));
+    p
+}
+
+/// Calls that act on another process, refused outright.
+pub const PID_NAMING_DENIED: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_pidfd_getfd,
+    libc::SYS_kcmp,
+    libc::SYS_perf_event_open,
+    libc::SYS_migrate_pages,
+    libc::SYS_move_pages,
+    libc::SYS_process_madvise,
+    libc::SYS_process_mrelease,
+    libc::SYS_get_robust_list,
+];
+
+/// Calls whose first argument names a process: allowed for 0 (the caller).
+pub const PID_NAMING_SELF_ONLY: &[i64] = &[
+    libc::SYS_prlimit64,
+    libc::SYS_sched_setaffinity,
+    libc::SYS_sched_setparam,
+    libc::SYS_sched_setscheduler,
+    libc::SYS_sched_setattr,
+];
+
+/// SysV and POSIX IPC, refused.
+pub const IPC_CALLS: &[i64] = &[
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmdt,
+    libc::SYS_shmctl,
+    libc::SYS_mq_open,
+    libc::SYS_mq_unlink,
+    libc::SYS_mq_timedsend,
+    libc::SYS_mq_timedreceive,
+    libc::SYS_mq_notify,
+    libc::SYS_mq_getsetattr,
+];
+
+/// Keyring calls, refused.
+pub const KEYRING_CALLS: &[i64] = &[libc::SYS_add_key, libc::SYS_keyctl, libc::SYS_request_key];
+
+fn deny_all(calls: &[i64], e: i32) -> Vec<libc::sock_filter> {
+    calls.iter().flat_map(|nr| on_call(*nr, errno(e))).collect()
+}
+
+/// Every IPC call fails (EPERM).
+pub(crate) fn ipc() -> Vec<libc::sock_filter> {
+    deny_all(IPC_CALLS, libc::EPERM)
+}
+
+/// Every keyring call fails (EPERM).
+pub(crate) fn keyrings() -> Vec<libc::sock_filter> {
+    deny_all(KEYRING_CALLS, libc::EPERM)
+}
+
+/// No new namespace and no joining one (see the module doc).
+pub(crate) fn namespaces() -> Vec<libc::sock_filter> {
+    let mut p = deny_all(&[libc::SYS_unshare, libc::SYS_setns], libc::EPERM);
+    p.extend(on_call(libc::SYS_clone3, errno(libc::ENOSYS)));
+    p.extend(block(
+        libc::SYS_clone,
+        vec![
+            load_arg(0),
+            jump(JSET_K, CLONE_NEW_ANY, 0, 1),
+            ret(errno(libc::EPERM)),
+            ret(ALLOW),
+        ],
+    ));
+    p
+}
+
+/// `socket(AF_NETLINK, _, NETLINK_ROUTE | NETLINK_SOCK_DIAG)` only.
+fn netlink_only() -> Vec<libc::sock_filter> {
+    block(
+        libc::SYS_socket,
+        vec![
+            load_arg(0),
+            jump(JEQ_K, libc::AF_NETLINK as u32, 0, 4),
+            load_arg(2),
+            jump(JEQ_K, libc::NETLINK_ROUTE as u32, 1, 0),
+            jump(JEQ_K, NETLINK_SOCK_DIAG, 0, 1),
+            ret(ALLOW),
+            ret(errno(libc::EACCES)),
+        ],
+    )
+}
+
+/// `socketpair` only of unix streams and seqpackets (a unix datagram
+/// socket can send to any socket path, named in memory a second thread
+/// could change after a check; a seqpacket socket ignores the address).
+pub(crate) fn unix_pairs() -> Vec<libc::sock_filter> {
+    block(
+        libc::SYS_socketpair,
+        vec![
+            load_arg(0),
+            jump(JEQ_K, libc::AF_UNIX as u32, 0, 5),
+            load_arg(1),
+            stmt(AND_K, 0xf),
+            jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
+            jump(JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1),
+            ret(ALLOW),
+            ret(errno(libc::EACCES)),
+        ],
+    )
+}
+
+/// The view's socket rules: `socketpair` as [`unix_pairs`]; `socket` of
+/// the unix family only as a stream or seqpacket, of netlink only for
+/// route and sock_diag, of another family only in `families`, else
+/// EAFNOSUPPORT.
+pub(crate) fn no_unix_datagrams(families: &[i32]) -> Vec<libc::sock_filter> {
+    let mut p = unix_pairs();
+    p.extend(view_socket(families));
+    p
+}
+
+/// The preview's `socket` block: unix only as a stream, the other
+/// `families` as they are, netlink for route and sock_diag, the rest
+/// EAFNOSUPPORT.
+fn view_socket(families: &[i32]) -> Vec<libc::sock_filter> {
+    // 0: ld family
+    // 1: jeq AF_UNIX → 2 else → 8
+    // 2: ld type; 3: and 0xf; 4: jeq STREAM → 6; 5: jeq SEQPACKET → 6 else 7
+    // 6: ret allow; 7: ret eacces
+    // 8: jeq AF_NETLINK → 9 else 14
+    // 9: ld proto; 10: jeq ROUTE → 13; 11: jeq DIAG → 13 else 12
+    // 12: ret eacces; 13: ret allow
+    // 14..: families, then ret eafnosupport, ret allow
+    let n = families.len() as u8;
+    let mut b = vec![
+        load_arg(0),
+        jump(JEQ_K, libc::AF_UNIX as u32, 0, 6),
+        load_arg(1),
+        stmt(AND_K, 0xf),
+        jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
+        jump(JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1),
+        ret(ALLOW),
+        ret(errno(libc::EACCES)),
+        jump(JEQ_K, libc::AF_NETLINK as u32, 0, 5),
+        load_arg(2),
+        jump(JEQ_K, libc::NETLINK_ROUTE as u32, 2, 0),
+        jump(JEQ_K, NETLINK_SOCK_DIAG, 1, 0),
+        ret(errno(libc::EACCES)),
+        ret(ALLOW),
+    ];
+    // The family is still loaded on the non-netlink path (index 8's false
+    // branch lands at 14).
+    for (i, f) in families.iter().enumerate() {
+        // true: jump over the remaining tests and the refusal to the allow.
+        let rest = n - i as u8 - 1;
+        b.push(jump(JEQ_K, *f as u32, rest + 1, 0));
+    }
+    b.push(ret(errno(libc::EAFNOSUPPORT)));
+    b.push(ret(ALLOW));
+    block(libc::SYS_socket, b)
+}
+
+/// The sandbox's filter program (see the module doc).
+pub fn program() -> Vec<libc::sock_filter> {
+    let mut p = prologue();
+    for nr in [
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
+        libc::SYS_io_uring_setup,
+    ] {
+        p.extend(on_call(nr, errno(libc::EPERM)));
+    }
+    p.extend(pid_naming());
+    p.extend(ipc());
+    p.extend(keyrings());
+    p.extend(namespaces());
+    p.extend(netlink_only());
+    p.extend(unix_pairs());
+    p.push(allow_rest());
     p
 }
 
@@ -131,4 +396,163 @@ pub fn load() -> Result<(), SandboxError> {
     install(&mut program(), 0)
         .map(|_| ())
         .map_err(SandboxError::Seccomp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run `prog` on one system call (x86_64 or aarch64 numbers as built).
+    fn run(prog: &[libc::sock_filter], nr: i64, args: [u64; 6]) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&(nr as u32).to_ne_bytes());
+        data[4..8].copy_from_slice(&AUDIT_ARCH.to_ne_bytes());
+        for (i, a) in args.iter().enumerate() {
+            data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
+        }
+        let (mut acc, mut pc) = (0u32, 0usize);
+        loop {
+            let ins = prog[pc];
+            pc += 1;
+            match ins.code {
+                LD_W_ABS => {
+                    let k = ins.k as usize;
+                    acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
+                }
+                AND_K => acc &= ins.k,
+                RET_K => return ins.k,
+                JEQ_K | JGE_K | JSET_K => {
+                    let hit = match ins.code {
+                        JEQ_K => acc == ins.k,
+                        JGE_K => acc >= ins.k,
+                        _ => acc & ins.k != 0,
+                    };
+                    pc += usize::from(if hit { ins.jt } else { ins.jf });
+                }
+                other => panic!("unexpected instruction {other:#x}"),
+            }
+        }
+    }
+
+    fn eperm() -> u32 {
+        errno(libc::EPERM)
+    }
+
+    #[test]
+    fn the_sandbox_filter_decides_each_class_on_registers() {
+        let p = program();
+        let a = |nr, args| run(&p, nr, args);
+        let z = [0u64; 6];
+        let pid = |p: u64| [p, 0, 0, 0, 0, 0];
+        // Calls that name another process.
+        for nr in PID_NAMING_DENIED {
+            assert_eq!(a(*nr, pid(1)), eperm(), "{nr}");
+        }
+        for nr in PID_NAMING_SELF_ONLY {
+            assert_eq!(a(*nr, pid(0)), ALLOW, "{nr} on itself");
+            assert_eq!(a(*nr, pid(4242)), eperm(), "{nr} on another");
+        }
+        let prio = |which: u64, who: u64| [which, who, 0, 0, 0, 0];
+        assert_eq!(a(libc::SYS_setpriority, prio(0, 0)), ALLOW);
+        assert_eq!(a(libc::SYS_setpriority, prio(0, 7)), eperm());
+        assert_eq!(a(libc::SYS_setpriority, prio(1, 0)), eperm(), "own group");
+        assert_eq!(a(libc::SYS_setpriority, prio(2, 0)), eperm(), "own user");
+        assert_eq!(a(libc::SYS_ioprio_set, prio(1, 0)), ALLOW);
+        assert_eq!(a(libc::SYS_ioprio_set, prio(1, 9)), eperm());
+        assert_eq!(a(libc::SYS_ioprio_set, prio(2, 0)), eperm());
+        // IPC, keys, namespaces, groups.
+        for nr in IPC_CALLS.iter().chain(KEYRING_CALLS) {
+            assert_eq!(a(*nr, z), eperm(), "{nr}");
+        }
+        for nr in [
+            libc::SYS_unshare,
+            libc::SYS_setns,
+            libc::SYS_setsid,
+            libc::SYS_setpgid,
+        ] {
+            assert_eq!(a(nr, z), eperm(), "{nr}");
+        }
+        assert_eq!(a(libc::SYS_clone3, z), errno(libc::ENOSYS));
+        let fork_flags = (libc::CLONE_CHILD_SETTID | libc::CLONE_CHILD_CLEARTID) as u64 | 17;
+        assert_eq!(a(libc::SYS_clone, pid(fork_flags)), ALLOW);
+        let newuser = fork_flags | libc::CLONE_NEWUSER as u64;
+        assert_eq!(a(libc::SYS_clone, pid(newuser)), eperm());
+        // Sockets: netlink route and sock_diag only; unix pairs not datagrams.
+        let sock = |f: i32, t: i32, p: u64| [f as u64, t as u64, p, 0, 0, 0];
+        let nl = libc::AF_NETLINK;
+        assert_eq!(a(libc::SYS_socket, sock(nl, libc::SOCK_RAW, 0)), ALLOW);
+        assert_eq!(a(libc::SYS_socket, sock(nl, libc::SOCK_DGRAM, 4)), ALLOW);
+        let eacces = errno(libc::EACCES);
+        for proto in [2, 15, 16] {
+            assert_eq!(a(libc::SYS_socket, sock(nl, libc::SOCK_RAW, proto)), eacces);
+        }
+        for fam in [
+            libc::AF_UNIX,
+            libc::AF_INET,
+            libc::AF_INET6,
+            libc::AF_PACKET,
+            38,
+            40,
+        ] {
+            assert_eq!(a(libc::SYS_socket, sock(fam, libc::SOCK_STREAM, 0)), eacces);
+        }
+        let un = libc::AF_UNIX;
+        let cloexec = libc::SOCK_CLOEXEC;
+        assert_eq!(
+            a(
+                libc::SYS_socketpair,
+                sock(un, libc::SOCK_STREAM | cloexec, 0)
+            ),
+            ALLOW
+        );
+        assert_eq!(
+            a(libc::SYS_socketpair, sock(un, libc::SOCK_SEQPACKET, 0)),
+            ALLOW
+        );
+        assert_eq!(
+            a(
+                libc::SYS_socketpair,
+                sock(un, libc::SOCK_DGRAM | cloexec, 0)
+            ),
+            eacces
+        );
+        // Everything else passes.
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_openat,
+            libc::SYS_getpriority,
+            libc::SYS_kill,
+        ] {
+            assert_eq!(a(nr, z), ALLOW, "{nr}");
+        }
+    }
+
+    #[test]
+    fn the_views_socket_rules_refuse_unix_datagrams_and_odd_families() {
+        let mut p = prologue();
+        p.extend(no_unix_datagrams(&[libc::AF_INET, libc::AF_INET6]));
+        p.push(allow_rest());
+        let sock = |f: i32, t: i32, proto: u64| [f as u64, t as u64, proto, 0, 0, 0];
+        let a = |f, t, proto| run(&p, libc::SYS_socket, sock(f, t, proto));
+        assert_eq!(a(libc::AF_UNIX, libc::SOCK_STREAM, 0), ALLOW);
+        assert_eq!(a(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0), ALLOW);
+        assert_eq!(a(libc::AF_UNIX, libc::SOCK_DGRAM, 0), errno(libc::EACCES));
+        assert_eq!(
+            a(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0),
+            errno(libc::EACCES)
+        );
+        assert_eq!(a(libc::AF_INET, libc::SOCK_DGRAM, 0), ALLOW);
+        assert_eq!(a(libc::AF_INET6, libc::SOCK_STREAM, 0), ALLOW);
+        assert_eq!(a(libc::AF_NETLINK, libc::SOCK_RAW, 0), ALLOW);
+        assert_eq!(a(libc::AF_NETLINK, libc::SOCK_RAW, 2), errno(libc::EACCES));
+        for fam in [libc::AF_PACKET, 38, 40, libc::AF_BLUETOOTH] {
+            assert_eq!(a(fam, libc::SOCK_STREAM, 0), errno(libc::EAFNOSUPPORT));
+        }
+        let pair = run(
+            &p,
+            libc::SYS_socketpair,
+            sock(libc::AF_UNIX, libc::SOCK_DGRAM, 0),
+        );
+        assert_eq!(pair, errno(libc::EACCES));
+    }
 }

@@ -21,6 +21,7 @@ pub mod control;
 pub mod feed;
 pub mod fetch;
 pub mod guard;
+pub mod inert;
 pub mod manager;
 pub mod names;
 pub mod ops;

@@ -10,8 +10,12 @@
 //! involved: vigil starts the sandbox helper itself ([`sandbox::run`], by
 //! absolute path, no shell lookup), in the pane's working directory, with
 //! the clean environment, and shows the command and its output on the
-//! pane's terminal so the operator still sees it there. The shell's state
-//! can neither hijack the run nor be changed by it. Output, exit code,
+//! pane's terminal so the operator still sees it there — as inert text
+//! ([`super::inert`]: escapes and other controls made visible, so a
+//! contained command cannot set the pane's title, switch its screen or
+//! hide text; the model's copy of the output is unchanged, and the
+//! operator's own commands in the pane are never touched). The shell's
+//! state can neither hijack the run nor be changed by it. Output, exit code,
 //! timeout and cancel are those of a plain sandboxed run; the pane's run
 //! lock keeps it from interleaving with another command in that pane.
 //! This module never types into the pane and never runs anything on a
@@ -63,8 +67,10 @@ fn pane_echo(tty: &str) -> Echo {
     Some(Arc::new(Mutex::new(PaneEcho { file, dropped: 0 })))
 }
 
+/// Write `text` on the pane as inert text (see the module doc).
 fn show(tty: &Echo, text: &str) {
     let Some(t) = tty else { return };
+    let text = &super::inert::inert(text);
     let Ok(mut e) = t.lock() else { return };
     if e.dropped > 0 {
         e.dropped += text.len() as u64;
