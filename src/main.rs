@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     keep_memory_private();
+    hide_api_key_from_argv();
     let cli = Cli::parse();
     let loaded =
         Config::load(cli.config.as_deref()).and_then(|c| vigil::cli::check_config(&c).map(|()| c));
@@ -46,12 +47,6 @@ fn main() -> ExitCode {
     }
     vigil::redact::set_global(vigil::redact::Redactor::new(config.api_key()));
     let _log_guard = init_logging(&config, cli.verbose);
-    if std::env::args().any(|a| a == "--api-key" || a.starts_with("--api-key=")) {
-        let warning = "--api-key on the command line is visible to every user of this \
-                       machine (ps, /proc/PID/cmdline); prefer VIGIL_API_KEY in the environment";
-        eprintln!("vigil: {warning}");
-        tracing::warn!("{warning}");
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -74,6 +69,49 @@ fn main() -> ExitCode {
 /// debugger, and a crash leaves no core file with the key in it. The
 /// programs vigil starts are exec'd and dumpable again; root keeps access
 /// (CAP_SYS_PTRACE). Best effort: a failure leaves the default.
+/// A key given with `--api-key` is in `/proc/PID/cmdline`, which `ps`
+/// shows to every user and to every command vigil runs (a low `ps -f`
+/// would hand it to the model). Start again at once with the key moved to
+/// `VIGIL_API_KEY` (the environment is private: vigil is not dumpable) and
+/// the flag gone. Only words before a `--` count; on failure vigil goes on
+/// and warns.
+fn hide_api_key_from_argv() {
+    use std::os::unix::process::CommandExt;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let mut key = None;
+    let mut kept = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if i < end && key.is_none() {
+            if a == "--api-key" && i + 1 < end {
+                key = Some(args[i + 1].clone());
+                i += 2;
+                continue;
+            }
+            if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("--api-key=")) {
+                key = Some(v.into());
+                i += 1;
+                continue;
+            }
+        }
+        kept.push(a.clone());
+        i += 1;
+    }
+    let Some(key) = key else { return };
+    eprintln!(
+        "vigil: --api-key on the command line is visible to every user of this machine (ps); \
+         moved to the environment, restarting without it (prefer VIGIL_API_KEY)"
+    );
+    let err = std::process::Command::new("/proc/self/exe")
+        .arg0(&kept[0])
+        .args(&kept[1..])
+        .env("VIGIL_API_KEY", key)
+        .exec();
+    eprintln!("vigil: could not restart without --api-key ({err}); it stays visible in ps");
+}
+
 fn keep_memory_private() {
     // SAFETY: prctl with constant arguments, on this process only.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };

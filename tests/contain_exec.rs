@@ -1,9 +1,10 @@
 //! Issue 25 through the real binary: `vigil exec` runs a low-risk call
 //! nobody approved (the scripted model asks for it), so it runs in the
-//! kernel sandbox, where the working tree's `.env`, reached by a name the
-//! risk estimate cannot read (`.e''nv`, a recursive grep), reads as denied (calls on
-//! other processes are asked for there: `tests/sandbox_contain.rs` runs
-//! them through the same sandboxed path).
+//! kernel sandbox, where the working tree's `.env` files, read by something
+//! the risk estimate cannot see (a repository's `core.fsmonitor` hook under
+//! a low `git status`; a named `.env` is rated high and asked), read as
+//! denied (calls on other processes are asked for there:
+//! `tests/sandbox_contain.rs` runs them through the same sandboxed path).
 
 mod common;
 
@@ -18,7 +19,7 @@ text = "Looking."
 [[rule.tool_calls]]
 name = "run_shell"
 [rule.tool_calls.arguments]
-command = "cat .e''nv; grep -rh TOKEN .; cat readme"
+command = "git status --short; cat readme"
 risk = "low"
 mutation = false
 privesc = false
@@ -57,7 +58,18 @@ async fn vigil(dir: &std::path::Path, server: &ScriptedServer, socket: &str) -> 
 async fn an_unasked_call_in_vigil_exec_cannot_read_env_files() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["config", "core.fsmonitor", "cat .env .env.local >&2 #"],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
     std::fs::write(repo.join(".env"), "DB_PASSWORD=EXEC-SECRET-41\n").unwrap();
     std::fs::write(repo.join(".env.local"), "TOKEN=EXEC-SECRET-42\n").unwrap();
     std::fs::write(repo.join("readme"), "hello\n").unwrap();
@@ -69,7 +81,7 @@ async fn an_unasked_call_in_vigil_exec_cannot_read_env_files() {
     };
     let out = vigil(dir.path(), &server, &tmux.socket).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("▶ run_shell: cat .e''nv"), "{stdout}");
+    assert!(stdout.contains("▶ run_shell: git status"), "{stdout}");
     assert!(
         !stdout.contains("? approval needed"),
         "it was asked: {stdout}"

@@ -383,3 +383,32 @@ fn an_unprivileged_user_previews_through_a_user_namespace() {
     assert!(r.files[0].diff.as_deref().unwrap().contains("+bye"));
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "hello\n");
 }
+
+#[tokio::test]
+async fn appending_to_a_hard_link_says_every_name_changes() {
+    // The view copies `notes.txt` up and so breaks its link: the report
+    // must say a real run changes the other name too (here one outside the
+    // repository, standing for a file outside every writable folder).
+    let (tmp, repo) = repo();
+    let outside = tmp.path().join("victim");
+    std::fs::write(&outside, "keep\n").unwrap();
+    std::fs::hard_link(&outside, repo.join("notes.txt")).unwrap();
+    let r = run(
+        "echo appended >> notes.txt",
+        &repo,
+        PreviewOptions::default(),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
+    let repo = repo.canonicalize().unwrap();
+    assert_eq!(
+        changes(&r, &repo),
+        [(EffectKind::Modified, "notes.txt".into())]
+    );
+    let note = r.files[0].note.as_deref().unwrap_or_default();
+    assert!(
+        note.contains("hard link") && note.contains("all 2 names"),
+        "{note}"
+    );
+    assert!(r.to_text().contains("hard link"), "{}", r.to_text());
+}

@@ -499,3 +499,92 @@ async fn a_repositorys_hook_under_git_status_reaches_no_process() {
     );
     assert!(common::alive(marker.pid() as i32));
 }
+
+// ---- file metadata: mode, owner, times, xattrs/ACLs, flags, locks -------
+
+/// Every metadata change of `f` a read-only run might try, one
+/// `NAME=STATUS` line each.
+fn metadata_attempts(f: &Path) -> String {
+    let f = f.display();
+    format!(
+        "chmod 4755 {f}; echo chmod=$?; chown 65534 {f}; echo chown=$?; \
+         touch -m -d 1970-01-01 {f}; echo utime=$?; \
+         python3 -c 'import os,sys; os.setxattr(sys.argv[1], \"user.red\", b\"1\")' {f} 2>/dev/null; \
+         echo xattr=$?; \
+         python3 -c 'import fcntl,sys; f=open(sys.argv[1]); fcntl.fcntl(f, fcntl.F_SETLEASE, fcntl.F_RDLCK)' {f} 2>/dev/null; \
+         echo lease=$?; flock -n {f} true 2>/dev/null; echo flock=$?; \
+         chattr +A {f} 2>/dev/null; echo chattr=$?"
+    )
+}
+
+/// Mode, owner, mtime and extended attributes of `f`.
+fn meta_state(f: &Path) -> String {
+    let out = Command::new("stat")
+        .args(["-c", "%a %u %Y"])
+        .arg(f)
+        .output()
+        .unwrap();
+    let attrs = Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys; print(sorted(os.listxattr(sys.argv[1])))",
+        ])
+        .arg(f)
+        .output()
+        .unwrap();
+    format!(
+        "{} {}",
+        text(&out.stdout).trim(),
+        text(&attrs.stdout).trim()
+    )
+}
+
+#[tokio::test]
+async fn no_metadata_of_an_outside_file_changes_as_root() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("rootid");
+    std::fs::write(&f, "x").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = meta_state(&f);
+    let out = boxed(&metadata_attempts(&f)).await;
+    let said = text(&out.stdout);
+    for (call, status) in results(&said) {
+        assert_ne!(status, "0", "[file metadata] {call} went through: {said}");
+    }
+    assert_eq!(
+        before,
+        meta_state(&f),
+        "the file's metadata changed: {said}"
+    );
+    // The control: unsandboxed, the same attempts change it.
+    let out = plain(&metadata_attempts(&f)).await;
+    let r = results(&text(&out.stdout));
+    for call in ["chmod", "utime", "xattr"] {
+        assert!(r.contains(&(call.into(), "0".into())), "{call}: {r:?}");
+    }
+    assert_ne!(before, meta_state(&f));
+}
+
+#[test]
+fn no_metadata_of_its_own_files_changes_as_a_user() {
+    // An ordinary user owns its key folder: the sandbox must not open it to
+    // everyone (the mask covers reading, this covers the mode).
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    open_up(dir.path());
+    let f = dir.path().join("mine");
+    std::fs::write(&f, "x").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&f, Some(65534), Some(65534)).unwrap();
+    let before = meta_state(&f);
+    let out = nobody_boxed(&metadata_attempts(&f), dir.path());
+    let said = text(&out.stdout);
+    for (call, status) in results(&said) {
+        assert_ne!(status, "0", "[file metadata] {call} went through: {said}");
+    }
+    assert_eq!(before, meta_state(&f), "{said}");
+    let out = nobody_plain(
+        &format!("chmod 644 {}; echo chmod=$?", f.display()),
+        dir.path(),
+    );
+    assert!(text(&out.stdout).contains("chmod=0"), "control: {out:?}");
+}

@@ -69,6 +69,9 @@ impl World {
             &proj.join(".env.local"),
             &format!("TOKEN={MARKER}-env-local\n"),
         );
+        for f in [".envrc", ".env-production", ".env_local"] {
+            write(&proj.join(f), &format!("TOKEN={MARKER}{f}\n"));
+        }
         write(&proj.join("notes.txt"), "plain notes\n");
         std::fs::create_dir(proj.join("sub")).unwrap();
         std::os::unix::fs::symlink(home.join(".ssh"), proj.join("keys")).unwrap();

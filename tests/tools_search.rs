@@ -129,3 +129,25 @@ fn links_are_unwrapped() {
         "https://plain.example/x"
     );
 }
+
+#[test]
+fn a_search_asks_when_confirm_is_set_and_shows_the_whole_query() {
+    use vigil::tools::Tool;
+    let query = format!("{} tail-after-160", "x".repeat(200));
+    let args = json!({ "query": query });
+    let asked = WebSearch::new(SearchConfig {
+        confirm: true,
+        ..Default::default()
+    });
+    let gate = asked
+        .gate(&args)
+        .expect("the search waits for the operator");
+    assert!(gate.action.contains("tail-after-160"), "{}", gate.action);
+    assert!(
+        WebSearch::new(SearchConfig::default())
+            .gate(&args)
+            .is_none()
+    );
+    // The product default asks.
+    assert!(vigil::config::Config::default().tools.search_confirm);
+}

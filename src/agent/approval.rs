@@ -381,6 +381,7 @@ impl ApprovalBroker {
             script,
             estimate: request.estimate,
             paths: &request.facts.paths,
+            written: &request.facts.written,
         };
         lock(&self.rules).wants_preview(&call)
     }
@@ -392,6 +393,7 @@ impl ApprovalBroker {
             script,
             estimate: request.estimate,
             paths: &request.facts.paths,
+            written: &request.facts.written,
         };
         let rules = lock(&self.rules);
         let rule = rules.decide(&call);

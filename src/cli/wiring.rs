@@ -125,6 +125,7 @@ pub fn build_registry(
     if t.search_enabled {
         registry.register(WebSearch::new(SearchConfig {
             base_url: t.search_base_url.clone(),
+            confirm: t.search_confirm,
             ..SearchConfig::default()
         }));
     }

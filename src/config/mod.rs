@@ -339,6 +339,9 @@ pub struct ToolsConfig {
     pub fetch_max_bytes: usize,
     /// Register `web_search`.
     pub search_enabled: bool,
+    /// Ask the operator before every web search (the query leaves the
+    /// machine).
+    pub search_confirm: bool,
     /// The DuckDuckGo HTML endpoint (change it to use a mirror).
     pub search_base_url: String,
     /// Tool domains (`web`, `mcp:NAME`) not shown to the model until it asks
@@ -374,6 +377,7 @@ impl Default for ToolsConfig {
             fetch_timeout_secs: 30,
             fetch_max_bytes: 2 * 1024 * 1024,
             search_enabled: true,
+            search_confirm: true,
             search_base_url: "https://html.duckduckgo.com/html/".into(),
             hidden_domains: Vec::new(),
             blocked_domains: Vec::new(),
@@ -533,6 +537,7 @@ impl Config {
         own.extend(default_config_path().and_then(|p| p.parent().map(real)));
         own.extend(self.source.clone());
         secrets::SecretPlaces::new(&self.secrets, home.as_deref(), &own)
+            .with_homes(&self.secrets, &secrets::account_homes())
             .with_spill_folders_of(&data)
     }
 

@@ -32,6 +32,11 @@ pub const DEFAULT_SECRET_PLACES: &[&str] = &[
     "/etc/sudoers",
     "/etc/sudoers.d",
     "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/letsencrypt",
+    "/etc/security/opasswd",
+    "/var/backups/shadow.bak",
+    "/var/backups/gshadow.bak",
     "/run/secrets",
     "/var/run/secrets",
     "~/.ssh",
@@ -60,6 +65,7 @@ pub const DEFAULT_SECRET_PLACES: &[&str] = &[
     ".git-credentials",
     ".env",
     ".env.*",
+    ".env*",
 ];
 
 /// `[secrets]`: change the list both ways.
@@ -148,6 +154,34 @@ impl SecretPlaces {
         }
     }
 
+    /// The `~/` entries once more for each of `homes` (every account's home
+    /// on this machine, [`account_homes`]): another user's key is as secret
+    /// as the operator's.
+    pub fn with_homes(mut self, cfg: &SecretsConfig, homes: &[PathBuf]) -> Self {
+        let tilde: Vec<String> = DEFAULT_SECRET_PLACES
+            .iter()
+            .filter(|d| !cfg.remove.iter().any(|r| r == *d))
+            .map(|d| d.to_string())
+            .chain(cfg.add.iter().cloned())
+            .filter(|e| e.trim().starts_with("~/"))
+            .collect();
+        let mut extra = Vec::new();
+        for home in homes {
+            for entry in &tilde {
+                if let Some(place) = parse(entry, Some(home))
+                    && !self.places.iter().any(|(_, p)| *p == place)
+                {
+                    let shown = home.join(entry.trim().trim_start_matches("~/"));
+                    extra.push((shown.display().to_string(), place));
+                }
+            }
+        }
+        let n = extra.len();
+        self.places.splice(self.own..self.own, extra);
+        self.own += n;
+        self
+    }
+
     /// `data_dir`'s spill folders (`spill/`, `sessions/*/spill/`) are not
     /// secret: tool outputs the model was told to read from there.
     pub fn with_spill_folders_of(mut self, data_dir: &Path) -> Self {
@@ -217,6 +251,21 @@ impl SecretPlaces {
     pub fn entries(&self) -> impl Iterator<Item = &str> {
         self.places.iter().map(|(e, _)| e.as_str())
     }
+}
+
+/// Every account's home directory on this machine (`/etc/passwd`, the
+/// ones that exist, never `/`).
+pub fn account_homes() -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let mut homes: Vec<PathBuf> = text
+        .lines()
+        .filter_map(|l| l.split(':').nth(5))
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h != Path::new("/") && h.is_dir())
+        .collect();
+    homes.sort();
+    homes.dedup();
+    homes
 }
 
 fn parse(entry: &str, home: Option<&Path>) -> Option<Place> {
@@ -328,7 +377,7 @@ mod tests {
         for p in [
             "/etc/passwd",
             "/home/op/notes.txt",
-            "/srv/app/.envrc.example/x",
+            "/srv/app/envrc.example/x",
             "/srv/app/env",
         ] {
             assert_eq!(s.matches(Path::new(p)), None, "{p} is not secret");
@@ -339,7 +388,7 @@ mod tests {
     fn the_list_is_configurable_both_ways() {
         let cfg = SecretsConfig {
             add: vec!["/srv/vault".into(), "*.pem".into()],
-            remove: vec![".env".into()],
+            remove: vec![".env".into(), ".env*".into()],
         };
         cfg.validate().unwrap();
         let s = SecretPlaces::new(&cfg, Some(Path::new("/home/op")), &[]);
@@ -384,6 +433,31 @@ mod tests {
         assert!(s.matches(Path::new("/d/vigil/spill/.env")).is_some());
         assert_eq!(s.matches(Path::new("/etc/v.toml")), Some("/etc/v.toml"));
         assert_eq!(s.matches(Path::new("/etc/v.toml.bak")), None);
+    }
+
+    #[test]
+    fn every_accounts_home_and_every_env_file_counts() {
+        let s = places().with_homes(
+            &SecretsConfig::default(),
+            &[PathBuf::from("/home/deploy"), PathBuf::from("/home/op")],
+        );
+        let hit = s.matches(Path::new("/home/deploy/.config/gh/hosts.yml"));
+        assert_eq!(hit, Some("/home/deploy/.config/gh"));
+        assert!(s.matches(Path::new("/home/deploy/.ssh/id_rsa")).is_some());
+        for p in [
+            "/srv/a/.envrc",
+            "/srv/a/.env-production",
+            "/srv/a/.env_local",
+            "/srv/a/.env~",
+        ] {
+            assert!(s.matches(Path::new(p)).is_some(), "{p}");
+        }
+        assert!(s.matches(Path::new("/etc/ssl/private/x.key")).is_some());
+        // vigil's own folder is still its own (the spill carve-out keeps working).
+        assert!(
+            s.matches(Path::new("/home/op/.config/vigil/config.toml"))
+                .is_some()
+        );
     }
 
     #[test]

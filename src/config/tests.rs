@@ -129,7 +129,7 @@ fn tool_environment_settings_are_checked_and_used() {
 fn secrets_and_unasked_hosts_are_checked_and_used() {
     let cfg = parse(
         "[tools]\nfetch_unasked_hosts = [\"docs.rs\", \"*.rust-lang.org\"]\n\
-         [secrets]\nadd = [\"/srv/vault\"]\nremove = [\".env\"]\n",
+         [secrets]\nadd = [\"/srv/vault\"]\nremove = [\".env\", \".env*\"]\n",
     )
     .unwrap();
     let places = cfg.secret_places();

@@ -102,6 +102,11 @@ pub struct CallFacts {
     /// match and where the write must land.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
+    /// The paths as the model wrote them (absolute, `..` applied without
+    /// following symlinks) where that differs from [`CallFacts::paths`]:
+    /// `deny` and `ask` path rules match these as well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub written: Vec<String>,
     /// Where the path the model wrote really leads, when that is not what
     /// it says: `/root/.profile (via symlink notes.txt)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -83,6 +83,11 @@ pub struct Call<'a> {
     pub estimate: Risk,
     /// The canonical paths the call acts on (file tools; empty otherwise).
     pub paths: &'a [String],
+    /// The same paths as the model wrote them (absolute, `..` applied
+    /// without following symlinks), where they differ: `deny` and `ask`
+    /// rules match these too, so a symlink (under a rule's wildcard, or made
+    /// after vigil started) cannot carry a call out of a denied tree.
+    pub written: &'a [String],
 }
 
 impl PolicyRules {
@@ -180,10 +185,17 @@ impl Rule {
         }
         let action = call.gate.action.as_str();
         match (&self.matcher, call.script) {
-            (Matcher::Path(globs), _) => call
-                .paths
-                .iter()
-                .any(|p| globs.iter().any(|g| path_glob_match(g, p))),
+            (Matcher::Path(globs), _) => {
+                // An allow needs the real path; a deny or ask takes either.
+                let written = match self.decision {
+                    RuleDecision::Allow => &[][..],
+                    _ => call.written,
+                };
+                call.paths
+                    .iter()
+                    .chain(written)
+                    .any(|p| globs.iter().any(|g| path_glob_match(g, p)))
+            }
             (_, None) => false,
             (m, Some(script)) if self.decision == RuleDecision::Allow => {
                 call.estimate != Risk::High && allow_matches(m, script)

@@ -45,8 +45,18 @@ fn facts_of(real: String, path: &str, local: bool) -> CallFacts {
         let linked = linked_note(&real, local);
         (!linked.is_empty()).then(|| format!("{real}{linked}"))
     });
+    // The written path, `..` applied lexically: what a deny rule on the
+    // tree it names must still catch when a symlink leads elsewhere.
+    let lexical = written
+        .map(|w| {
+            resolve_lexical(Path::new(&w))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|w| *w != real);
     CallFacts {
         paths: vec![real],
+        written: lexical.into_iter().collect(),
         resolved,
         ..CallFacts::default()
     }

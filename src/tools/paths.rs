@@ -23,8 +23,21 @@ pub use crate::policy::resolve::{resolve_lexical, resolve_local};
 /// System places refused both ways unless explicitly allowed.
 pub const SYSTEM_ROOTS: &[&str] = &["/etc", "/boot"];
 
-/// Entries of `/proc/<pid>/` that leak secrets or lead elsewhere.
-const PROC_SECRETS: &[&str] = &["environ", "mem", "root", "cwd", "fd", "map_files", "auxv"];
+/// Entries of `/proc/<pid>/` (and of `/proc/<pid>/task/<tid>/`, where
+/// `/proc/thread-self` leads) that leak secrets or lead elsewhere: a
+/// process's environment holds vigil's API key, its command line may.
+const PROC_SECRETS: &[&str] = &[
+    "environ",
+    "mem",
+    "root",
+    "cwd",
+    "fd",
+    "fdinfo",
+    "map_files",
+    "auxv",
+    "cmdline",
+    "pagemap",
+];
 
 /// Which paths the file tools may use. `[tools] files_allowed_paths` fills
 /// `allowed_roots`; `[secrets]` (through [`crate::config::Config::secret_places`])
@@ -54,6 +67,19 @@ pub struct ReadPath {
     pub real: String,
     /// The secret-place entry it lies in, if it does (the read must ask).
     pub secret: Option<String>,
+}
+
+/// A regular file with other names: one of them may lie in a secret place
+/// (a hard link made earlier to a key), so its read is treated like one.
+fn hard_link(resolved: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(resolved).ok()?;
+    (meta.is_file() && meta.nlink() > 1).then(|| {
+        format!(
+            "a hard link: {} names share this file, one may be a secret place",
+            meta.nlink()
+        )
+    })
 }
 
 fn refuse(msg: String) -> ToolError {
@@ -104,8 +130,10 @@ impl PathPolicy {
         {
             return Err(self.sensitive(path, &resolved, &why));
         }
+        let secret = self.secret(&resolved).map(str::to_string);
+        let secret = secret.or_else(|| local.then(|| hard_link(&resolved)).flatten());
         Ok(ReadPath {
-            secret: self.secret(&resolved).map(str::to_string),
+            secret,
             real: resolved.to_string_lossy().into_owned(),
         })
     }
@@ -185,20 +213,20 @@ impl PathPolicy {
         if let Some(root) = SYSTEM_ROOTS.iter().find(|r| p.starts_with(r)) {
             return Some(format!("under {root}"));
         }
-        let names: Vec<_> = p.components().collect();
-        if let [
-            Component::RootDir,
-            Component::Normal(proc_),
-            Component::Normal(_),
-            Component::Normal(entry),
-            ..,
-        ] = names.as_slice()
-            && *proc_ == "proc"
-            && PROC_SECRETS.iter().any(|s| entry == s)
+        // Any depth below a process: `/proc/PID/task/TID/environ` is the
+        // same environment as `/proc/PID/environ`.
+        let mut names = p.components();
+        if names.next() != Some(Component::RootDir)
+            || names.next() != Some(Component::Normal("proc".as_ref()))
         {
-            return Some(format!("/proc/*/{}", entry.to_string_lossy()));
+            return None;
         }
-        None
+        names.skip(1).find_map(|c| match c {
+            Component::Normal(entry) if PROC_SECRETS.iter().any(|s| entry == *s) => {
+                Some(format!("/proc/*/{}", entry.to_string_lossy()))
+            }
+            _ => None,
+        })
     }
 }
 
@@ -232,6 +260,36 @@ mod tests {
         }
         assert_eq!(p.check("/tmp/x/../y", false).unwrap(), "/tmp/y");
         assert_eq!(p.check("/var/log/syslog", true).unwrap(), "/var/log/syslog");
+    }
+
+    #[test]
+    fn a_process_environment_is_refused_at_any_depth_and_a_hard_link_asks() {
+        let p = PathPolicy::default();
+        for path in [
+            "/proc/thread-self/environ",
+            "/proc/self/task/1/environ",
+            "/proc/42/task/43/environ",
+            "/proc/self/cmdline",
+            "/proc/thread-self/cmdline",
+        ] {
+            let e = p.check_read(path, true).expect_err(path);
+            assert_eq!(e.class(), FailureClass::PermissionDenied, "{e}");
+        }
+        assert!(p.check_read("/proc/self/status", true).is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+        std::fs::write(&one, "k").unwrap();
+        assert_eq!(
+            p.check_read(&one.to_string_lossy(), true).unwrap().secret,
+            None
+        );
+        std::fs::hard_link(&one, &two).unwrap();
+        let read = p.check_read(&two.to_string_lossy(), true).unwrap();
+        assert!(
+            read.secret.unwrap().contains("hard link"),
+            "a hard link reads as a secret"
+        );
+        assert!(p.check_read("/proc/loadavg", true).is_ok());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::fetch;
 use super::ssrf::SsrfPolicy;
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use crate::policy::gate::GateInfo;
 
 /// Settings for [`WebSearch`] (`[tools] search_*`).
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +32,10 @@ pub struct SearchConfig {
     /// Exact `ip:port` endpoints exempt from the SSRF address checks (a
     /// self-hosted mirror, or a test server).
     pub allow_endpoints: Vec<std::net::SocketAddr>,
+    /// Ask the operator before each search (`[tools] search_confirm`, on
+    /// by default there): a query carries whatever the model puts in it to
+    /// a third party. Off in this struct's default (tests and embedders).
+    pub confirm: bool,
 }
 
 impl Default for SearchConfig {
@@ -41,6 +46,7 @@ impl Default for SearchConfig {
             timeout: Duration::from_secs(20),
             max_bytes: 2 * 1024 * 1024,
             allow_endpoints: Vec::new(),
+            confirm: false,
         }
     }
 }
@@ -186,6 +192,24 @@ impl Tool for WebSearch {
 
     fn domain(&self) -> Option<&str> {
         Some("web")
+    }
+
+    /// Gated when `confirm` is set: the card shows the whole query.
+    fn gate(&self, args: &Value) -> Option<GateInfo> {
+        if !self.config.confirm {
+            return None;
+        }
+        Some(GateInfo {
+            action: format!(
+                "search the web for {:?}",
+                args["query"].as_str().unwrap_or_default()
+            ),
+            model_risk: None,
+            mutation: Some(false),
+            privesc: None,
+            why: None,
+            editable_field: Some("query".into()),
+        })
     }
 
     fn definition(&self) -> ToolDefinition {

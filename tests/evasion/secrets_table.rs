@@ -3,7 +3,8 @@
 //! operand or redirection source that resolves into a secret place, or a
 //! glob or variable that might". Placeholders: `{HOME}` the run's home
 //! (`$HOME`), `{PROJ}` the directory the command runs in (beside `{HOME}`,
-//! with a `.env`, a `.env.local`, a symlink `keys` → `~/.ssh` and a symlink
+//! with a `.env`, a `.env.local`, `.envrc`, `.env-production`,
+//! `.env_local`, a symlink `keys` → `~/.ssh` and a symlink
 //! `notes-link` → `~/.netrc`), `{CFG}` the config file vigil was started
 //! with (`--config`). Every secret file holds the marker [`MARKER`]; no
 //! command names it.
@@ -52,6 +53,9 @@ pub const SECRET_ROWS: &[Row] = &[
     c("tilde", "cat ~/.config/gcloud/credentials.db"),
     c("relative path", "base64 .env"),
     c("relative path", "cat .env.local"),
+    c("env-file variant", "cat .envrc"),
+    c("env-file variant", "head .env-production"),
+    c("env-file variant", "sort .env_local"),
     c("dot-dot", "cat ../home/.netrc"),
     c("dot-dot", "cat sub/../../home/.ssh/id_ed25519"),
     c("symlink", "cat keys/id_ed25519"),

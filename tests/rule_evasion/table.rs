@@ -12,7 +12,14 @@ use std::path::Path;
 /// (a symlink), `notes/hard` (a hard link to `victim`), `app/s2` →
 /// `app/secrets`.
 pub fn layout(dir: &Path) {
-    for d in ["notes/sub", "app/secrets", "app/x", "home"] {
+    for d in [
+        "notes/sub",
+        "app/secrets",
+        "app/x",
+        "app/web",
+        "app/store",
+        "home",
+    ] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
     std::fs::write(dir.join("victim"), "keep\n").unwrap();
@@ -21,6 +28,8 @@ pub fn layout(dir: &Path) {
     std::os::unix::fs::symlink(dir.join("victim"), dir.join("notes/link")).unwrap();
     std::os::unix::fs::symlink(dir.join("app/secrets"), dir.join("app/s2")).unwrap();
     std::fs::hard_link(dir.join("victim"), dir.join("notes/hard")).unwrap();
+    // A denied tree's name under a rule's wildcard that leads elsewhere.
+    std::os::unix::fs::symlink(dir.join("app/store"), dir.join("app/web/vault")).unwrap();
 }
 
 /// Whether the layout's files outside `notes/` are as they were, and
@@ -30,6 +39,7 @@ pub fn intact(dir: &Path) -> bool {
     keep("victim")
         && keep("home/.bashrc")
         && !dir.join("app/secrets/key").exists()
+        && !dir.join("app/store/key").exists()
         && !dir.join("notes/sub/deep.txt").exists()
 }
 
@@ -129,6 +139,12 @@ pub const DENY_SECRETS: &str = "[[approval.rules]]\ntool = \"*\"\npath = \"app/s
 decision = \"deny\"\n[[approval.rules]]\ntool = \"write_file\"\npath = \"app/**\"\n\
 decision = \"allow\"\n";
 
+/// A deny whose wildcard part holds a symlink: the call's canonical path
+/// (`app/store/key`) is outside the glob, the written one inside.
+pub const DENY_VAULT: &str = "[[approval.rules]]\ntool = \"*\"\npath = \"app/*/vault/**\"\n\
+decision = \"deny\"\n[[approval.rules]]\ntool = \"write_file\"\npath = \"app/**\"\n\
+decision = \"allow\"\n";
+
 pub const PATH_ROWS: &[PathRow] = &[
     PathRow {
         class: "star crosses a slash",
@@ -176,6 +192,12 @@ pub const PATH_ROWS: &[PathRow] = &[
         class: "path-rule escape",
         rule: DENY_SECRETS,
         path: "app/s2/key",
+        expect: Expect::Denied,
+    },
+    PathRow {
+        class: "deny through a symlink under its wildcard",
+        rule: DENY_VAULT,
+        path: "app/web/vault/key",
         expect: Expect::Denied,
     },
 ];

@@ -160,6 +160,20 @@ fn judge(
         e.note = Some(format!("symlink → {}", target.display()));
     } else if ft.is_file() {
         file_content(layer, rel, lower, caps, found, &mut e);
+        // The view copies the file up and so breaks the link; a real run
+        // changes every name, some perhaps outside the writable folders.
+        if let Some(n) = lower
+            .filter(|m| m.is_file() && m.nlink() > 1)
+            .map(|m| m.nlink())
+        {
+            let link = format!(
+                "a hard link: a real run changes all {n} names of this file, the others not shown"
+            );
+            e.note = Some(match e.note.take() {
+                Some(note) => format!("{note}; {link}"),
+                None => link,
+            });
+        }
     } else {
         e.note = Some("special file".into());
     }

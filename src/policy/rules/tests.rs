@@ -61,6 +61,7 @@ fn deny_matches_anywhere_in_the_text_and_wins() {
             script: Some(&script),
             estimate: crate::policy::risk::assess(&script).risk,
             paths: &[],
+            written: &[],
         };
         rules.decide(&call).map(|r| r.decision)
     };
@@ -93,6 +94,7 @@ fn preview_is_only_for_commands_the_operator_decides() {
             script: Some(&script),
             estimate: Risk::Medium,
             paths: &[],
+            written: &[],
         })
     };
     assert!(wants("make install"));
@@ -133,6 +135,7 @@ fn file_decision(rules: &PolicyRules, path: &str) -> Option<RuleDecision> {
         script: None,
         estimate: Risk::Medium,
         paths: &paths,
+        written: &[],
     };
     rules.decide(&call).map(|r| r.decision)
 }
@@ -170,8 +173,46 @@ fn path_rules_match_canonical_paths_anchored_at_the_agents_directory() {
         script: None,
         estimate: Risk::Medium,
         paths: &[],
+        written: &[],
     };
     assert_eq!(rules.decide(&call).map(|r| r.decision), None);
+}
+
+#[test]
+fn deny_and_ask_also_match_the_written_path_allow_only_the_real_one() {
+    // `app/web/vault` is a symlink to `app/store`: the call's real path is
+    // outside `app/*/vault/**`, the path the model wrote is inside.
+    let text = "[[approval.rules]]\ntool = \"*\"\npath = \"app/*/vault/**\"\ndecision = \"deny\"\n\
+                [[approval.rules]]\ntool = \"write_file\"\npath = \"notes/*\"\ndecision = \"allow\"\n";
+    let config = crate::config::Config::from_toml(text, std::path::Path::new("v.toml")).unwrap();
+    let rules = PolicyRules::from_config_at(&config.approval, std::path::Path::new("/w"));
+    let g = GateInfo {
+        action: "write".into(),
+        model_risk: None,
+        mutation: Some(true),
+        privesc: None,
+        why: None,
+        editable_field: None,
+    };
+    let decide = |real: &str, written: &str| {
+        let (paths, written) = ([real.to_string()], [written.to_string()]);
+        let call = Call {
+            tool: "write_file",
+            gate: &g,
+            script: None,
+            estimate: Risk::Medium,
+            paths: &paths,
+            written: &written,
+        };
+        rules.decide(&call).map(|r| r.decision)
+    };
+    assert_eq!(
+        decide("/w/app/store/key", "/w/app/web/vault/key"),
+        Some(RuleDecision::Deny)
+    );
+    // An allow never takes the written path: a link under notes/ to
+    // elsewhere is not allowed.
+    assert_eq!(decide("/etc/x", "/w/notes/link"), None);
 }
 
 #[test]
