@@ -30,6 +30,11 @@ fn v_previews_the_command_then_y_runs_it_for_real() {
     let line = format!("A {}/gated-ran (empty)", work.display());
     assert!(zoomed.contains(&line), "{line}\n{zoomed}");
     c.keys(&["Escape"]);
+    // `y` only once the zoom is gone: sent together, Escape and `y` arrive
+    // as one Alt-y on a busy machine.
+    c.wait_for("the card back in its pane", |s| {
+        s.contains("conversation") && s.contains("z zoom")
+    });
     c.keys(&["y"]);
     c.wait("TOOL SAID");
     let ran = common::eventually(Duration::from_secs(20), || {

@@ -93,6 +93,12 @@ fn a_command_of_the_same_user_cannot_read_the_agents_environment_or_memory_map()
     let mut control = as_nobody("sleep");
     control.arg("60").env("VIGIL_API_KEY", KEY);
     let control = Group(control.spawn().expect("sleep as nobody"));
+    // Read it only once it is `sleep`: before the exec it is still setpriv
+    // changing its uid (not dumpable then), which a busy machine can show.
+    let comm = format!("/proc/{}/comm", control.0.id());
+    let became =
+        common_eventually(|| std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep"));
+    assert!(became, "the control never became sleep");
     let seen = read_proc(control.0.id(), "environ");
     assert!(seen.status.success(), "{seen:?}");
     assert!(String::from_utf8_lossy(&seen.stdout).contains(KEY));
@@ -110,4 +116,16 @@ fn a_command_of_the_same_user_cannot_read_the_agents_environment_or_memory_map()
     let status = read_proc(pid, "status");
     assert!(status.status.success(), "{status:?}");
     assert!(String::from_utf8_lossy(&status.stdout).contains("Uid:\t65534"));
+}
+
+/// Whether `ok` holds within 10 s (polled every 10 ms).
+fn common_eventually(ok: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }

@@ -50,6 +50,17 @@ async fn capture_pane_options() {
     let (b, s) = common::start("bash").await;
     let cap = CapturePane::new(manager(&b));
     sh(&*b, "seq 1 60; printf 'pad   \\n'; printf '\\033[31mRED\\033[0m\\n'; printf 'x%.0s' $(seq 1 150); echo").await;
+    // The command's end can be seen before tmux has drawn its last output
+    // (a busy machine): wait for the last line on the screen first.
+    let long = "x".repeat(150);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !call(&cap, json!({})).await.unwrap().contains(&long) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the output never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let visible = call(&cap, json!({})).await.unwrap();
     assert!(
