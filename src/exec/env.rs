@@ -152,27 +152,10 @@ impl EnvPolicy {
     }
 }
 
-/// `*` matches any run of characters; everything else matches itself.
+/// `*` matches any run of characters; everything else matches itself
+/// (the one matcher of [`crate::config::secrets::glob_name`]).
 fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    if !name.ends_with(last) {
-        return false;
-    }
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
+    crate::config::secrets::glob_name(pattern, name)
 }
 
 static CURRENT: RwLock<Option<Arc<EnvPolicy>>> = RwLock::new(None);
