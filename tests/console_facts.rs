@@ -174,7 +174,7 @@ fn the_preview_runs_where_y_will_run_after_the_pane_moved() {
     // `y` only once the zoom is gone: sent together, Escape and `y` arrive
     // as one Alt-y on a busy machine.
     c.wait_for("the card back in its pane", |s| {
-        s.contains("conversation") && s.contains("z zoom")
+        s.contains("┌ conversation") && s.contains("z zoom")
     });
     c.keys(&["y"]);
     let ran = common::eventually(std::time::Duration::from_secs(20), || {

@@ -21,10 +21,11 @@ fn v_previews_the_command_then_y_runs_it_for_real() {
     // The view made the file; the machine did not.
     assert!(!c.work().join("gated-ran").exists(), "the preview leaked");
     c.keys(&["z"]);
-    // Only the zoomed card has room for the whole limits line: the card
-    // before `z` also shows the output, so it cannot satisfy this wait.
+    // Zoomed, the card is the whole screen: no conversation pane beside it.
     let zoomed = c.wait_for("the zoomed card", |s| {
-        s.contains("original-cmd") && s.contains("cannot reproduce network effects")
+        !s.contains("┌ conversation")
+            && s.contains("original-cmd")
+            && s.contains("cannot reproduce network effects")
     });
     let work = c.work().canonicalize().unwrap();
     let line = format!("A {}/gated-ran (empty)", work.display());
@@ -33,7 +34,7 @@ fn v_previews_the_command_then_y_runs_it_for_real() {
     // `y` only once the zoom is gone: sent together, Escape and `y` arrive
     // as one Alt-y on a busy machine.
     c.wait_for("the card back in its pane", |s| {
-        s.contains("conversation") && s.contains("z zoom")
+        s.contains("┌ conversation") && s.contains("z zoom")
     });
     c.keys(&["y"]);
     c.wait("TOOL SAID");

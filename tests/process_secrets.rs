@@ -6,6 +6,8 @@
 //! process of the same user holding the same key is read without trouble
 //! (the control: the attack works where nothing stops it).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Output, Stdio};
@@ -96,9 +98,11 @@ fn a_command_of_the_same_user_cannot_read_the_agents_environment_or_memory_map()
     // Read it only once it is `sleep`: before the exec it is still setpriv
     // changing its uid (not dumpable then), which a busy machine can show.
     let comm = format!("/proc/{}/comm", control.0.id());
-    let became =
-        common_eventually(|| std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep"));
-    assert!(became, "the control never became sleep");
+    let became = common::eventually(Duration::from_secs(10), || {
+        let c = std::fs::read_to_string(&comm).ok()?;
+        (c.trim() == "sleep").then_some(())
+    });
+    assert!(became.is_some(), "the control never became sleep");
     let seen = read_proc(control.0.id(), "environ");
     assert!(seen.status.success(), "{seen:?}");
     assert!(String::from_utf8_lossy(&seen.stdout).contains(KEY));
@@ -116,16 +120,4 @@ fn a_command_of_the_same_user_cannot_read_the_agents_environment_or_memory_map()
     let status = read_proc(pid, "status");
     assert!(status.status.success(), "{status:?}");
     assert!(String::from_utf8_lossy(&status.stdout).contains("Uid:\t65534"));
-}
-
-/// Whether `ok` holds within 10 s (polled every 10 ms).
-fn common_eventually(ok: impl Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::time::Instant::now() < deadline {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }

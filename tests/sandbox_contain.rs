@@ -588,3 +588,78 @@ fn no_metadata_of_its_own_files_changes_as_a_user() {
     );
     assert!(text(&out.stdout).contains("chmod=0"), "control: {out:?}");
 }
+
+// ---- the rest that reaches another process or the kernel ----------------
+
+/// What `reach.py others` may change on the marker besides its limits.
+fn knobs(pid: u32) -> String {
+    ["oom_score_adj", "timerslack_ns", "comm"]
+        .map(|k| std::fs::read_to_string(format!("/proc/{pid}/{k}")).unwrap_or_default())
+        .join("|")
+}
+
+#[tokio::test]
+async fn sigio_proc_knobs_and_kernel_objects_stay_out_of_reach_as_root() {
+    // SIGIO through F_SETOWN (its default action ends the owner), writes to
+    // another process's /proc knobs, its environment and memory, and
+    // userfaultfd, bpf, fanotify.
+    let marker = Marker::start(Command::new("sleep").arg("300"));
+    let before = (marker.state(), knobs(marker.pid()));
+    let cmd = format!("python3 {} others {}", reach(), marker.pid());
+    let out = boxed(&cmd).await;
+    // F_SETOWN itself works; the signal must not arrive.
+    all_refused(&text(&out.stdout), &["f_setown_sigio_sent"], "root");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        common::alive(marker.pid() as i32),
+        "SIGIO reached the marker"
+    );
+    assert_eq!(before, (marker.state(), knobs(marker.pid())));
+    // The control: unsandboxed the same calls reach it (SIGIO ends it).
+    let victim = Marker::start(Command::new("sleep").arg("300"));
+    let out = plain(&format!("python3 {} others {}", reach(), victim.pid())).await;
+    let r = results(&text(&out.stdout));
+    for call in [
+        "proc_oom_score_adj",
+        "proc_comm",
+        "userfaultfd",
+        "bpf_map_create",
+    ] {
+        assert!(r.contains(&(call.into(), "ok".into())), "{call}: {r:?}");
+    }
+    let gone = common::eventually(Duration::from_secs(5), || {
+        (!common::alive(victim.pid() as i32)).then_some(())
+    });
+    assert!(gone.is_some(), "control: SIGIO did not end the victim");
+}
+
+#[test]
+fn sigio_and_proc_knobs_stay_out_of_reach_as_a_user() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    open_up(dir.path());
+    let mut m = as_nobody(Path::new("/bin/sleep"));
+    m.arg("300");
+    let marker = Marker::start(&mut m);
+    let ready = common::eventually(Duration::from_secs(10), || {
+        knobs(marker.pid()).contains("sleep").then_some(())
+    });
+    assert!(ready.is_some(), "the marker never became sleep");
+    let before = (marker.state(), knobs(marker.pid()));
+    let cmd = format!("python3 {} others {}", reach(), marker.pid());
+    let out = nobody_boxed(&cmd, dir.path());
+    all_refused(&text(&out.stdout), &["f_setown_sigio_sent"], "nobody");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        common::alive(marker.pid() as i32),
+        "SIGIO reached the marker"
+    );
+    assert_eq!(before, (marker.state(), knobs(marker.pid())));
+    // Control: the same user, unsandboxed, reaches its own process.
+    let out = nobody_plain(&cmd, dir.path());
+    let r = results(&text(&out.stdout));
+    assert!(r.contains(&("proc_comm".into(), "ok".into())), "{r:?}");
+    let gone = common::eventually(Duration::from_secs(5), || {
+        (!common::alive(marker.pid() as i32)).then_some(())
+    });
+    assert!(gone.is_some(), "control: SIGIO did not end the marker");
+}
