@@ -281,22 +281,30 @@ fn netlink_only() -> Vec<libc::sock_filter> {
     )
 }
 
+/// With the socket type (argument 1) yet to load: allow a stream or a
+/// seqpacket (`SOCK_*` flags ignored), refuse anything else with EACCES.
+fn unix_stream_types() -> [libc::sock_filter; 6] {
+    [
+        load_arg(1),
+        stmt(AND_K, 0xf),
+        jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
+        jump(JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1),
+        ret(ALLOW),
+        ret(errno(libc::EACCES)),
+    ]
+}
+
 /// `socketpair` only of unix streams and seqpackets (a unix datagram
 /// socket can send to any socket path, named in memory a second thread
 /// could change after a check; a seqpacket socket ignores the address).
 pub(crate) fn unix_pairs() -> Vec<libc::sock_filter> {
     block(
         libc::SYS_socketpair,
-        vec![
-            load_arg(0),
-            jump(JEQ_K, libc::AF_UNIX as u32, 0, 5),
-            load_arg(1),
-            stmt(AND_K, 0xf),
-            jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
-            jump(JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1),
-            ret(ALLOW),
-            ret(errno(libc::EACCES)),
-        ],
+        [
+            &[load_arg(0), jump(JEQ_K, libc::AF_UNIX as u32, 0, 5)][..],
+            &unix_stream_types(),
+        ]
+        .concat(),
     )
 }
 
@@ -323,22 +331,16 @@ fn view_socket(families: &[i32]) -> Vec<libc::sock_filter> {
     // 12: ret eacces; 13: ret allow
     // 14..: families, then ret eafnosupport, ret allow
     let n = families.len() as u8;
-    let mut b = vec![
-        load_arg(0),
-        jump(JEQ_K, libc::AF_UNIX as u32, 0, 6),
-        load_arg(1),
-        stmt(AND_K, 0xf),
-        jump(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
-        jump(JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1),
-        ret(ALLOW),
-        ret(errno(libc::EACCES)),
+    let mut b = vec![load_arg(0), jump(JEQ_K, libc::AF_UNIX as u32, 0, 6)];
+    b.extend(unix_stream_types());
+    b.extend([
         jump(JEQ_K, libc::AF_NETLINK as u32, 0, 5),
         load_arg(2),
         jump(JEQ_K, libc::NETLINK_ROUTE as u32, 2, 0),
         jump(JEQ_K, NETLINK_SOCK_DIAG, 1, 0),
         ret(errno(libc::EACCES)),
         ret(ALLOW),
-    ];
+    ]);
     // The family is still loaded on the non-netlink path (index 8's false
     // branch lands at 14).
     for (i, f) in families.iter().enumerate() {
