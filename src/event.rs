@@ -434,6 +434,9 @@ pub enum ApprovalPolicy {
     Ask,
     /// Approve what vigil itself rates low risk; ask for the rest.
     AutoApproveLow,
+    /// Try shell commands in the throwaway view; ask only when something
+    /// would change.
+    ByEffect,
     /// Approve every gated call.
     ApproveAll,
     /// Deny every gated call (the model is told the operator's policy).

@@ -378,7 +378,13 @@ for f in (lambda: s.sendmsg([b'a'], [], 0, ('192.0.2.1', 9)), lambda: s.sendto(b
         !out.contains("VIEW-SECRET-7") && !out.contains("root:"),
         "{out}"
     );
-    assert_eq!(out.matches("Permission denied").count(), 2, "{out}");
+    // The masked places read as empty, and the report names each read.
+    assert!(
+        r.secrets.iter().any(|s| s.ends_with("app/.env.local"))
+            && r.secrets.iter().any(|s| s == "/etc/shadow"),
+        "{:?}",
+        r.secrets
+    );
     let paths: Vec<String> = r
         .files
         .iter()

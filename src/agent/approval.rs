@@ -35,15 +35,22 @@ mod policy;
 pub use policy::Policy;
 
 use crate::config::approval::RuleDecision;
-use crate::event::{AgentEvent, DecidedBy};
+use crate::event::{AgentEvent, DecidedBy, PreviewOutcome};
+use crate::exec::preview::PreviewReport;
 use crate::policy::gate::{
-    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
+    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, RAN_IN_VIEW,
+    Risk, is_command,
 };
 use crate::policy::prefix_rule;
 use crate::policy::risk::{Assessment, assess_in};
 use crate::policy::rules::{Call, PolicyRules};
 use crate::policy::secret_reads::Scope;
+use crate::policy::view_eligible;
 use crate::shell;
+
+/// What the operator is told, once, when `by_effect` cannot try commands.
+pub const NO_VIEW: &str = "by effect: this target cannot run the throwaway view (it needs this \
+machine's kernel with user namespaces and overlayfs): every command is asked";
 
 /// What the console and `vigil exec` say when auto-approval turns into asking.
 pub const NO_SANDBOX: &str = "auto-approval needs the Landlock sandbox, which this target \
@@ -67,6 +74,8 @@ pub struct ApprovalBroker {
     can_sandbox: AtomicBool,
     /// Whether the operator was told that auto-approval asks instead.
     told_no_sandbox: AtomicBool,
+    /// Whether the operator was told that `by_effect` asks instead.
+    told_no_view: AtomicBool,
     /// Rules read from a session log, waiting for the operator's word.
     held: Mutex<Restored>,
     /// Waiting requests, for previews to read and answer.
@@ -92,6 +101,8 @@ pub enum Outcome {
     Approve(DecidedBy),
     /// Denied, with the reason for the model and what decided it.
     Deny(String, DecidedBy),
+    /// `by_effect`: try it in the throwaway view first.
+    Trial,
 }
 
 /// [`Outcome`] with vigil's estimate, for `vigil policy check`.
@@ -115,6 +126,7 @@ impl ApprovalBroker {
             rules: Mutex::new(PolicyRules::default()),
             can_sandbox: AtomicBool::new(false),
             told_no_sandbox: AtomicBool::new(false),
+            told_no_view: AtomicBool::new(false),
             held: Mutex::new(Restored::default()),
         }
     }
@@ -425,6 +437,7 @@ impl ApprovalBroker {
         }
         match policy {
             Policy::DenyAll(reason) => Outcome::Deny(reason, named("deny all")),
+            Policy::ByEffect => self.by_effect(request, script),
             Policy::AutoApproveLow if is_low(request) => {
                 Outcome::Unasked(named("auto-approve low risk"))
             }
@@ -432,10 +445,40 @@ impl ApprovalBroker {
         }
     }
 
+    /// `by_effect`: a shell command the view can run is tried there;
+    /// anything else is asked, saying why.
+    fn by_effect(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
+        let Some(script) = script.filter(|_| request.tool == "run_shell") else {
+            return Outcome::Ask(None);
+        };
+        if !self.can_sandbox() {
+            self.tell_once(&self.told_no_view, NO_VIEW);
+            return Outcome::Ask(Some(NO_VIEW.into()));
+        }
+        let mut scope = Scope::current();
+        if let Some(dir) = &request.facts.cwd {
+            scope.cwd = Some(std::path::PathBuf::from(dir));
+        }
+        match view_eligible::check(script, request.facts.in_pane, &scope) {
+            Ok(()) => Outcome::Trial,
+            Err(e) => Outcome::Ask(Some(format!(
+                "not tried in the view (rule `{}`): {}",
+                e.rule, e.why
+            ))),
+        }
+    }
+
+    /// Send `text` to the operator the first time only.
+    fn tell_once(&self, told: &AtomicBool, text: &str) {
+        if !told.swap(true, Ordering::Relaxed) {
+            let _ = self.events.send(AgentEvent::Notice { text: text.into() });
+        }
+    }
+
     /// The decision for an outcome that needs no operator, if any.
     fn automatic(&self, outcome: Outcome) -> Option<(ApprovalDecision, DecidedBy)> {
         match outcome {
-            Outcome::Ask(_) => None,
+            Outcome::Ask(_) | Outcome::Trial => None,
             Outcome::Approve(by) => Some((ApprovalDecision::ApproveOnce, by)),
             Outcome::Deny(reason, by) => Some((ApprovalDecision::DenyWithReason(reason), by)),
             Outcome::Unasked(by) if self.can_sandbox.load(Ordering::Relaxed) => {
@@ -443,11 +486,7 @@ impl ApprovalBroker {
                 Some((ApprovalDecision::ApproveUnasked(what), by))
             }
             Outcome::Unasked(_) => {
-                if !self.told_no_sandbox.swap(true, Ordering::Relaxed) {
-                    let _ = self.events.send(AgentEvent::Notice {
-                        text: NO_SANDBOX.to_string(),
-                    });
-                }
+                self.tell_once(&self.told_no_sandbox, NO_SANDBOX);
                 None
             }
         }
@@ -481,8 +520,16 @@ impl Approver for ApprovalBroker {
     ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
-        let automatic = self.automatic(self.outcome(&request, script.as_ref()));
+        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
+        let outcome = self.outcome(&request, script.as_ref());
+        match &outcome {
+            Outcome::Trial => return ApprovalDecision::TryInView,
+            Outcome::Ask(Some(why)) if *lock(&self.policy) == Policy::ByEffect => {
+                request.facts.trial = Some(why.clone());
+            }
+            _ => {}
+        }
+        let automatic = self.automatic(outcome);
         let request = ApprovalRequest {
             automatic: automatic.is_some(),
             change,
@@ -495,11 +542,65 @@ impl Approver for ApprovalBroker {
             self.announce(id, &decision, decided_by);
             return decision;
         }
+        let preview = self.wants_preview(&request, script.as_ref());
+        self.ask(request, preview, None).await
+    }
 
+    async fn ran_in_view(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+    ) -> ApprovalDecision {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
+        let request = ApprovalRequest {
+            automatic: true,
+            ..request
+        };
+        let _ = self.events.send(AgentEvent::ApprovalRequested { request });
+        let decision = ApprovalDecision::ApproveUnasked(format!("by policy: {RAN_IN_VIEW}"));
+        self.announce(id, &decision, named(RAN_IN_VIEW));
+        decision
+    }
+
+    async fn decide_after_trial(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        report: Option<Box<PreviewReport>>,
+    ) -> ApprovalDecision {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
+        let _ = self.events.send(AgentEvent::ApprovalRequested {
+            request: request.clone(),
+        });
+        self.ask(request, false, report).await
+    }
+}
+
+impl ApprovalBroker {
+    /// Put `request` (already announced) to the operator and wait. The
+    /// card gets `report` at once (a trial's), or a preview is started
+    /// when a rule wants one.
+    async fn ask(
+        &self,
+        request: ApprovalRequest,
+        preview: bool,
+        report: Option<Box<PreviewReport>>,
+    ) -> ApprovalDecision {
+        let id = request.id;
         let (tx, rx) = oneshot::channel();
         self.desk.wait(request.clone());
         lock(&self.pending).insert(id, tx);
-        if self.wants_preview(&request, script.as_ref()) {
+        if let Some(report) = report {
+            self.desk.deliver(id, PreviewOutcome::Report { report });
+        } else if preview {
             super::preview::start(&self.desk, self.can_sandbox(), id);
         }
         // If the waiting future is dropped (the turn was cancelled), take the

@@ -79,6 +79,7 @@ pub async fn run_console(start: ConsoleStart<'_>) -> i32 {
     opts.initial_policy = Some(match start.policy {
         Policy::Ask => ApprovalPolicy::Ask,
         Policy::AutoApproveLow => ApprovalPolicy::AutoApproveLow,
+        Policy::ByEffect => ApprovalPolicy::ByEffect,
         _ => ApprovalPolicy::ApproveAll,
     });
     on_connection(conn, opts, true).await

@@ -78,6 +78,12 @@ pub fn describe(outcome: &Outcome, can_sandbox: bool) -> (String, &'static str) 
         Outcome::Ask(Some(why)) => (format!("ask ({why})"), "no"),
         Outcome::Ask(None) => ("ask".into(), "no"),
         Outcome::Deny(why, _) => (format!("deny ({why})"), "no"),
+        Outcome::Trial => (
+            "try in the throwaway view first: its result stands when nothing would change, \
+             else ask with the trial on the card"
+                .into(),
+            "view",
+        ),
     }
 }
 
@@ -112,6 +118,13 @@ pub async fn preview(command: &str, opts: PreviewOptions, out: &mut dyn Write) -
     };
     match crate::exec::preview::preview(command, &cwd, opts).await {
         Ok(report) => {
+            let effects = report.effects();
+            let verdict = if effects.is_empty() {
+                "no effects (by_effect would not ask)".to_string()
+            } else {
+                format!("asks: {}", effects.join("; "))
+            };
+            let _ = writeln!(out, "by effect: {verdict}");
             let _ = writeln!(out, "\n{}", report.to_text());
             crate::cli::headless::exit::OK
         }

@@ -158,6 +158,7 @@ fn startup_policy(config: &Config, demo: bool, auto_approve: bool) -> Policy {
         match config.agent.approval {
             ApprovalMode::Ask => Policy::Ask,
             ApprovalMode::AutoLow => Policy::AutoApproveLow,
+            ApprovalMode::ByEffect => Policy::ByEffect,
             ApprovalMode::ApproveAll => Policy::ApproveAll,
         }
     }

@@ -278,6 +278,9 @@ pub enum ApprovalMode {
     Ask,
     /// Approve calls vigil itself rates low risk; ask for the rest.
     AutoLow,
+    /// Try every shell command in the throwaway view first; ask only when
+    /// the view shows it would change something (docs/preview.md).
+    ByEffect,
     /// Approve everything (same as --auto-approve).
     ApproveAll,
 }

@@ -153,7 +153,7 @@ fn policy_menu_sends_set_policy_and_shows_it() {
     app.set_policy_shown(ApprovalPolicy::Ask);
     app.set_focus(Focus::Conversation);
     app.on_key(key(KeyCode::Char('p')));
-    app.on_key(key(KeyCode::Char('5')));
+    app.on_key(key(KeyCode::Char('6')));
     assert_eq!(
         app.on_key(key(KeyCode::Enter)),
         vec![AgentCommand::SetPolicy {

@@ -160,6 +160,18 @@ impl<T: Transport> Backend for CommandBackend<T> {
         Some(dir.to_string_lossy().into_owned())
     }
 
+    async fn trial_shell(
+        &self,
+        _session: Option<&str>,
+        _pane: Option<&str>,
+    ) -> Option<super::TrialShell> {
+        // A plain run is `sh -c` with the tool environment, as in the view.
+        self.can_sandbox().then(|| super::TrialShell {
+            shell: "sh".into(),
+            env: None,
+        })
+    }
+
     async fn path_kind(&self, path: &str) -> Result<super::PathKind, ExecError> {
         if !self.transport.is_local() {
             return super::shell_path_kind(self, path).await;

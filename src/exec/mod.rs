@@ -145,6 +145,17 @@ pub fn humanize(d: Duration) -> String {
     format!("{:.3}s", d.as_secs_f64())
 }
 
+/// See [`Backend::trial_shell`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialShell {
+    /// The program that reads the command with `-c` (`sh` for plain runs,
+    /// the pane's own shell for a managed pane).
+    pub shell: std::path::PathBuf,
+    /// The environment a real run starts with (a pane shell's, filtered
+    /// like every tool process's); `None`: the one plain runs get.
+    pub env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+}
+
 /// An execution backend.
 #[async_trait]
 pub trait Backend: Send + Sync {
@@ -175,6 +186,14 @@ pub trait Backend: Send + Sync {
     /// Whether `detach` (wait=false) is possible here.
     fn supports_detach(&self) -> bool {
         false
+    }
+
+    /// How a trial in the throwaway view reproduces a real run of a
+    /// command for `session`/`pane` here (`approval = "by_effect"`): the
+    /// shell that reads it and its environment. `None`: the view cannot
+    /// stand in for this target (another machine, no kernel sandbox).
+    async fn trial_shell(&self, _session: Option<&str>, _pane: Option<&str>) -> Option<TrialShell> {
+        None
     }
 
     /// Run a command, reporting output chunks as they arrive. Dropping the

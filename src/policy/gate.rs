@@ -119,6 +119,15 @@ pub struct CallFacts {
     /// directory, the process directory of plain runs), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The command would run in a managed pane's shell (whose state the
+    /// throwaway view does not have).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_pane: bool,
+    /// Under `approval = "by_effect"`: why this call is asked although
+    /// the mode tries calls in the view first (the trial's effects, or
+    /// the rule that kept it out of the view). Shown on the card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<String>,
 }
 
 impl CallFacts {
@@ -259,6 +268,10 @@ pub enum ApprovalDecision {
     /// (`by policy: auto-approve low risk`, ``by session rule `git status …` ``).
     /// Such a call runs in the kernel sandbox.
     ApproveUnasked(String),
+    /// `approval = "by_effect"`: run it in the throwaway view first; the
+    /// registry then reports the trial back ([`Approver::ran_in_view`],
+    /// [`Approver::decide_after_trial`]). Never an answer to the operator.
+    TryInView,
     /// Do not run it.
     Deny,
     /// Do not run it; the reason reaches the model.
@@ -320,7 +333,36 @@ pub trait Approver: Send + Sync {
     ) -> ApprovalDecision {
         self.decide_change(call_id, tool, gate, change).await
     }
+
+    /// The call was tried in the view (after [`ApprovalDecision::TryInView`])
+    /// and the view saw no effect: its result stands, nothing else runs.
+    /// Returns the decision to record. By default nothing is recorded.
+    async fn ran_in_view(
+        &self,
+        _call_id: &str,
+        _tool: &str,
+        _gate: &GateInfo,
+        _facts: CallFacts,
+    ) -> ApprovalDecision {
+        ApprovalDecision::ApproveUnasked(RAN_IN_VIEW.into())
+    }
+
+    /// The trial showed effects or could not be made (`facts.trial` says
+    /// which): ask the operator, with the trial's report for the card.
+    async fn decide_after_trial(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        _report: Option<Box<crate::exec::preview::PreviewReport>>,
+    ) -> ApprovalDecision {
+        self.decide_call(call_id, tool, gate, None, facts).await
+    }
 }
+
+/// How a call decided by its trial in the view is named.
+pub const RAN_IN_VIEW: &str = "ran in the view: no effects";
 
 /// An approver that answers every request the same way (`--auto-approve`, or
 /// fail-closed when no operator is present).

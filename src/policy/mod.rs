@@ -24,3 +24,4 @@ pub mod rules;
 pub mod secret_operands;
 pub mod secret_patterns;
 pub mod secret_reads;
+pub mod view_eligible;

@@ -252,5 +252,7 @@ fn a_text_naming_a_tree_many_times_walks_it_once() {
         .find(&format!("grep -r x {}", dirs.join(" ")))
         .expect("too big");
     assert_eq!(h.certainty, Certainty::Unknown, "{h:?}");
-    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    // Walked once, not once per operand (120 walks would take minutes);
+    // generous for a loaded machine.
+    assert!(start.elapsed() < std::time::Duration::from_secs(30));
 }

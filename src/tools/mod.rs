@@ -20,6 +20,7 @@ pub mod registry;
 pub mod request_tools;
 pub mod search;
 pub mod shell;
+mod shell_trial;
 pub mod ssrf;
 pub mod time;
 pub mod tmux_capture;
@@ -316,6 +317,28 @@ pub trait Tool: Send + Sync {
 
     /// Execute with the raw JSON argument string the model provided.
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Run the call in the throwaway view instead of for real
+    /// (`approval = "by_effect"`): its output when the view saw no effect,
+    /// else the report and why it must be asked. By default a tool cannot
+    /// be tried.
+    async fn trial(&self, _arguments: &str, _ctx: &ToolContext) -> Trial {
+        Trial::Asks {
+            why: format!("{} cannot be tried in the view", self.name()),
+            report: None,
+        }
+    }
+}
+
+/// The outcome of [`Tool::trial`].
+pub enum Trial {
+    /// The view saw no effect: this is the call's result.
+    Clean(ToolOutput),
+    /// Ask the operator: why, and the view's report when it ran.
+    Asks {
+        why: String,
+        report: Option<Box<crate::exec::preview::PreviewReport>>,
+    },
 }
 
 /// Parse a raw argument string into `T`, mapping failures to

@@ -107,11 +107,11 @@ impl Default for ShellConfig {
 pub use crate::policy::denylist::denied_by;
 
 /// The parsed, validated arguments.
-struct Args {
-    command: String,
-    wait: Wait,
-    session: Option<String>,
-    pane: Option<String>,
+pub(super) struct Args {
+    pub(super) command: String,
+    pub(super) wait: Wait,
+    pub(super) session: Option<String>,
+    pub(super) pane: Option<String>,
 }
 
 fn flag(v: &Value, name: &str) -> Result<bool, ToolError> {
@@ -139,7 +139,7 @@ fn opt_str(v: &Value, name: &str) -> Result<Option<String>, ToolError> {
     }
 }
 
-fn parse(arguments: &str) -> Result<Args, ToolError> {
+pub(super) fn parse(arguments: &str) -> Result<Args, ToolError> {
     let v: Value = super::parse_args(arguments)?;
     if !v.is_object() {
         return Err(ToolError::InvalidArguments(
@@ -187,8 +187,8 @@ fn parse(arguments: &str) -> Result<Args, ToolError> {
 
 /// The `run_shell` tool.
 pub struct RunShell {
-    ctx: ExecutionContext,
-    config: ShellConfig,
+    pub(super) ctx: ExecutionContext,
+    pub(super) config: ShellConfig,
 }
 
 impl RunShell {
@@ -299,8 +299,13 @@ impl Tool for RunShell {
             .await;
         crate::policy::gate::CallFacts {
             cwd,
+            in_pane: self.ctx.mirror().is_some(),
             ..Default::default()
         }
+    }
+
+    async fn trial(&self, arguments: &str, ctx: &ToolContext) -> super::Trial {
+        super::shell_trial::trial(self, arguments, ctx).await
     }
 
     fn summary(&self, args: &Value) -> Option<String> {
@@ -364,16 +369,7 @@ impl Tool for RunShell {
                 if let Some(dispatched) = outcome.dispatched {
                     return Ok(ToolOutput::text(dispatched));
                 }
-                let mut out = self.render(outcome.captured(), ctx);
-                out.result["exit_code"] = json!(outcome.exit_code);
-                if !outcome.notes.is_empty() {
-                    out.result["notes"] = json!(outcome.notes);
-                }
-                if !notices.is_empty() {
-                    out.result["notice"] = json!(notices.join("; "));
-                }
-                out.exit_code = outcome.exit_code;
-                Ok(out)
+                Ok(self.finish(&outcome, ctx, &notices))
             }
             Err(ExecError::Timeout { limit, partial }) => {
                 let out = self.render(partial.captured(), ctx);
@@ -402,9 +398,28 @@ fn tail_of(o: &RunOutcome) -> Vec<u8> {
 }
 
 impl RunShell {
+    /// The result of a finished run, as the model gets it.
+    pub(super) fn finish(
+        &self,
+        outcome: &RunOutcome,
+        ctx: &ToolContext,
+        notices: &[String],
+    ) -> ToolOutput {
+        let mut out = self.render(outcome.captured(), ctx);
+        out.result["exit_code"] = json!(outcome.exit_code);
+        if !outcome.notes.is_empty() {
+            out.result["notes"] = json!(outcome.notes);
+        }
+        if !notices.is_empty() {
+            out.result["notice"] = json!(notices.join("; "));
+        }
+        out.exit_code = outcome.exit_code;
+        out
+    }
+
     /// What the command's output keeps in memory: windows big enough for
     /// the model's view; the rest streams to the spill folder.
-    fn retain(&self, ctx: &ToolContext) -> Retain {
+    pub(super) fn retain(&self, ctx: &ToolContext) -> Retain {
         let limit = self.config.stdout_limit.max(self.config.stderr_limit);
         Retain {
             spill_dir: ctx.spill_dir.clone(),

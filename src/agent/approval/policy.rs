@@ -10,6 +10,10 @@ pub enum Policy {
     /// Approve calls that vigil itself estimates low risk (and the model
     /// does not label higher or as escalating); ask for the rest.
     AutoApproveLow,
+    /// Try each shell command in the throwaway view first; its result
+    /// stands when the view saw no effect, else the operator is asked with
+    /// the trial on the card. Other calls are asked.
+    ByEffect,
     /// Approve every call without asking (`--auto-approve`).
     ApproveAll,
     /// Deny every call without asking, with this reason for the model.
@@ -26,6 +30,7 @@ impl Policy {
         match choice {
             P::Ask => Policy::Ask,
             P::AutoApproveLow => Policy::AutoApproveLow,
+            P::ByEffect => Policy::ByEffect,
             P::ApproveAll => Policy::ApproveAll,
             P::DenyAll => Policy::DenyAll("the operator's policy denies every gated call".into()),
             P::ApproveAllFor { minutes } => Policy::ApproveAllUntil(

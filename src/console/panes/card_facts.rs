@@ -2,7 +2,8 @@
 //! about the call ([`CallFacts`]), not what the model says: where a command
 //! will run (`in: DIR on TARGET`), where a write really lands when a symlink
 //! or `..` leads elsewhere (`→ /root/.profile (via symlink …)`), and on
-//! every card that a preview is not proof. An MCP call's full arguments are
+//! every card that a preview is not proof; under `by_effect`, why the call
+//! is asked (`asked: tried in the view: changes 1 file …`). An MCP call's full arguments are
 //! a scrollable card of their own ([`arguments_card`]).
 //!
 //! Pure layout: nothing here is ever cut without a way to see the rest
@@ -70,6 +71,9 @@ pub fn lines(request: &ApprovalRequest, width: usize, theme: &Theme) -> Vec<Line
             theme.text
         };
         out.extend(labelled("  → ", real, width, style, theme));
+    }
+    if let Some(why) = &facts.trial {
+        out.extend(labelled("  asked: ", why, width, theme.warn, theme));
     }
     out
 }

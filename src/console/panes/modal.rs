@@ -21,11 +21,13 @@ use crate::event::ApprovalPolicy;
 use crate::event::prefix_rule;
 
 /// The policy menu's entries (the timed one takes its minutes from the menu).
-pub const POLICIES: [ApprovalPolicy; 5] = [
+pub const POLICIES: [ApprovalPolicy; 6] = [
     ApprovalPolicy::Ask,
     ApprovalPolicy::AutoApproveLow,
     ApprovalPolicy::ApproveAll,
     ApprovalPolicy::DenyAll,
+    ApprovalPolicy::ByEffect,
+    // The timed entry stays last: `+`/`-` select it.
     ApprovalPolicy::ApproveAllFor { minutes: 15 },
 ];
 
@@ -292,7 +294,7 @@ impl Modal {
                     *minutes = minutes.saturating_sub(5).max(1);
                     Outcome::Stay
                 }
-                KeyCode::Char(c @ '1'..='5') => {
+                KeyCode::Char(c @ '1'..='6') => {
                     *selected = (c as usize) - ('1' as usize);
                     Outcome::Stay
                 }
@@ -376,6 +378,9 @@ impl Modal {
                         ApprovalPolicy::Ask => "ask for every gated call".to_string(),
                         ApprovalPolicy::AutoApproveLow => {
                             "auto-approve what vigil rates low risk".to_string()
+                        }
+                        ApprovalPolicy::ByEffect => {
+                            "ask only when the view shows an effect".to_string()
                         }
                         ApprovalPolicy::ApproveAllFor { .. } => {
                             format!("approve all for {minutes} minutes (+/-)")

@@ -44,6 +44,7 @@ pub fn policy_label(policy: ApprovalPolicy) -> String {
     match policy {
         ApprovalPolicy::Ask => "ask".into(),
         ApprovalPolicy::AutoApproveLow => "auto-approve low".into(),
+        ApprovalPolicy::ByEffect => "by effect".into(),
         ApprovalPolicy::ApproveAll => "APPROVE ALL".into(),
         ApprovalPolicy::DenyAll => "deny all".into(),
         ApprovalPolicy::ApproveAllFor { minutes } => format!("approve all {minutes}m"),
@@ -121,7 +122,10 @@ impl StatusBar {
         }
         if let Some(policy) = self.policy_text(now) {
             let style = match self.policy {
-                Some(ApprovalPolicy::Ask) | Some(ApprovalPolicy::AutoApproveLow) | None => bar,
+                Some(
+                    ApprovalPolicy::Ask | ApprovalPolicy::AutoApproveLow | ApprovalPolicy::ByEffect,
+                )
+                | None => bar,
                 _ if policy == "ask" => bar,
                 _ => theme.status_alert,
             };

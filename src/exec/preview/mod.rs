@@ -27,6 +27,7 @@ pub mod netwatch;
 pub mod report;
 pub mod supervise;
 pub mod view;
+pub mod writewatch;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -120,6 +121,24 @@ fn staging(roots: &[PathBuf]) -> Result<tempfile::TempDir, PreviewError> {
         .map_err(|e| PreviewError::Unavailable(format!("cannot make a staging directory: {e}")))
 }
 
+/// How the view runs a command: a preview for the operator's card, or a
+/// trial whose output is the call's result.
+#[derive(Default)]
+pub struct Run<'a> {
+    /// Keep the command's environment and its stderr apart (a trial).
+    pub trial: bool,
+    /// The command's environment (a managed pane's); `None`: the one
+    /// every tool process gets ([`super::env`]).
+    pub env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// Where the output goes (spill files, windows); `None`: a window of
+    /// 4 KiB at each end, in memory.
+    pub retain: Option<&'a Retain>,
+    /// Live output, as a real run streams it.
+    pub on_output: Option<super::OutputFn>,
+    /// The shell that reads the command (`None`: `/bin/sh`).
+    pub shell: Option<PathBuf>,
+}
+
 /// The helper command for `script` (see [`view::Request`]).
 fn command(
     script: &str,
@@ -127,23 +146,33 @@ fn command(
     roots: &[PathBuf],
     staging: &Path,
     opts: PreviewOptions,
+    run: &Run<'_>,
 ) -> Result<tokio::process::Command, PreviewError> {
     let helper = sandbox::helper_path().map_err(PreviewError::Unavailable)?;
     let mut cmd = std::process::Command::new(helper);
-    super::env::apply_tool_env(&mut cmd);
+    match &run.env {
+        Some(vars) => {
+            cmd.env_clear().envs(vars.iter().cloned());
+        }
+        None => super::env::apply_tool_env(&mut cmd),
+    }
     cmd.args([sandbox::helper::MODE, sandbox::helper::PREVIEW, "--staging"])
         .arg(staging)
         .arg("--cwd")
         .arg(cwd)
         .args(["--time-ms", &opts.time_limit.as_millis().to_string()])
         .args(["--size", &opts.size_limit.to_string()]);
+    if run.trial {
+        cmd.arg("--trial");
+    }
     for r in roots {
         cmd.arg("--root").arg(r);
     }
     for m in sandbox::masks_for(Some(cwd)) {
         cmd.arg("--mask").arg(m);
     }
-    cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")])
+    let shell = run.shell.as_deref().unwrap_or(Path::new("/bin/sh"));
+    cmd.args([OsStr::new("--"), shell.as_os_str(), OsStr::new("-c")])
         .arg(script)
         .current_dir(cwd);
     Ok(tokio::process::Command::from(cmd))
@@ -155,6 +184,30 @@ pub async fn preview(
     cwd: &Path,
     opts: PreviewOptions,
 ) -> Result<PreviewReport, PreviewError> {
+    view_run(script, cwd, opts, Run::default())
+        .await
+        .map(|(report, _)| report)
+}
+
+/// Run `script` in the view as a trial: the report, and the command's
+/// own stdout, stderr and exit status as a real run would have captured
+/// them (see [`Run`]).
+pub async fn trial(
+    script: &str,
+    cwd: &Path,
+    opts: PreviewOptions,
+    run: Run<'_>,
+) -> Result<(PreviewReport, super::RunOutcome), PreviewError> {
+    let run = Run { trial: true, ..run };
+    view_run(script, cwd, opts, run).await
+}
+
+async fn view_run(
+    script: &str,
+    cwd: &Path,
+    opts: PreviewOptions,
+    run: Run<'_>,
+) -> Result<(PreviewReport, super::RunOutcome), PreviewError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let roots = writable_roots(cwd, home.as_deref())?;
     let cwd = cwd.canonicalize().map_err(|e| PreviewError::Directory {
@@ -162,14 +215,37 @@ pub async fn preview(
         why: e.to_string(),
     })?;
     let staging = staging(&roots)?;
-    let cmd = command(script, &cwd, &roots, staging.path(), opts)?;
-    let retain = Retain {
+    let cmd = command(script, &cwd, &roots, staging.path(), opts, &run)?;
+    let window = Retain {
         spill_dir: None,
         labels: ["preview-stdout".into(), "preview-stderr".into()],
         window: OUTPUT_WINDOW,
     };
+    let retain = run.retain.unwrap_or(&window);
     let grace = opts.time_limit + Duration::from_secs(30);
-    let out = super::process::run_retaining(cmd, None, Some(grace), None, Some(&retain)).await?;
+    let on_output = run.on_output.clone();
+    let mut out =
+        super::process::run_retaining(cmd, None, Some(grace), on_output, Some(retain)).await?;
+    let mut report = read_report(staging.path(), script, &out)?;
+    // The helper's status said the view worked; the command's is the
+    // report's.
+    out.exit_code = report.exit_code;
+    if let Some(c) = out.captured.as_deref() {
+        let stdout = &c[0];
+        report.output_head = String::from_utf8_lossy(&stdout.head).into_owned();
+        report.output_tail = String::from_utf8_lossy(&stdout.tail).into_owned();
+        report.output_bytes = stdout.total;
+    }
+    Ok((report, out))
+}
+
+/// The report the view wrote, or why there is none (the helper's own
+/// words: the view could not be built, nothing ran).
+fn read_report(
+    staging: &Path,
+    script: &str,
+    out: &super::RunOutcome,
+) -> Result<PreviewReport, PreviewError> {
     if out.exit_code != Some(0) {
         let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(PreviewError::Setup(if why.is_empty() {
@@ -178,7 +254,7 @@ pub async fn preview(
             why
         }));
     }
-    let json = std::fs::read(staging.path().join(view::REPORT_FILE))
+    let json = std::fs::read(staging.join(view::REPORT_FILE))
         .map_err(|e| PreviewError::Report(e.to_string()))?;
     let mut report: PreviewReport =
         serde_json::from_slice(&json).map_err(|e| PreviewError::Report(e.to_string()))?;
@@ -187,12 +263,6 @@ pub async fn preview(
         .iter()
         .map(|s| s.to_string())
         .collect();
-    if let Some(c) = out.captured.as_deref() {
-        let stdout = &c[0];
-        report.output_head = String::from_utf8_lossy(&stdout.head).into_owned();
-        report.output_tail = String::from_utf8_lossy(&stdout.tail).into_owned();
-        report.output_bytes = stdout.total;
-    }
     Ok(report)
 }
 

@@ -180,38 +180,69 @@ pub fn overlay(staging: &Path, i: usize, root: &Path, userns: bool) -> Result<()
     )
 }
 
-/// Mask the secret place `path`: a folder gets an empty read-only tmpfs
-/// of mode 000, anything else the empty mode-000 file `blank` bound over
-/// it; either reads as denied without capabilities. A place that is gone
-/// (or already under another mask) is fine; one still visible that cannot
-/// be masked is an error.
-pub fn mask(path: &Path, blank: &Path) -> Result<(), String> {
+/// Mask the secret place `path` (the `i`th): an empty mode-000 directory
+/// over a directory (every lookup in it fails with "Permission denied",
+/// which a trial counts as a refusal), an empty read-only-mode file (made
+/// in `staging`) over a file. Neither mount is read-only, so reading the
+/// file stamps its access time, which starts at the epoch: [`masks_read`]
+/// tells afterwards which places were read. A write reaches only the
+/// throwaway mask (the command has no capability to override its mode;
+/// as its owner it may change the mode first), and every write tried on
+/// a mask is recorded ([`super::writewatch`]).
+pub fn mask(path: &Path, staging: &Path, i: usize) -> Result<(), String> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
     let done = if meta.is_dir() {
-        let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=000")
     } else {
-        bind(blank, path)
-            .and_then(|()| set_attr(path, ATTR_RDONLY | ATTR_NODEV | ATTR_NOSUID, 0, 0))
+        blank_file(staging, i).and_then(|blank| {
+            bind(&blank, path).and_then(|()| set_attr(path, ATTR_NODEV | ATTR_NOSUID, 0, 0))
+        })
     };
     match done {
         Err(e) if std::fs::metadata(path).is_ok() => {
             Err(format!("cannot mask a secret place: {e}"))
         }
-        _ => Ok(()),
+        Err(_) => Ok(()),
+        Ok(()) => to_epoch(path),
     }
 }
 
-/// The empty mode-000 file masks are bound from, made in `dir`.
-pub fn blank_file(dir: &Path) -> Result<PathBuf, String> {
+/// Set the access and modification times of `path` to the epoch.
+fn to_epoch(path: &Path) -> Result<(), String> {
+    let p = cstr(path)?;
+    let times = [libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    }; 2];
+    // SAFETY: `p` is NUL-terminated; `times` holds the two timespecs.
+    if unsafe { libc::utimensat(libc::AT_FDCWD, p.as_ptr(), times.as_ptr(), 0) } != 0 {
+        return Err(os_err(&format!("cannot stamp {}", path.display())));
+    }
+    Ok(())
+}
+
+/// The masked places whose content was read (a read or a directory
+/// listing moved the access time off the epoch).
+pub fn masks_read(masks: &[PathBuf]) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    masks
+        .iter()
+        .filter(|m| std::fs::metadata(m).is_ok_and(|meta| meta.atime() != 0))
+        .map(|m| m.display().to_string())
+        .collect()
+}
+
+/// The empty read-only-mode file mask `i` is bound from, made in `dir`.
+fn blank_file(dir: &Path, i: usize) -> Result<PathBuf, String> {
     use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join("blank");
+    let path = dir.join(format!("blank{i}"));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o000)
+        .mode(0o444)
         .open(&path)
         .map_err(|e| format!("cannot make {}: {e}", path.display()))?;
     Ok(path)

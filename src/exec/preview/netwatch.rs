@@ -28,10 +28,19 @@
 use std::sync::{Arc, Mutex};
 
 use super::report::RefusedConnection;
+use super::writewatch::{self, Writes};
 use crate::exec::sandbox::seccomp;
 
 /// The attempts recorded so far.
 pub type Attempts = Arc<Mutex<Vec<RefusedConnection>>>;
+
+/// What the supervisor saw: network attempts and tried writes
+/// ([`writewatch`]).
+#[derive(Default, Clone)]
+pub struct Watched {
+    pub attempts: Attempts,
+    pub writes: Writes,
+}
 
 /// Most distinct attempts recorded (a retry loop would otherwise fill
 /// memory).
@@ -65,6 +74,7 @@ fn filter() -> Vec<libc::sock_filter> {
     p.extend(seccomp::no_unix_datagrams(&[libc::AF_INET, libc::AF_INET6]));
     p.extend(seccomp::keyrings());
     p.extend(seccomp::pid_naming());
+    p.extend(writewatch::rules());
     p.push(seccomp::allow_rest());
     p
 }
@@ -72,9 +82,9 @@ fn filter() -> Vec<libc::sock_filter> {
 /// Load the filter into the calling thread (`no_new_privs` must be set)
 /// and start the supervisor thread; what the command starts afterwards is
 /// watched.
-pub fn start() -> std::io::Result<Attempts> {
-    let attempts: Attempts = Arc::default();
-    let seen = attempts.clone();
+pub fn start() -> std::io::Result<Watched> {
+    let watched = Watched::default();
+    let seen = watched.clone();
     // The supervisor thread starts first, so the filter (loaded into the
     // calling thread only) does not bind it: it reads other processes'
     // memory, which the filter refuses.
@@ -92,10 +102,10 @@ pub fn start() -> std::io::Result<Attempts> {
     )?;
     tx.send(fd)
         .map_err(|_| std::io::Error::other("the network supervisor is gone"))?;
-    Ok(attempts)
+    Ok(watched)
 }
 
-fn supervise(fd: i32, attempts: &Attempts) {
+fn supervise(fd: i32, watched: &Watched) {
     loop {
         // SAFETY: plain data, zero is a valid value.
         let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
@@ -108,6 +118,18 @@ fn supervise(fd: i32, attempts: &Attempts) {
         }
         let pid = req.pid as libc::pid_t;
         let nr = i64::from(req.data.nr);
+        if writewatch::watches(nr) {
+            writewatch::record(&watched.writes, pid, nr, &req.data.args);
+            let mut resp = libc::seccomp_notif_resp {
+                id: req.id,
+                val: 0,
+                error: 0,
+                flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            };
+            // SAFETY: the ioctl reads one `seccomp_notif_resp`.
+            unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+            continue;
+        }
         let (call, addresses) = judge(pid, nr, &req.data.args);
         // The caller may have died and its pid been reused: only trust
         // what was read while the notification is still valid.
@@ -121,7 +143,7 @@ fn supervise(fd: i32, attempts: &Attempts) {
         };
         if valid {
             for address in addresses {
-                record(attempts, call, address, pid);
+                record(&watched.attempts, call, address, pid);
             }
         }
         // Decided on the call and its registers only (see the module doc).
@@ -192,7 +214,7 @@ fn judge(pid: libc::pid_t, nr: i64, args: &[u64; 6]) -> (&'static str, Vec<Strin
 /// The addresses named by `count` message headers `stride` bytes apart at
 /// `ptr` (each starts with `msg_name` and `msg_namelen`).
 fn headers(pid: libc::pid_t, ptr: u64, count: u64, stride: usize) -> Vec<String> {
-    let Some(all) = read(pid, ptr, count as usize * stride) else {
+    let Some(all) = read_memory(pid, ptr, count as usize * stride) else {
         return vec!["an unreadable address".into()];
     };
     all.chunks_exact(stride)
@@ -209,12 +231,12 @@ fn address(pid: libc::pid_t, ptr: u64, len: u64) -> Option<String> {
     if ptr == 0 {
         return None;
     }
-    let raw = read(pid, ptr, len.min(128) as usize);
+    let raw = read_memory(pid, ptr, len.min(128) as usize);
     Some(raw.map_or("an unreadable address".into(), |b| describe(&b)))
 }
 
 /// `len` bytes at `addr` in process `pid`.
-fn read(pid: libc::pid_t, addr: u64, len: usize) -> Option<Vec<u8>> {
+pub fn read_memory(pid: libc::pid_t, addr: u64, len: usize) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; len];
     let local = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),

@@ -109,6 +109,13 @@ pub struct PreviewReport {
     #[serde(default)]
     pub files_cut: usize,
     pub refused: Vec<RefusedConnection>,
+    /// Places outside the view's writable roots the command tried to
+    /// change (the write failed in the view; a real run would try it).
+    #[serde(default)]
+    pub writes_refused: Vec<String>,
+    /// Masked secret places the command read or tried to change.
+    #[serde(default)]
+    pub secrets: Vec<String>,
     pub leftovers: Vec<Leftover>,
     pub hit_time_limit: bool,
     pub hit_size_limit: bool,
@@ -122,6 +129,15 @@ pub struct PreviewReport {
     pub output_bytes: u64,
     /// What a preview cannot show (always said).
     pub limits: Vec<String>,
+}
+
+/// The C library's user and group lookup services: asked on every `ls -l`,
+/// refused in the view, answered from `/etc` instead, with the same result
+/// a real run gets. Not an effect.
+const LOOKUP_SOCKETS: &[&str] = &["unix:/var/run/nscd/socket", "unix:/run/nscd/socket"];
+
+fn is_lookup(address: &str) -> bool {
+    LOOKUP_SOCKETS.contains(&address) || address.starts_with("unix:/run/systemd/userdb/")
 }
 
 /// What every preview says it cannot reproduce.
@@ -155,6 +171,51 @@ impl PreviewReport {
             parts.push("hit the size limit".into());
         }
         parts.join(" · ")
+    }
+
+    /// Everything the trial shows a real run would have done or met, in
+    /// words for the card and the record; empty when the view saw no
+    /// effect at all: no file changed, no write tried outside the
+    /// writable places, no connection tried, no secret place read, nothing
+    /// left running, no limit reached, no death by a signal.
+    pub fn effects(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let changed = self.files.len() + self.files_cut;
+        if changed > 0 {
+            let first = self.files.first().map(|f| f.summary()).unwrap_or_default();
+            out.push(format!("changes {}: {first}", plural(changed, "file")));
+        }
+        if let Some(w) = self.writes_refused.first() {
+            out.push(format!(
+                "writes outside the view's writable places ({}): {w}",
+                self.writes_refused.len()
+            ));
+        }
+        if let Some(r) = self.refused.iter().find(|r| !is_lookup(&r.address)) {
+            out.push(format!(
+                "tries the network: {} {} ({})",
+                r.call, r.address, r.program
+            ));
+        }
+        if let Some(s) = self.secrets.first() {
+            out.push(format!("touches a secret place: {s}"));
+        }
+        if let Some(l) = self.leftovers.first() {
+            out.push(format!("leaves a process running: {}", l.command));
+        }
+        if self.hit_time_limit {
+            out.push(format!(
+                "runs past the view's {} s limit",
+                self.time_limit_ms / 1000
+            ));
+        }
+        if self.hit_size_limit {
+            out.push("fills the view's writable space".into());
+        }
+        if let (None, Some(sig)) = (self.exit_code, self.signal) {
+            out.push(format!("was killed by signal {sig}"));
+        }
+        out
     }
 
     /// Whether the command tried the network (then its effects are partial).

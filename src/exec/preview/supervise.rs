@@ -28,23 +28,29 @@ pub struct Ended {
     pub duration: Duration,
 }
 
-/// Run `program` in `cwd` with the sandbox's clean environment, confined by
-/// the Landlock `ruleset`, and wait at most `limit`.
+/// Run `program` in `cwd`, confined by the Landlock `ruleset`, and wait at
+/// most `limit`. A preview gets the sandbox's clean environment and its
+/// stderr merged into stdout; a `trial` (whose output is the call's
+/// result) keeps the environment the helper was given, which is what a
+/// real run gets, and its stderr apart.
 pub fn run(
     program: &[OsString],
     cwd: &Path,
     limit: Duration,
     ruleset: &OwnedFd,
+    trial: bool,
 ) -> Result<Ended, String> {
     let started = Instant::now();
     let mut cmd = Command::new(&program[0]);
     cmd.args(&program[1..])
         .current_dir(cwd)
-        .env_clear()
-        .envs(clean_env(std::env::vars_os()))
-        .env("PATH", SAFE_PATH)
-        .stdin(Stdio::null())
-        .stderr(Stdio::from(merged_stderr()?));
+        .stdin(Stdio::null());
+    if !trial {
+        cmd.env_clear()
+            .envs(clean_env(std::env::vars_os()))
+            .env("PATH", SAFE_PATH)
+            .stderr(Stdio::from(merged_stderr()?));
+    }
     let ruleset = ruleset.as_raw_fd();
     // SAFETY: the closure only makes system calls (setsid, prctl, capset,
     // landlock_restrict_self) and allocates nothing, as a child of a

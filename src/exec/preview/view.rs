@@ -32,7 +32,7 @@ use std::time::Duration;
 use super::effects::{self, Caps, Layer};
 use super::mounts::{self, cstr, hold, mount, os_err, via};
 use super::report::PreviewReport;
-use super::{disguise, fence, netwatch, supervise};
+use super::{disguise, fence, netwatch, supervise, writewatch};
 
 /// Exit status when the view could not be built (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -49,6 +49,10 @@ pub struct Request {
     pub roots: Vec<PathBuf>,
     /// Secret places to mask (see [`crate::exec::sandbox::masks`]).
     pub masks: Vec<PathBuf>,
+    /// A trial run whose output is the call's result: the command keeps
+    /// the environment the helper was given (the one a real run gets) and
+    /// its stderr apart from its stdout.
+    pub trial: bool,
     pub program: Vec<OsString>,
 }
 
@@ -83,6 +87,7 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
                 req.time_limit = Duration::from_millis(number(value(&mut it, flag)?, flag)?);
             }
             "--size" => req.size_limit = number(value(&mut it, flag)?, flag)?,
+            "--trial" => req.trial = true,
             "--" => {
                 req.program = it.cloned().collect();
                 break;
@@ -215,9 +220,8 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
     for (i, root) in req.roots.iter().enumerate() {
         mounts::overlay(&req.staging, i, root, userns)?;
     }
-    let blank = mounts::blank_file(&req.staging)?;
-    for place in &req.masks {
-        mounts::mask(place, &blank)?;
+    for (i, place) in req.masks.iter().enumerate() {
+        mounts::mask(place, &req.staging, i)?;
     }
     mounts::fresh_dev(&real_dev)?;
     drop(real_dev);
@@ -242,8 +246,14 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
     let ruleset = fence::build(&req.roots)?;
-    let attempts = netwatch::start().map_err(|e| format!("cannot watch the network: {e}"))?;
-    let ended = supervise::run(&req.program, &req.cwd, req.time_limit, &ruleset)?;
+    let watched = netwatch::start().map_err(|e| format!("cannot watch the command: {e}"))?;
+    let ended = supervise::run(&req.program, &req.cwd, req.time_limit, &ruleset, req.trial)?;
+    let writes = watched.writes.lock().map(|w| w.clone()).unwrap_or_default();
+    let tried = writewatch::classify(&writes, &req.roots, &req.masks);
+    let mut secrets = mounts::masks_read(&req.masks);
+    secrets.extend(tried.secrets);
+    secrets.sort();
+    secrets.dedup();
     let mut report = PreviewReport {
         cwd: req.cwd.clone(),
         writable: req.roots.clone(),
@@ -254,7 +264,13 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
         hit_time_limit: ended.hit_time_limit,
         time_limit_ms: req.time_limit.as_millis() as u64,
         size_limit: req.size_limit,
-        refused: attempts.lock().map(|a| a.clone()).unwrap_or_default(),
+        refused: watched
+            .attempts
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default(),
+        writes_refused: tried.refused,
+        secrets,
         ..PreviewReport::default()
     };
     let top = via(&staging);

@@ -94,6 +94,45 @@ impl<T: Transport> Backend for TmuxBackend<T> {
         (!dir.is_empty()).then(|| dir.to_string())
     }
 
+    /// The pane's shell (its executable) with the environment it started
+    /// with, filtered like every tool process's. What the shell exported
+    /// later is not known here; a command that expands a variable in a
+    /// pane is not tried (`policy::view_eligible`).
+    async fn trial_shell(
+        &self,
+        session: Option<&str>,
+        pane: Option<&str>,
+    ) -> Option<crate::exec::TrialShell> {
+        if !self.can_sandbox() {
+            return None;
+        }
+        self.workdir(session, pane).await?;
+        let pane = self.manager.resolve(session, pane).await.ok()?;
+        let line = pane
+            .control
+            .cmd(&format!("display -p -t {} \"#{{pane_pid}}\"", pane.id))
+            .await
+            .ok()?
+            .join("");
+        let pid: u32 = line.trim().parse().ok()?;
+        let shell = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let vars = environ.split(|b| *b == 0).filter_map(|kv| {
+            use std::os::unix::ffi::OsStrExt;
+            let eq = kv.iter().position(|b| *b == b'=')?;
+            let (k, v) = (&kv[..eq], &kv[eq + 1..]);
+            Some((
+                std::ffi::OsStr::from_bytes(k).to_os_string(),
+                std::ffi::OsStr::from_bytes(v).to_os_string(),
+            ))
+        });
+        let env = crate::exec::env::current().filter(vars);
+        Some(crate::exec::TrialShell {
+            shell,
+            env: Some(env),
+        })
+    }
+
     /// Files go through the same transport: on this machine, paths can
     /// be resolved here (symlinks followed for the card and the rules).
     fn is_local(&self) -> bool {

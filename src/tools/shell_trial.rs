@@ -1,0 +1,124 @@
+//! `run_shell`'s trial in the throwaway view (`approval = "by_effect"`):
+//! run the command there, in the directory and with the shell and
+//! environment a real run would have, and return its result when the view
+//! saw no effect; otherwise say why it must be asked, with the report.
+//!
+//! A trial never runs anything outside the view: a command that is asked
+//! afterwards runs for real only on the operator's word, through
+//! [`RunShell`]'s ordinary execute path.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::live::LiveOutput;
+use super::shell::{RunShell, Wait, parse};
+use super::{ToolContext, Trial};
+use crate::exec::preview::{self, PreviewOptions, PreviewReport, Run};
+use crate::exec::{RunOutcome, TrialShell};
+use crate::policy::denylist::denied_by;
+
+/// Words in a trial's stderr that mean the view refused something a real
+/// run may be allowed (no capability, read-only places, masks).
+const REFUSALS: &[&str] = &[
+    "Read-only file system",
+    "Operation not permitted",
+    "Permission denied",
+];
+
+fn asks(why: impl Into<String>) -> Trial {
+    Trial::Asks {
+        why: why.into(),
+        report: None,
+    }
+}
+
+/// See the module doc.
+pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) -> Trial {
+    let args = match parse(arguments) {
+        Ok(a) => a,
+        Err(e) => return asks(format!("not tried in the view: {e}")),
+    };
+    if denied_by(&args.command, &shell.config.denylist).is_some() {
+        return asks("not tried in the view: the command is on the denylist");
+    }
+    if args.wait == Wait::Detach {
+        return asks("not tried in the view: a detached command keeps running after the view ends");
+    }
+    let (session, pane) = (args.session.as_deref(), args.pane.as_deref());
+    let Some(TrialShell {
+        shell: program,
+        env,
+    }) = shell.ctx.trial_shell(session, pane).await
+    else {
+        return asks("not tried in the view: this target cannot run it");
+    };
+    let in_pane = env.is_some();
+    let cwd = match &ctx.approved_cwd {
+        Some(dir) => dir.clone(),
+        None => match shell.ctx.workdir(session, pane).await {
+            Some(dir) => dir,
+            None => return asks("not tried in the view: where it would run is not known"),
+        },
+    };
+    let mut opts = PreviewOptions::default();
+    if let Wait::Timeout(limit) = args.wait {
+        opts.time_limit = opts.time_limit.min(limit);
+    }
+    let live: Option<Arc<LiveOutput>> = ctx.sink().cloned().map(LiveOutput::new);
+    let retain = shell.retain(ctx);
+    let run = Run {
+        env,
+        retain: Some(&retain),
+        on_output: live.as_ref().map(LiveOutput::output_fn),
+        shell: Some(program),
+        ..Run::default()
+    };
+    let result = preview::trial(&args.command, Path::new(&cwd), opts, run).await;
+    if let Some(live) = &live {
+        live.finish(&[]);
+    }
+    crate::exec::capture::release_memory();
+    match result {
+        Err(e) => asks(format!("the view could not run it: {e}")),
+        Ok((report, outcome)) => judge(shell, report, &outcome, in_pane, ctx),
+    }
+}
+
+/// The call's result when the view saw no effect, else why it is asked.
+fn judge(
+    shell: &RunShell,
+    report: PreviewReport,
+    outcome: &RunOutcome,
+    in_pane: bool,
+    ctx: &ToolContext,
+) -> Trial {
+    let mut effects = report.effects();
+    effects.extend(differences(outcome, in_pane));
+    if effects.is_empty() {
+        return Trial::Clean(shell.finish(outcome, ctx, &[]));
+    }
+    Trial::Asks {
+        why: format!("tried in the view: {}", effects.join("; ")),
+        report: Some(Box::new(report)),
+    }
+}
+
+/// What in the trial's own result says a real run could differ: a
+/// program the pane's shell may know (exit 127 in a pane), an operation
+/// the view refused.
+fn differences(outcome: &RunOutcome, in_pane: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if in_pane && outcome.exit_code == Some(127) {
+        out.push("no such program in the view (the pane's shell may define it)".into());
+    }
+    let [_, stderr] = outcome.captured();
+    let text = String::from_utf8_lossy(&stderr.head);
+    if let Some(line) = text
+        .lines()
+        .find(|l| REFUSALS.iter().any(|r| l.contains(r)))
+    {
+        let line: String = line.chars().take(160).collect();
+        out.push(format!("the view refused an operation: {line}"));
+    }
+    out
+}
