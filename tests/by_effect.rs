@@ -180,3 +180,91 @@ fn plain_mode_runs_reads_unasked_and_asks_for_writes() {
     asked_with(&c, "touch-cmd", "touch made", "changes 1 file", 1);
     assert!(!work.join("made").exists());
 }
+
+/// A trial of `script` in `dir` through the real helper.
+fn trial(
+    script: &str,
+    dir: &std::path::Path,
+) -> Result<vigil::exec::preview::PreviewReport, String> {
+    vigil::exec::sandbox::set_helper(common::sandbox_helper_bin());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let opts = vigil::exec::preview::PreviewOptions {
+        time_limit: std::time::Duration::from_secs(5),
+        ..Default::default()
+    };
+    rt.block_on(vigil::exec::preview::trial(
+        script,
+        dir,
+        opts,
+        vigil::exec::preview::Run::default(),
+    ))
+    .map(|(report, _)| report)
+    .map_err(|e| e.to_string())
+}
+
+/// No control group of a view is left behind (the helper removes them).
+fn no_view_groups_left() {
+    let left = common::eventually(std::time::Duration::from_secs(5), || {
+        let found: Vec<String> = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.strip_prefix("vigil-view-")
+                    .and_then(|p| p.parse::<i32>().ok())
+                    .is_some_and(common::alive)
+            })
+            .collect();
+        found.is_empty().then_some(())
+    });
+    assert!(left.is_some(), "a view's control group was left");
+}
+
+/// Faults: a fork bomb, a 5 GB write, a process that ignores SIGTERM and a
+/// memory bomb are contained in the view and reported (so asked), and
+/// nothing of them outlives the trial.
+#[test]
+fn faults_are_contained_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("{}.{}", 7, std::process::id());
+    let cases = [
+        ("f(){ f|f& };f; sleep 1", "process or memory limit"),
+        (
+            "head -c 5000000000 /dev/zero > big.bin",
+            "fills the view's writable space",
+        ),
+        (
+            &*format!("sh -c 'trap \"\" TERM; exec sleep {tag}' & echo started"),
+            "leaves a process running",
+        ),
+        (
+            "python3 -c 'x = bytearray(3 * 1024**3)'",
+            "process or memory limit",
+        ),
+    ];
+    for (script, effect) in cases {
+        let report = trial(script, dir.path()).unwrap_or_else(|e| panic!("{script}: {e}"));
+        let effects = report.effects().join("; ");
+        assert!(effects.contains(effect), "{script}: {effects}");
+        assert!(!dir.path().join("big.bin").exists());
+    }
+    let survivors = common::eventually(std::time::Duration::from_secs(5), || {
+        let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+        (!String::from_utf8_lossy(&ps.stdout).contains(&tag)).then_some(())
+    });
+    assert!(survivors.is_some(), "the SIGTERM-ignoring sleep survived");
+    no_view_groups_left();
+}
+
+/// The view cannot be built (an overlay cannot take a path with a comma):
+/// the trial fails with the reason, nothing runs, and the call is asked.
+#[test]
+fn a_view_that_cannot_start_says_why() {
+    // Outside /tmp and home, so the directory itself is a writable root.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let odd = dir.path().join("a,b");
+    std::fs::create_dir(&odd).unwrap();
+    let err = trial("touch ran-anyway", &odd).unwrap_err();
+    assert!(err.contains("comma"), "{err}");
+    assert!(!odd.join("ran-anyway").exists());
+}

@@ -311,12 +311,29 @@ fn opts() -> PreviewOptions {
 
 /// Run `actions` in the view and check the outside.
 async fn case(world: &World, actions: &[usize], seed: u64) -> PreviewReport {
+    case_as(world, actions, seed, false).await
+}
+
+/// [`case`] as a preview, or as a `by_effect` trial: the environment this
+/// test runs with (every variable, terminal and socket ones included)
+/// and bash reading the command, stderr apart.
+async fn case_as(world: &World, actions: &[usize], seed: u64, trial: bool) -> PreviewReport {
     let names: Vec<&str> = actions.iter().map(|&i| CATALOGUE[i].0).collect();
     let script = world.script(actions);
     let before = world.snapshot();
-    let report = preview(&script, &world.repo, opts())
-        .await
-        .unwrap_or_else(|e| panic!("seed {seed} {names:?}: {e}"));
+    let made = if trial {
+        let run = vigil::exec::preview::Run {
+            env: Some(std::env::vars_os().collect()),
+            shell: Some("/bin/bash".into()),
+            ..Default::default()
+        };
+        vigil::exec::preview::trial(&script, &world.repo, opts(), run)
+            .await
+            .map(|(report, _)| report)
+    } else {
+        preview(&script, &world.repo, opts()).await
+    };
+    let report = made.unwrap_or_else(|e| panic!("seed {seed} {names:?}: {e}"));
     let after = world.snapshot();
     let changed: Vec<_> = before
         .iter()
@@ -353,6 +370,25 @@ async fn nothing_outside_the_writable_layer_changes_whatever_runs_in_the_view() 
         let n = 1 + rng.below(4);
         let actions: Vec<usize> = (0..n).map(|_| rng.below(CATALOGUE.len())).collect();
         case(&world, &actions, seed).await;
+    }
+}
+
+/// A `by_effect` trial is the same view with the real environment and the
+/// pane's shell: every action at once, then random combinations, change
+/// nothing outside, and the trial says what it tried.
+#[tokio::test]
+async fn in_a_trial_nothing_outside_changes_either() {
+    sandbox::set_helper(common::sandbox_helper_bin());
+    let world = World::new(None);
+    let seed = seed();
+    let all: Vec<usize> = (0..CATALOGUE.len()).collect();
+    let r = case_as(&world, &all, seed, true).await;
+    assert!(!r.effects().is_empty(), "{}", r.to_text());
+    let mut rng = Rng(seed);
+    for _ in 0..12 {
+        let n = 1 + rng.below(4);
+        let actions: Vec<usize> = (0..n).map(|_| rng.below(CATALOGUE.len())).collect();
+        case_as(&world, &actions, seed, true).await;
     }
 }
 

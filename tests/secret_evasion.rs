@@ -193,8 +193,27 @@ fn not_asked(out: &Output) -> Option<String> {
     wrong.then(|| text(out))
 }
 
+/// Why a `by_effect` run let a secret out or ran unasked, if it did:
+/// every secret row must be asked (by its text or by what the view saw).
+fn not_held_by_effect(out: &Output) -> Option<String> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let wrong = out.status.code() != Some(3)
+        || stdout.contains(MARKER)
+        || !stdout.contains("approval needed");
+    wrong.then(|| text(out))
+}
+
 /// Run every call for real in `world`; the failures.
 async fn run_all(world: &World, calls: &[Call], labels: &[String]) -> Vec<String> {
+    run_all_judged(world, calls, labels, not_asked).await
+}
+
+async fn run_all_judged(
+    world: &World,
+    calls: &[Call],
+    labels: &[String],
+    judge: fn(&Output) -> Option<String>,
+) -> Vec<String> {
     let server = scripted(calls).await;
     let tmux_server = common::Server {
         socket: common::socket(),
@@ -202,7 +221,7 @@ async fn run_all(world: &World, calls: &[Call], labels: &[String]) -> Vec<String
     let mut failures = Vec::new();
     for (i, label) in labels.iter().enumerate() {
         let out = world.exec(&server, i, &tmux_server.socket).await;
-        if let Some(why) = not_asked(&out) {
+        if let Some(why) = judge(&out) {
             failures.push(format!("{label}: {why}"));
         }
     }
@@ -301,6 +320,22 @@ async fn every_secret_row_is_asked_for_real_in_a_managed_tmux_pane() {
     let (calls, labels) = secret_row_calls(&world);
     let failures = run_all(&world, &calls, &labels).await;
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Under `by_effect` every secret row is asked too, as plain processes and
+/// in a managed pane: none runs in the view with its result sent on.
+#[tokio::test(flavor = "multi_thread")]
+async fn by_effect_asks_for_every_secret_row() {
+    for tmux in [false, true] {
+        let world = World::new("by_effect", tmux, "");
+        let (calls, labels) = secret_row_calls(&world);
+        let failures = run_all_judged(&world, &calls, &labels, not_held_by_effect).await;
+        assert!(
+            failures.is_empty(),
+            "tmux {tmux}: {}",
+            failures.join("\n\n")
+        );
+    }
 }
 
 /// `read_file` on a secret place asks, in `ask` mode (where it is never

@@ -106,9 +106,13 @@ async fn policies_decide_without_waiting_and_say_so() {
 
 /// Whether `decide` on `action` waits for the operator (withdrawn after).
 async fn asks(broker: &Arc<ApprovalBroker>, action: &str) -> bool {
+    asks_for(broker, "run_shell", action).await
+}
+
+async fn asks_for(broker: &Arc<ApprovalBroker>, tool: &str, action: &str) -> bool {
     let b = broker.clone();
-    let action = action.to_string();
-    let t = tokio::spawn(async move { b.decide("c", "run_shell", &gate(&action)).await });
+    let (tool, action) = (tool.to_string(), action.to_string());
+    let t = tokio::spawn(async move { b.decide("c", &tool, &gate(&action)).await });
     loop {
         if t.is_finished() {
             return false;
@@ -196,6 +200,40 @@ async fn auto_low_is_unasked_and_asks_where_nothing_can_sandbox() {
     let mut told = 0;
     while let Ok(ev) = rx.try_recv() {
         if matches!(&ev, AgentEvent::Notice { text } if text == NO_SANDBOX) {
+            told += 1;
+        }
+    }
+    assert_eq!(told, 1, "said once");
+}
+
+#[tokio::test]
+async fn by_effect_tries_what_it_can_and_asks_once_where_no_view_runs() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::ByEffect));
+    broker.set_can_sandbox(true);
+    // Any rating: the view decides, not the estimate.
+    for cmd in ["ls -la", "rm -rf build", "touch x"] {
+        assert_eq!(
+            broker.decide("c", "run_shell", &gate(cmd)).await,
+            ApprovalDecision::TryInView,
+            "{cmd}"
+        );
+    }
+    // What the view changes is asked, naming the rule.
+    assert!(asks(&broker, "ps aux").await, "process list");
+    assert!(asks(&broker, "sudo ls").await, "privilege");
+    // Not a shell command: asked.
+    assert!(asks_for(&broker, "write_file", "x").await);
+    broker.set_can_sandbox(false);
+    while rx.try_recv().is_ok() {}
+    assert!(asks(&broker, "ls").await, "no view: asks");
+    assert!(asks(&broker, "cat x").await);
+    let mut told = 0;
+    while let Ok(ev) = rx.try_recv() {
+        if let AgentEvent::ApprovalRequested { request } = &ev {
+            assert_eq!(request.facts.trial.as_deref(), Some(NO_VIEW), "on the card");
+        }
+        if matches!(&ev, AgentEvent::Notice { text } if text == NO_VIEW) {
             told += 1;
         }
     }

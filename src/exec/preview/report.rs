@@ -119,6 +119,13 @@ pub struct PreviewReport {
     pub leftovers: Vec<Leftover>,
     pub hit_time_limit: bool,
     pub hit_size_limit: bool,
+    /// The view's process or memory limit refused something (a fork or an
+    /// allocation failed there).
+    #[serde(default)]
+    pub hit_task_limit: bool,
+    /// Limits that could not be set on this machine, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unlimited: Vec<String>,
     pub time_limit_ms: u64,
     pub size_limit: u64,
     /// The first part of stdout and stderr together.
@@ -212,6 +219,9 @@ impl PreviewReport {
         if self.hit_size_limit {
             out.push("fills the view's writable space".into());
         }
+        if self.hit_task_limit {
+            out.push("reaches the view's process or memory limit".into());
+        }
         if let (None, Some(sig)) = (self.exit_code, self.signal) {
             out.push(format!("was killed by signal {sig}"));
         }
@@ -238,6 +248,16 @@ impl PreviewReport {
                  (no space left on device) and the effects are partial",
                 self.size_limit / (1024 * 1024)
             ));
+        }
+        if self.hit_task_limit {
+            notes.push(
+                "process limit: a fork or an allocation was refused in the view \
+                 (at most 512 processes, 1 GB of memory)"
+                    .into(),
+            );
+        }
+        for u in &self.unlimited {
+            notes.push(format!("unlimited: {u}"));
         }
         if self.needs_network() {
             notes.push("needs network: its network effects were not previewed".into());

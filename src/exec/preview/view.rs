@@ -32,7 +32,7 @@ use std::time::Duration;
 use super::effects::{self, Caps, Layer};
 use super::mounts::{self, cstr, hold, mount, os_err, via};
 use super::report::PreviewReport;
-use super::{disguise, fence, netwatch, supervise, writewatch};
+use super::{disguise, fence, limits, netwatch, supervise, writewatch};
 
 /// Exit status when the view could not be built (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -120,20 +120,57 @@ pub fn main(args: &[OsString]) -> i32 {
     if let Err(e) = crate::exec::sandbox::session::drop_terminal() {
         return fail(&e);
     }
-    let report = match File::create(req.staging.join(REPORT_FILE)) {
+    let made = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(req.staging.join(REPORT_FILE));
+    let report = match made {
         Ok(f) => f,
         Err(e) => return fail(&format!("cannot write the report file: {e}")),
     };
+    let Ok(mut amend) = report.try_clone() else {
+        return fail("cannot keep the report file open");
+    };
+    let mut limits = limits::enter();
+    // The view is built by a child, so this process stays in the machine's
+    // namespaces (where the view's control groups can be removed).
+    // SAFETY: the helper is single-threaded here; the child only runs
+    // Rust code of this process and exits with `_exit`.
+    match unsafe { libc::fork() } {
+        -1 => fail(&os_err("cannot fork the view's builder")),
+        0 => {
+            // SAFETY: prctl with integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+            let code = build_and_run(&req, report);
+            // SAFETY: leave without running the parent's destructors.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            let code = wait_exit(child);
+            let hit = limits.hit();
+            let missing = std::mem::take(&mut limits.missing);
+            limits.remove();
+            if code == 0 {
+                add_limits(&mut amend, hit, missing);
+            }
+            code
+        }
+    }
+}
+
+/// Enter the view's namespaces, fork its PID 1 and wait for it.
+fn build_and_run(req: &Request, report: File) -> i32 {
     let userns = match enter_namespaces() {
         Ok(userns) => userns,
         Err(e) => return fail(&e),
     };
-    // SAFETY: the helper is single-threaded here; the child only runs
-    // Rust code of this process and exits with `_exit`.
+    // SAFETY: as in `main`.
     match unsafe { libc::fork() } {
         -1 => fail(&os_err("cannot fork the view's first process")),
         0 => {
-            let code = match pid1(&req, report, userns) {
+            let code = match pid1(req, report, userns) {
                 Ok(()) => 0,
                 Err(e) => fail(&e),
             };
@@ -141,6 +178,27 @@ pub fn main(args: &[OsString]) -> i32 {
             unsafe { libc::_exit(code) }
         }
         child => wait_exit(child),
+    }
+}
+
+/// Add to the report what only the helper knows after the view ended:
+/// whether the process or memory limit refused something, which limits
+/// could not be set.
+fn add_limits(file: &mut File, hit: bool, missing: Vec<String>) {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut json = Vec::new();
+    if file.seek(SeekFrom::Start(0)).is_err() || file.read_to_end(&mut json).is_err() {
+        return;
+    }
+    let Ok(mut report) = serde_json::from_slice::<PreviewReport>(&json) else {
+        return;
+    };
+    report.hit_task_limit = hit;
+    report.unlimited = missing;
+    if let Ok(json) = serde_json::to_vec(&report) {
+        let _ = file.set_len(0);
+        let _ = file.seek(SeekFrom::Start(0));
+        let _ = file.write_all(&json);
     }
 }
 
