@@ -268,3 +268,39 @@ fn a_view_that_cannot_start_says_why() {
     assert!(err.contains("comma"), "{err}");
     assert!(!odd.join("ran-anyway").exists());
 }
+
+/// A trial that takes a while shows its card at once ("trying it in the
+/// view"); a clean end withdraws the card and its result stands; one with
+/// effects fills the card in and waits for the operator.
+#[test]
+fn a_long_trial_shows_its_card_at_once() {
+    let scenario = scenario(&[
+        ("slow-read", "sleep 3; cat notes.txt"),
+        ("slow-write", "sleep 3; touch late-file"),
+    ]);
+    let c = Console::start_scenario("byeffect-slow", &scenario, CONFIG, "--no-tmux", "");
+    let work = c.work();
+    std::fs::write(work.join("notes.txt"), "slow-notes-content\n").unwrap();
+    c.wait("policy: by effect");
+    c.send("slow-read");
+    c.wait_for("the card while the read is tried", |s| {
+        s.contains("approvals (1)")
+            && s.contains("$ sleep 3; cat notes.txt")
+            && s.contains("trying it")
+    });
+    c.wait_for("the card withdrawn and the read's output", |s| {
+        !s.contains("approvals (1)") && s.contains("slow-notes-content") && s.contains("TOOL SAID")
+    });
+    c.send("slow-write");
+    c.wait_for("the card while the write is tried", |s| {
+        s.contains("approvals (1)") && s.contains("$ sleep 3; touch late-file")
+    });
+    c.wait_for("the card filled in with the effect", |s| {
+        s.contains("approvals (1)") && s.contains("late-file (empty)")
+    });
+    c.keys(&["n"]);
+    c.wait_for("the denial", |s| {
+        s.matches("denied by operator").count() >= 1 && !s.contains("approvals (1)")
+    });
+    assert!(!work.join("late-file").exists());
+}

@@ -32,25 +32,22 @@ use tokio::sync::{mpsc, oneshot};
 use super::preview::PreviewDesk;
 
 mod policy;
+mod session_rules;
+mod trial;
 pub use policy::Policy;
+pub use trial::NO_VIEW;
 
 use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy, PreviewOutcome};
 use crate::exec::preview::PreviewReport;
 use crate::policy::gate::{
-    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, RAN_IN_VIEW,
-    Risk, is_command,
+    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk,
+    TrialVerdict, is_command,
 };
-use crate::policy::prefix_rule;
 use crate::policy::risk::{Assessment, assess_in};
 use crate::policy::rules::{Call, PolicyRules};
 use crate::policy::secret_reads::Scope;
-use crate::policy::view_eligible;
 use crate::shell;
-
-/// What the operator is told, once, when `by_effect` cannot try commands.
-pub const NO_VIEW: &str = "by effect: this target cannot run the throwaway view (it needs this \
-machine's kernel with user namespaces and overlayfs): every command is asked";
 
 /// What the console and `vigil exec` say when auto-approval turns into asking.
 pub const NO_SANDBOX: &str = "auto-approval needs the Landlock sandbox, which this target \
@@ -140,159 +137,6 @@ impl ApprovalBroker {
     /// [`crate::exec::Backend::can_sandbox`]).
     pub fn set_can_sandbox(&self, yes: bool) {
         self.can_sandbox.store(yes, Ordering::Relaxed);
-    }
-
-    /// Hold rules read from a session log until the operator confirms them.
-    pub fn hold_restored(&self, restored: Restored) {
-        *lock(&self.held) = restored;
-    }
-
-    /// The rules waiting for confirmation.
-    pub fn held(&self) -> Restored {
-        lock(&self.held).clone()
-    }
-
-    /// The operator confirmed the restored rules: they approve from now on.
-    /// Returns how many rules took effect.
-    pub fn confirm_restored(&self) -> usize {
-        let held = std::mem::take(&mut *lock(&self.held));
-        for (tool, action) in &held.standing {
-            self.add_standing(tool, action);
-        }
-        for (tool, prefix) in &held.prefixes {
-            self.add_prefix(tool, prefix);
-        }
-        self.announce_rules();
-        held.standing.len() + held.prefixes.len()
-    }
-
-    /// The operator discarded the restored rules.
-    pub fn discard_restored(&self) {
-        *lock(&self.held) = Restored::default();
-        self.announce_rules();
-    }
-
-    /// Approve `(tool, action)` for the rest of the session (restored
-    /// standing approvals on resume).
-    pub fn add_standing(&self, tool: &str, action: &str) {
-        lock(&self.standing).insert((tool.to_string(), action.to_string()));
-    }
-
-    /// The `(tool, action)` pairs approved for the session, sorted.
-    pub fn standing(&self) -> Vec<(String, String)> {
-        let mut v: Vec<_> = lock(&self.standing).iter().cloned().collect();
-        v.sort();
-        v
-    }
-
-    /// Approve commands of `tool` that start with `prefix` for the rest of
-    /// the session (restored prefix rules on resume). A prefix that could
-    /// not be a rule (empty, chaining) is ignored.
-    pub fn add_prefix(&self, tool: &str, prefix: &str) {
-        if let Ok(words) = prefix_rule::rule_words(prefix) {
-            lock(&self.prefixes).insert((tool.to_string(), prefix.to_string()), words);
-        }
-    }
-
-    /// The `(tool, prefix)` rules approved for the session, sorted.
-    pub fn prefixes(&self) -> Vec<(String, String)> {
-        let mut v: Vec<_> = lock(&self.prefixes).keys().cloned().collect();
-        v.sort();
-        v
-    }
-
-    /// The standing approval or prefix rule covering this request, if any.
-    fn covered(
-        &self,
-        request: &ApprovalRequest,
-        script: Option<&shell::Script>,
-    ) -> Option<DecidedBy> {
-        if let Some(key) = request.session_key() {
-            let key = (request.tool.clone(), key);
-            if lock(&self.standing).contains(&key) {
-                return Some(DecidedBy::SessionRule { rule: key.1 });
-            }
-        }
-        if request.estimate == Risk::High {
-            return None;
-        }
-        let words = prefix_rule::plain_words(script?)?;
-        let prefixes = lock(&self.prefixes);
-        let mut covering: Vec<&String> = prefixes
-            .iter()
-            .filter(|((tool, _), rule)| {
-                *tool == request.tool && prefix_rule::covers_plain(rule, &words)
-            })
-            .map(|((_, prefix), _)| prefix)
-            .collect();
-        covering.sort_unstable();
-        covering.first().map(|prefix| DecidedBy::SessionRule {
-            rule: format!("{prefix} …"),
-        })
-    }
-
-    /// Withdraw a session rule (exact action, or word prefix); true when it
-    /// was in force. The console is told the rules now in force.
-    pub fn revoke(&self, tool: &str, rule: &str, prefix: bool) -> bool {
-        let key = (tool.to_string(), rule.to_string());
-        let removed = if prefix {
-            lock(&self.prefixes).remove(&key).is_some()
-        } else {
-            lock(&self.standing).remove(&key)
-        };
-        self.announce_rules();
-        removed
-    }
-
-    /// Tell the console every rule in force.
-    fn announce_rules(&self) {
-        let _ = self.events.send(AgentEvent::SessionRules {
-            exact: self.standing(),
-            prefixes: self.prefixes(),
-        });
-    }
-
-    /// Record the rule an approve-for-the-session decision asks for, and
-    /// tell the console when the rules changed.
-    fn remember(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
-        if matches!(
-            decision,
-            ApprovalDecision::ApproveSession | ApprovalDecision::ApprovePrefix(_)
-        ) {
-            let count = || lock(&self.standing).len() + lock(&self.prefixes).len();
-            let before = count();
-            self.add_rule(request, decision);
-            if count() != before {
-                self.announce_rules();
-            }
-        }
-    }
-
-    fn add_rule(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
-        let action = &request.gate.action;
-        // A call that is not a shell command is keyed on its full arguments
-        // (and resolved paths); one without that digest makes no rule.
-        let exact = request.session_key().map(|key| (request.tool.clone(), key));
-        match decision {
-            ApprovalDecision::ApproveSession => {
-                if let Some(exact) = exact {
-                    lock(&self.standing).insert(exact);
-                }
-            }
-            ApprovalDecision::ApprovePrefix(prefix) if prefix == action => {
-                if let Some(exact) = exact {
-                    lock(&self.standing).insert(exact);
-                }
-            }
-            ApprovalDecision::ApprovePrefix(prefix)
-                if is_command(&request.tool, &request.gate)
-                    && prefix_rule::rule_error(prefix, action).is_none() =>
-            {
-                self.add_prefix(&request.tool, prefix);
-            }
-            // Not a prefix of this command: the call runs once, no rule.
-            _ => {}
-        }
     }
 
     pub fn set_policy(&self, policy: Policy) {
@@ -445,36 +289,6 @@ impl ApprovalBroker {
         }
     }
 
-    /// `by_effect`: a shell command the view can run is tried there;
-    /// anything else is asked, saying why.
-    fn by_effect(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
-        let Some(script) = script.filter(|_| request.tool == "run_shell") else {
-            return Outcome::Ask(None);
-        };
-        if !self.can_sandbox() {
-            self.tell_once(&self.told_no_view, NO_VIEW);
-            return Outcome::Ask(Some(NO_VIEW.into()));
-        }
-        let mut scope = Scope::current();
-        if let Some(dir) = &request.facts.cwd {
-            scope.cwd = Some(std::path::PathBuf::from(dir));
-        }
-        match view_eligible::check(script, request.facts.in_pane, &scope) {
-            Ok(()) => Outcome::Trial,
-            Err(e) => Outcome::Ask(Some(format!(
-                "not tried in the view (rule `{}`): {}",
-                e.rule, e.why
-            ))),
-        }
-    }
-
-    /// Send `text` to the operator the first time only.
-    fn tell_once(&self, told: &AtomicBool, text: &str) {
-        if !told.swap(true, Ordering::Relaxed) {
-            let _ = self.events.send(AgentEvent::Notice { text: text.into() });
-        }
-    }
-
     /// The decision for an outcome that needs no operator, if any.
     fn automatic(&self, outcome: Outcome) -> Option<(ApprovalDecision, DecidedBy)> {
         match outcome {
@@ -553,17 +367,7 @@ impl Approver for ApprovalBroker {
         gate: &GateInfo,
         facts: CallFacts,
     ) -> ApprovalDecision {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
-        let request = ApprovalRequest {
-            automatic: true,
-            ..request
-        };
-        let _ = self.events.send(AgentEvent::ApprovalRequested { request });
-        let decision = ApprovalDecision::ApproveUnasked(format!("by policy: {RAN_IN_VIEW}"));
-        self.announce(id, &decision, named(RAN_IN_VIEW));
-        decision
+        self.record_trial(call_id, tool, gate, facts)
     }
 
     async fn decide_after_trial(
@@ -574,13 +378,20 @@ impl Approver for ApprovalBroker {
         facts: CallFacts,
         report: Option<Box<PreviewReport>>,
     ) -> ApprovalDecision {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
-        let _ = self.events.send(AgentEvent::ApprovalRequested {
-            request: request.clone(),
-        });
-        self.ask(request, false, report).await
+        self.ask_after_trial(call_id, tool, gate, facts, report)
+            .await
+    }
+
+    async fn decide_during_trial(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        verdict: tokio::sync::oneshot::Receiver<TrialVerdict>,
+    ) -> ApprovalDecision {
+        self.ask_during_trial(call_id, tool, gate, facts, verdict)
+            .await
     }
 }
 

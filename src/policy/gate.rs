@@ -359,6 +359,43 @@ pub trait Approver: Send + Sync {
     ) -> ApprovalDecision {
         self.decide_call(call_id, tool, gate, None, facts).await
     }
+
+    /// A trial still runs after a moment: show the card now and decide by
+    /// whichever comes first, the operator's answer or the trial's
+    /// `verdict` (a clean trial withdraws the card and its result stands:
+    /// [`ApprovalDecision::ApproveUnasked`] naming [`RAN_IN_VIEW`]; one with
+    /// effects fills the card in and keeps waiting). By default the
+    /// verdict is awaited first.
+    async fn decide_during_trial(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        mut facts: CallFacts,
+        verdict: tokio::sync::oneshot::Receiver<TrialVerdict>,
+    ) -> ApprovalDecision {
+        match verdict.await {
+            Ok(TrialVerdict::Clean) => self.ran_in_view(call_id, tool, gate, facts).await,
+            Ok(TrialVerdict::Asks { why, report }) => {
+                facts.trial = Some(why);
+                self.decide_after_trial(call_id, tool, gate, facts, report)
+                    .await
+            }
+            Err(_) => ApprovalDecision::DenyWithReason("the trial in the view ended unseen".into()),
+        }
+    }
+}
+
+/// What a trial found, for a card that appeared while it ran
+/// ([`Approver::decide_during_trial`]).
+pub enum TrialVerdict {
+    /// No effect: the trial's result stands.
+    Clean,
+    /// Asked: why, and the report for the card.
+    Asks {
+        why: String,
+        report: Option<Box<crate::exec::preview::PreviewReport>>,
+    },
 }
 
 /// How a call decided by its trial in the view is named.

@@ -17,6 +17,7 @@ pub mod output_view;
 pub mod own_addrs;
 pub mod paths;
 pub mod registry;
+mod registry_trial;
 pub mod request_tools;
 pub mod search;
 pub mod shell;

@@ -20,7 +20,7 @@ use super::failure::FailureClass;
 pub use super::failure::canonical_arguments;
 use super::validate;
 use super::visibility::DomainPolicy;
-use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream, Trial};
+use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
 use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover, call_digest};
 
 /// The result of running one call through the registry.
@@ -112,7 +112,7 @@ struct Failures {
 /// Holds every registered tool.
 pub struct ToolRegistry {
     tools: Vec<Box<dyn Tool>>,
-    approver: Arc<dyn Approver>,
+    pub(super) approver: Arc<dyn Approver>,
     failure_limit: u32,
     failures: Mutex<Failures>,
     domain_policy: DomainPolicy,
@@ -432,60 +432,6 @@ impl ToolRegistry {
                 run.decision = decision;
                 run.notes = notes;
                 run
-            }
-        }
-    }
-}
-
-impl ToolRegistry {
-    /// `approval = "by_effect"`: run the call in the throwaway view. No
-    /// effect: the view's result is the call's (`Ok`, recorded as such).
-    /// Otherwise the operator decides with the trial's report on the card
-    /// (`Err`: that decision, handled like any other).
-    async fn try_in_view(
-        &self,
-        tool: &dyn Tool,
-        arguments: &str,
-        gate: &crate::policy::gate::GateInfo,
-        mut facts: crate::policy::gate::CallFacts,
-        ctx: &ToolContext,
-    ) -> Result<ToolRun, ApprovalDecision> {
-        let name = tool.name();
-        let trying = ToolContext {
-            sandboxed: true,
-            asked: false,
-            approved_cwd: facts.cwd.clone(),
-            ..ctx.clone()
-        };
-        trying.emit(ToolStream::Started {
-            summary: format!("{} (trying in the view)", gate.action),
-        });
-        let trial = tool.trial(arguments, &trying).await;
-        trying.emit(ToolStream::Completed);
-        match trial {
-            Trial::Clean(output) => {
-                let d = self
-                    .approver
-                    .ran_in_view(&ctx.call_id, name, gate, facts)
-                    .await;
-                let mut env = envelope::wrap(output.result.clone());
-                env["ran_in"] = json!(crate::policy::gate::RAN_IN_VIEW);
-                Ok(ToolRun {
-                    model_text: env.to_string(),
-                    output: Some(output),
-                    error: None,
-                    decision: Some(d),
-                    class: None,
-                    notes: Vec::new(),
-                    suppressed: false,
-                })
-            }
-            Trial::Asks { why, report } => {
-                facts.trial = Some(why);
-                Err(self
-                    .approver
-                    .decide_after_trial(&ctx.call_id, name, gate, facts, report)
-                    .await)
             }
         }
     }
