@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::sync::mpsc;
-use vigil::agent::approval::{ApprovalBroker, Outcome, Policy};
+use vigil::agent::approval::{ApprovalBroker, Outcome, Policy, TRYING};
 use vigil::config::Config;
-use vigil::event::AgentEvent;
+use vigil::event::{AgentEvent, PreviewOutcome};
 use vigil::exec::{ExecutionContext, sandbox};
 use vigil::policy::gate::{ApprovalDecision, GateInfo, Risk};
 use vigil::policy::rules::PolicyRules;
@@ -139,7 +139,9 @@ struct Seen {
     classes: BTreeMap<String, usize>,
     /// (command, trial time) of commands run unasked in the view.
     clean: Vec<(String, Duration)>,
-    /// Of those, how many exited 127 (the program is not installed here:
+    /// The commands asked.
+    asked: Vec<String>,
+    /// Of those run unasked, how many exited 127 (the program is not installed here:
     /// a real run would have said the same).
     missing: usize,
 }
@@ -147,23 +149,37 @@ struct Seen {
 async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let b = broker(tx, Policy::ByEffect);
-    // The operator: every card is denied at once; its reason is kept.
+    // The operator: every card is denied once it says why it is asked
+    // (a card shown while its trial still runs is left alone until the
+    // trial fills it in, or withdraws it); the reason is kept.
     let reasons: Arc<Mutex<Vec<String>>> = Arc::default();
     let (answerer, seen) = (b.clone(), reasons.clone());
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
-            if let AgentEvent::ApprovalRequested { request } = ev
-                && !request.automatic
-            {
-                let why = request
-                    .facts
-                    .trial
-                    .clone()
-                    .unwrap_or_else(|| "asked".into());
-                seen.lock().unwrap().push(why);
-                while !answerer.resolve(request.id, ApprovalDecision::Deny) {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+            let (id, why) = match ev {
+                AgentEvent::ApprovalRequested { request } if !request.automatic => {
+                    let why = request
+                        .facts
+                        .trial
+                        .clone()
+                        .unwrap_or_else(|| "asked".into());
+                    if why == TRYING {
+                        continue;
+                    }
+                    (request.id, why)
                 }
+                AgentEvent::PreviewReady {
+                    id,
+                    outcome: PreviewOutcome::Report { report },
+                } => (
+                    id,
+                    format!("tried in the view: {}", report.effects().join("; ")),
+                ),
+                _ => continue,
+            };
+            seen.lock().unwrap().push(why);
+            while !answerer.resolve(id, ApprovalDecision::Deny) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
     });
@@ -178,6 +194,7 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
         tally: Tally::default(),
         classes: BTreeMap::new(),
         clean: Vec::new(),
+        asked: Vec::new(),
         missing: 0,
     };
     for (i, c) in commands.iter().enumerate() {
@@ -193,6 +210,7 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
         match (&run.decision, asked) {
             (_, Some(why)) => {
                 seen.tally.asked += 1;
+                seen.asked.push(c.clone());
                 *seen.classes.entry(class(&why)).or_default() += 1;
             }
             (Some(ApprovalDecision::ApproveUnasked(_)), None) => {
@@ -209,6 +227,27 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
         }
     }
     seen
+}
+
+/// Whether the program `command` runs (the first word, after `sudo` and
+/// its options) is installed on this machine.
+fn installed(command: &str) -> bool {
+    let script = vigil::shell::parse(command);
+    let Some(first) = script.commands.first() else {
+        return false;
+    };
+    let words = first.loose_words();
+    let mut it = words
+        .iter()
+        .skip_while(|w| *w == "sudo" || w.starts_with('-'));
+    let Some(program) = it.next() else {
+        return false;
+    };
+    if program.contains('/') {
+        return Path::new(program).exists();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 /// `command` run plainly in the tree.
@@ -327,6 +366,12 @@ fn main() {
     let started = Instant::now();
     let seen = rt.block_on(by_effect(&commands, limit_s));
     seen.tally.line("by_effect", commands.len());
+    let here = commands.iter().filter(|c| installed(c)).count();
+    let asked_here = seen.asked.iter().filter(|c| installed(c)).count();
+    println!(
+        "  of the {here} commands whose program is installed here: asked {:.1} % ({asked_here})",
+        100.0 * asked_here as f64 / here.max(1) as f64,
+    );
     println!(
         "  ({:.0} s for {} trials; {} of the unasked exited 127: the program is not installed here)",
         started.elapsed().as_secs_f64(),

@@ -202,22 +202,28 @@ fn trial(
     .map_err(|e| e.to_string())
 }
 
-/// No control group of a view is left behind (the helper removes them).
-fn no_view_groups_left() {
-    let left = common::eventually(std::time::Duration::from_secs(5), || {
-        let found: Vec<String> = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
-            .iter()
-            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                n.strip_prefix("vigil-view-")
-                    .and_then(|p| p.parse::<i32>().ok())
-                    .is_some_and(common::alive)
-            })
-            .collect();
-        found.is_empty().then_some(())
+/// The views' control groups present now.
+fn view_groups() -> std::collections::BTreeSet<String> {
+    ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("vigil-view-"))
+        .collect()
+}
+
+/// No control group made since `before` is left (the helper removes its
+/// own when the view ends).
+fn no_view_groups_left(before: &std::collections::BTreeSet<String>) {
+    // Other tests' views (running beside this one) end within their limits.
+    let left = common::eventually(std::time::Duration::from_secs(20), || {
+        view_groups().is_subset(before).then_some(())
     });
-    assert!(left.is_some(), "a view's control group was left");
+    assert!(
+        left.is_some(),
+        "a view's control group was left: {:?}",
+        view_groups().difference(before).collect::<Vec<_>>()
+    );
 }
 
 /// Faults: a fork bomb, a 5 GB write, a process that ignores SIGTERM and a
@@ -226,6 +232,7 @@ fn no_view_groups_left() {
 #[test]
 fn faults_are_contained_and_reported() {
     let dir = tempfile::tempdir().unwrap();
+    let before = view_groups();
     let tag = format!("{}.{}", 7, std::process::id());
     let cases = [
         ("f(){ f|f& };f; sleep 1", "process or memory limit"),
@@ -253,7 +260,7 @@ fn faults_are_contained_and_reported() {
         (!String::from_utf8_lossy(&ps.stdout).contains(&tag)).then_some(())
     });
     assert!(survivors.is_some(), "the SIGTERM-ignoring sleep survived");
-    no_view_groups_left();
+    no_view_groups_left(&before);
 }
 
 /// The view cannot be built (an overlay cannot take a path with a comma):
@@ -303,4 +310,70 @@ fn a_long_trial_shows_its_card_at_once() {
         s.matches("denied by operator").count() >= 1 && !s.contains("approvals (1)")
     });
     assert!(!work.join("late-file").exists());
+}
+
+/// What the masks cannot know by name is caught by what the trial saw:
+/// a key under an ordinary name and a password in git's config (the
+/// output's shape), a folder opened to everyone (its mode), a write to an
+/// outside file through `/proc/self/fd` (resolved to the file). A plain
+/// read still runs unasked (the control).
+#[test]
+fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
+    use vigil::tools::shell::{RunShell, ShellConfig};
+    use vigil::tools::{Tool, ToolContext, Trial};
+    vigil::exec::sandbox::set_helper(common::sandbox_helper_bin());
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    git(work, &["init", "-q"]);
+    git(
+        work,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://bob:s3cr3t-pw@example.com/x.git",
+        ],
+    );
+    std::fs::write(work.join("README"), "plain words\n").unwrap();
+    std::fs::write(
+        work.join("deploy_backup"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let target = outside.path().join("f");
+    std::fs::write(&target, "keep\n").unwrap();
+    let shell = RunShell::new(
+        vigil::exec::ExecutionContext::local(),
+        ShellConfig::default(),
+    );
+    let mut ctx = ToolContext::new("t");
+    ctx.approved_cwd = Some(work.display().to_string());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let trial = |command: &str| {
+        let args = serde_json::json!({
+            "command": command, "risk": "low", "mutation": false, "privesc": false, "why": "t",
+        });
+        rt.block_on(shell.trial(&args.to_string(), &ctx))
+    };
+    let reopen = format!(
+        "exec 3<{}; echo changed > /proc/self/fd/3",
+        target.display()
+    );
+    for (command, effect) in [
+        ("cat deploy_backup", "a private key block"),
+        ("git remote -v", "a password in a URL"),
+        ("chmod 0777 .git/hooks", "mode 755 → 777"),
+        (reopen.as_str(), "writes outside the view's writable places"),
+    ] {
+        match trial(command) {
+            Trial::Asks { why, .. } => assert!(why.contains(effect), "{command}: {why}"),
+            Trial::Clean(out) => panic!("{command} ran unasked: {:?}", out.result),
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
+    assert!(
+        matches!(trial("cat README"), Trial::Clean(_)),
+        "the control"
+    );
 }

@@ -35,7 +35,7 @@ mod policy;
 mod session_rules;
 mod trial;
 pub use policy::Policy;
-pub use trial::NO_VIEW;
+pub use trial::{NO_VIEW, TRYING};
 
 use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy, PreviewOutcome};

@@ -58,6 +58,24 @@ pub const DEFAULT_SECRET_PLACES: &[&str] = &[
     "~/.vault-token",
     "~/.azure",
     "~/.terraform.d/credentials.tfrc.json",
+    "~/.claude/.credentials.json",
+    "~/.config/git/credentials",
+    "~/.config/op",
+    "~/.s3cfg",
+    "~/.boto",
+    "~/.my.cnf",
+    "~/.dockercfg",
+    "~/.gradle/gradle.properties",
+    "~/.m2/settings.xml",
+    "~/.authinfo",
+    "~/.authinfo.gpg",
+    "~/.env",
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.python_history",
+    "~/.local/share/fish/fish_history",
     ".ssh",
     ".aws",
     ".gnupg",
@@ -66,6 +84,16 @@ pub const DEFAULT_SECRET_PLACES: &[&str] = &[
     ".env",
     ".env.*",
     ".env*",
+    // Names without a dot (`id_rsa`, `*.pem`, `credentials.json`) are not
+    // listed: any glob may match them, so every `cat dir/*` would count as
+    // a secret read; what they hold is caught by its shape instead
+    // (`policy::secret_content`, a `by_effect` trial's output).
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".vault-token",
+    ".htpasswd",
+    ".my.cnf",
 ];
 
 /// `[secrets]`: change the list both ways.

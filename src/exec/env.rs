@@ -21,7 +21,20 @@ use crate::config::ConfigError;
 pub const VIGIL_KEY_VAR: &str = "VIGIL_API_KEY";
 
 /// Name patterns dropped by default.
-pub const DEFAULT_EXCLUDE: &[&str] = &["*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*"];
+pub const DEFAULT_EXCLUDE: &[&str] = &[
+    "*KEY*",
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*_PWD",
+    "*CREDENTIAL*",
+    "*DATABASE_URL*",
+    "*_DSN",
+    "*WEBHOOK*",
+    "*_AUTH",
+    "*AUTH_CONFIG*",
+];
 
 /// Why an environment setting is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -21,6 +21,7 @@ pub mod prefix_rule;
 pub mod resolve;
 pub mod risk;
 pub mod rules;
+pub mod secret_content;
 pub mod secret_operands;
 pub mod secret_patterns;
 pub mod secret_reads;

@@ -50,7 +50,10 @@ pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) 
         env,
     }) = shell.ctx.trial_shell(session, pane).await
     else {
-        return asks("not tried in the view: this target cannot run it");
+        return asks(
+            "not tried in the view: the view cannot stand in for this target here (another \
+             machine, or a pane not made yet)",
+        );
     };
     let in_pane = env.is_some();
     let cwd = match &ctx.approved_cwd {
@@ -94,13 +97,51 @@ fn judge(
 ) -> Trial {
     let mut effects = report.effects();
     effects.extend(differences(outcome, in_pane));
+    if let Some(what) = secret_in_output(outcome) {
+        effects.push(format!(
+            "its output holds what looks like a secret ({what})"
+        ));
+    }
     if effects.is_empty() {
         return Trial::Clean(shell.finish(outcome, ctx, &[]));
     }
+    // The trial's output is not the call's: its spill files go, so the
+    // model cannot read them later.
+    for c in outcome.captured() {
+        if let Some(path) = c.spill {
+            let _ = std::fs::remove_file(path);
+        }
+    }
     Trial::Asks {
-        why: format!("tried in the view: {}", effects.join("; ")),
+        why: format!(
+            "tried in the view: {}; y runs it again for real",
+            effects.join("; ")
+        ),
         report: Some(Box::new(report)),
     }
+}
+
+/// Most bytes of a spill file read for the secret scan.
+const SCAN_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// A secret-looking text in the trial's output (both streams, whole: the
+/// spill files too, as far as [`SCAN_LIMIT`]).
+fn secret_in_output(outcome: &RunOutcome) -> Option<String> {
+    use std::io::Read;
+    outcome.captured().iter().find_map(|c| {
+        let mut text = String::from_utf8_lossy(&c.head).into_owned();
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(&c.tail));
+        if let Some(path) = &c.spill
+            && let Ok(f) = std::fs::File::open(path)
+        {
+            let mut all = Vec::new();
+            let _ = f.take(SCAN_LIMIT).read_to_end(&mut all);
+            text.push('\n');
+            text.push_str(&String::from_utf8_lossy(&all));
+        }
+        crate::policy::secret_content::find(&text)
+    })
 }
 
 /// What in the trial's own result says a real run could differ: a

@@ -195,6 +195,7 @@ fn deleted(layer: &Layer<'_>, rel: &Path, lower: &Metadata) -> FileEffect {
 }
 
 fn dir_effect(layer: &Layer<'_>, rel: &Path, lower: Option<&Metadata>) -> Option<FileEffect> {
+    let upper = std::fs::symlink_metadata(layer.upper.join(rel)).ok();
     let mut e = match lower {
         None => effect(layer, rel, EffectKind::Created),
         Some(m) if m.is_dir() && is_opaque(&layer.upper.join(rel)) => {
@@ -206,7 +207,31 @@ fn dir_effect(layer: &Layer<'_>, rel: &Path, lower: Option<&Metadata>) -> Option
             e
         }
         Some(m) if !m.is_dir() => effect(layer, rel, EffectKind::Modified),
-        Some(_) => return None,
+        // Copied up for a change inside it, or its own mode or owner
+        // changed (a hooks folder opened to everyone is an effect).
+        Some(m) => {
+            let now = upper?;
+            let (was, is) = (m.mode() & 0o7777, now.mode() & 0o7777);
+            let mut notes = Vec::new();
+            if was != is {
+                notes.push(format!("mode {was:o} → {is:o}"));
+            }
+            if (m.uid(), m.gid()) != (now.uid(), now.gid()) {
+                notes.push(format!(
+                    "owner {}:{} → {}:{}",
+                    m.uid(),
+                    m.gid(),
+                    now.uid(),
+                    now.gid()
+                ));
+            }
+            if notes.is_empty() {
+                return None;
+            }
+            let mut e = effect(layer, rel, EffectKind::Modified);
+            e.note = Some(notes.join(", "));
+            e
+        }
     };
     e.dir = true;
     Some(e)

@@ -58,6 +58,7 @@ fn make(
     events: Option<(&'static str, &'static str)>,
 ) -> Result<Made, String> {
     let parent = root.join(own.trim_start_matches('/'));
+    remove_stale(&parent);
     let dir = parent.join(format!("vigil-view-{}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let made = Made {
@@ -76,6 +77,27 @@ fn make(
         return Err(format!("cgroup.procs: {e}"));
     }
     Ok(made)
+}
+
+/// Remove the groups of views whose helper is gone (killed before it
+/// could remove them itself); a group still holding a process stays.
+fn remove_stale(parent: &Path) {
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("vigil-view-"))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the pid exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
 }
 
 impl Made {

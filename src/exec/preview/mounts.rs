@@ -20,6 +20,9 @@ pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
 
 /// `MOUNT_ATTR_*` of `mount_setattr(2)`.
 const ATTR_RDONLY: u64 = 0x1;
+/// `MOUNT_ATTR_NOATIME` and `MOUNT_ATTR__ATIME` (the atime field's mask).
+const ATTR_NOATIME: u64 = 0x10;
+const ATTR_ATIME_MASK: u64 = 0x70;
 const ATTR_NOSUID: u64 = 0x2;
 const ATTR_NODEV: u64 = 0x4;
 
@@ -119,13 +122,14 @@ pub fn freeze_everything() -> Result<(), String> {
         libc::MS_REC | libc::MS_PRIVATE,
         "",
     )?;
-    set_attr(
-        Path::new("/"),
-        ATTR_RDONLY | ATTR_NODEV | ATTR_NOSUID,
-        0,
-        libc::AT_RECURSIVE as libc::c_uint,
-    )
-    .map_err(|e| format!("cannot make the view read-only: {e}"))
+    // noatime too where the mounts allow it (a read through an overlay's
+    // lower layer must not stamp the real file's access time); in a user
+    // namespace the inherited mounts' atime setting is locked.
+    let all = libc::AT_RECURSIVE as libc::c_uint;
+    let frozen = ATTR_RDONLY | ATTR_NODEV | ATTR_NOSUID;
+    set_attr(Path::new("/"), frozen | ATTR_NOATIME, ATTR_ATIME_MASK, all)
+        .or_else(|_| set_attr(Path::new("/"), frozen, 0, all))
+        .map_err(|e| format!("cannot make the view read-only: {e}"))
 }
 
 /// A directory handle that keeps reaching `path` after something is

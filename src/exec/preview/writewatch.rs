@@ -136,7 +136,7 @@ pub fn record(writes: &Writes, pid: libc::pid_t, nr: i64, args: &[u64; 6]) {
             continue;
         };
         let base = dirfd.map_or(AT_FDCWD, |i| args[i] & 0xffff_ffff);
-        let Some(full) = absolute(pid, base, &name) else {
+        let Some(full) = absolute(pid, base, &name).map(|p| through_proc(pid, p)) else {
             continue;
         };
         let Ok(mut list) = writes.lock() else { return };
@@ -183,6 +183,25 @@ fn absolute(pid: libc::pid_t, dirfd: u64, name: &Path) -> Option<PathBuf> {
     Some(normal(&dir.join(name)))
 }
 
+/// A path through the caller's `/proc/self/fd/N` (or its pid's) names the
+/// file that descriptor is open on: resolved now, while the caller lives
+/// (the supervisor's own `/proc/self` is another process).
+fn through_proc(pid: libc::pid_t, path: PathBuf) -> PathBuf {
+    let text = path.to_string_lossy();
+    let own = text
+        .strip_prefix("/proc/self/")
+        .or_else(|| text.strip_prefix("/proc/thread-self/"))
+        .map(|rest| PathBuf::from(format!("/proc/{pid}/{rest}")))
+        .unwrap_or_else(|| path.clone());
+    let is_fd = own
+        .parent()
+        .is_some_and(|p| p.file_name().is_some_and(|n| n == "fd"));
+    match std::fs::read_link(&own) {
+        Ok(target) if is_fd && target.is_absolute() => target,
+        _ => own,
+    }
+}
+
 /// `path` without `.` and with `..` taken back lexically.
 fn normal(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
@@ -219,7 +238,7 @@ pub fn classify(writes: &[PathBuf], roots: &[PathBuf], masks: &[PathBuf]) -> Cla
         let under = |bases: &[PathBuf], p: &Path| bases.iter().any(|b| p.starts_with(b));
         if under(masks, w) || under(masks, &real) {
             out.secrets.push(w.display().to_string());
-        } else if harmless(&real) || harmless(w) {
+        } else if harmless(&real) {
             continue;
         } else if !under(roots, &real) {
             out.refused.push(w.display().to_string());
@@ -228,9 +247,11 @@ pub fn classify(writes: &[PathBuf], roots: &[PathBuf], masks: &[PathBuf]) -> Cla
     out
 }
 
-/// Writes with no lasting effect: the view's own devices, process files.
+/// Writes with no lasting effect: the view's own devices, its processes'
+/// files (a `/proc/self/fd/N` link is resolved first, so a write through
+/// one to an outside file is not harmless; `/proc/sys` is the kernel's).
 fn harmless(p: &Path) -> bool {
-    p.starts_with("/dev") || p.starts_with("/proc")
+    p.starts_with("/dev") || (p.starts_with("/proc") && !p.starts_with("/proc/sys"))
 }
 
 /// `path` with its longest existing ancestor resolved.
