@@ -103,7 +103,7 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     c.wait("approvals (1)");
     c.open("second", "attach --last");
     c.tmux.wait_text("second", "approvals (1)", WAIT);
-    c.tmux.keys("second", &["y"]);
+    c.tmux.answer("second", "y");
     // Both show the result (the model's answer to it: the command's text
     // is on screen from the start); the first says which console answered.
     c.tmux.wait_text("second", "TOOL SAID", WAIT);
@@ -121,6 +121,26 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
 }
 
+/// A console attached while a call waits keeps the keyboard in its
+/// message box: `go` + Enter is a message, never a key of the queue.
+#[test]
+fn attaching_while_a_call_waits_leaves_the_keyboard_in_the_box() {
+    let c = start("attach-focus");
+    c.send("gate-me");
+    c.wait("approvals (1)");
+    c.open("second", "attach --last");
+    c.tmux.wait_text("second", "approvals (1)", WAIT);
+    let screen = c.tmux.wait_text("second", "┏ message", WAIT);
+    assert!(!screen.contains("┏ approvals"), "{screen}");
+    c.tmux.type_text("second", "yes go");
+    c.tmux.keys("second", &["Enter"]);
+    c.tmux.wait_text("second", "> yes go", WAIT);
+    let screen = c.tmux.screen("second");
+    assert!(!screen.contains("no preview to open"), "{screen}");
+    assert!(screen.contains("approvals (1)"), "{screen}");
+    assert!(!c.work().join("gated-ran").exists(), "typed text approved");
+}
+
 #[test]
 fn a_watcher_cannot_approve_and_is_told() {
     let c = start("attach-watch");
@@ -136,7 +156,7 @@ fn a_watcher_cannot_approve_and_is_told() {
     assert!(!c.work().join("gated-ran").exists(), "a watcher approved");
     c.wait("approvals (1)");
     // The operator's console still can; the watcher sees it happen.
-    c.keys(&["y"]);
+    c.answer("y");
     c.tmux.wait_text("watch", "TOOL SAID", WAIT);
 }
 

@@ -67,7 +67,7 @@ fn another_agents_call_is_approved_from_this_console_and_the_overlay_switches_to
     });
     assert!(screen.contains("run_shell"), "{screen}");
     assert!(!c.work().join("gated-ran").exists(), "ran before approval");
-    c.keys(&["y"]);
+    c.answer("y");
     assert!(
         wait_file(&c.work().join("gated-ran")),
         "B did not run the call approved from A's console"

@@ -288,7 +288,7 @@ fn managed_pane_fault(tag: &str, inject: impl Fn(&Console, &str)) {
     // pane's shell (what runs unasked runs sandboxed outside the pane).
     c.send("hang");
     c.wait("approvals (1)");
-    c.keys(&["y"]);
+    c.answer("y");
     let pane = sleeping_pane(&c);
     let killed = c
         .agent_tmux

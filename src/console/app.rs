@@ -211,6 +211,15 @@ impl App {
         self.input.set_focused(focus == Focus::Input);
     }
 
+    /// The queue emptied under the operator: the focus goes to the
+    /// conversation (never the message box, where the next key, say the
+    /// cancel key, would become text).
+    pub(crate) fn leave_empty_queue(&mut self) {
+        if self.approvals.is_empty() && self.focus == Focus::Approvals {
+            self.set_focus(Focus::Conversation);
+        }
+    }
+
     pub fn zoomed(&self) -> Option<Focus> {
         self.zoom
     }
@@ -368,11 +377,8 @@ impl App {
                     .waiting_approval(&request.call_id, &request.tool, &request.gate.action);
                 self.track(&request.call_id);
                 self.approvals.push(request);
+                // It rings; the focus stays where the operator put it.
                 self.bell = true;
-                // Never taken from an operator typing into the pane.
-                if self.input.is_empty() && self.modal.is_none() && !self.mirror.typing() {
-                    self.set_focus(Focus::Approvals);
-                }
             }
             AgentEvent::PreviewReady { id, outcome } => {
                 self.approvals.set_preview(id, &outcome);
@@ -410,9 +416,7 @@ impl App {
                 if stale {
                     self.modal = None;
                 }
-                if self.approvals.is_empty() && self.focus == Focus::Approvals {
-                    self.set_focus(Focus::Input);
-                }
+                self.leave_empty_queue();
             }
             AgentEvent::ToolCancelled { call_id, name } => {
                 self.mirror.set_running(None);

@@ -5,7 +5,7 @@
 use crossterm::event::KeyCode;
 
 use super::app::{App, Focus};
-use super::app_tests::key;
+use super::app_tests::{key, look_at_approvals};
 use super::snapshot_tests::waiting_for_approval;
 use super::view_tests::screen;
 
@@ -26,6 +26,7 @@ fn help_overlay_80x24() {
 #[test]
 fn policy_menu_80x24() {
     let mut app = waiting_for_approval();
+    look_at_approvals(&mut app);
     press(&mut app, "p");
     insta::assert_snapshot!(screen(&app, 80, 24));
 }
@@ -33,6 +34,7 @@ fn policy_menu_80x24() {
 #[test]
 fn deny_reason_80x24() {
     let mut app = waiting_for_approval();
+    look_at_approvals(&mut app);
     press(&mut app, "r");
     press(&mut app, "use the trash instead");
     insta::assert_snapshot!(screen(&app, 80, 24));
@@ -41,6 +43,7 @@ fn deny_reason_80x24() {
 #[test]
 fn edit_command_80x24() {
     let mut app = waiting_for_approval();
+    look_at_approvals(&mut app);
     press(&mut app, "e");
     insta::assert_snapshot!(screen(&app, 80, 24));
 }
@@ -48,6 +51,7 @@ fn edit_command_80x24() {
 #[test]
 fn approve_session_prefix_80x24() {
     let mut app = waiting_for_approval();
+    look_at_approvals(&mut app);
     press(&mut app, "a");
     let exact = screen(&app, 80, 24);
     app.on_key(key(KeyCode::Tab));

@@ -139,7 +139,37 @@ impl Tmux {
     pub fn wait_text(&self, session: &str, text: &str, timeout: Duration) -> String {
         self.wait_for(session, &format!("`{text}`"), timeout, |s| s.contains(text))
     }
+
+    /// Answer the waiting approval as an operator does: move to the
+    /// approvals pane (Tab, unless its thick border says it has the
+    /// keyboard), wait until it shows a card, then press `key`.
+    pub fn answer(&self, session: &str, key: &str) {
+        self.to_approvals(session);
+        self.keys(session, &[key]);
+    }
+
+    /// Move to the approvals pane (Tab) unless it has the keyboard; wait
+    /// until it shows, focused, a card.
+    pub fn to_approvals(&self, session: &str) {
+        let focused = |s: &str| s.contains("┏ approvals (");
+        if !focused(&self.screen(session)) {
+            self.keys(session, &["Tab"]);
+        }
+        self.wait_for(session, "the approvals pane focused", APPROVE_WAIT, focused);
+    }
+
+    /// Put the keyboard in the message box (`i`) unless it is there.
+    pub fn to_message_box(&self, session: &str) {
+        let focused = |s: &str| s.contains("┏ message");
+        if !focused(&self.screen(session)) {
+            self.keys(session, &["i"]);
+        }
+        self.wait_for(session, "the message box focused", APPROVE_WAIT, focused);
+    }
 }
+
+/// How long a focus change may take to show.
+const APPROVE_WAIT: Duration = Duration::from_secs(30);
 
 impl Tmux {
     /// Wait until the pane's process has exited; returns `status/signal`.

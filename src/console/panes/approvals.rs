@@ -4,6 +4,8 @@
 //! It never decides anything by itself: it only turns the operator's key on
 //! the selected request into an [`ApprovalDecision`] for the App to send.
 
+use std::cell::RefCell;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -66,7 +68,13 @@ pub struct ApprovalsPane {
     automatic: Vec<ApprovalRequest>,
     /// The request whose diff is scrolled, and its first row shown.
     diff_scroll: (u64, usize),
+    /// The request whose card (header and action) the last draw showed as
+    /// selected: approval keys act only on it.
+    shown: RefCell<Option<CardKey>>,
 }
+
+/// Whose call and which: one queued request.
+pub type CardKey = (Option<String>, u64);
 
 impl ApprovalsPane {
     pub fn len(&self) -> usize {
@@ -270,6 +278,18 @@ impl ApprovalsPane {
         }
     }
 
+    /// The selected request when nobody answered it yet and the last draw
+    /// showed its card (the operator could read what they answer).
+    pub fn selected_seen(&self) -> Option<&ApprovalRequest> {
+        let p = self.selected().filter(|p| p.answered.is_none())?;
+        (self.shown.borrow().as_ref() == Some(&card_key(p))).then_some(&p.request)
+    }
+
+    /// Forget what the last draw showed (the pane is not drawn now).
+    pub fn hide(&self) {
+        self.shown.replace(None);
+    }
+
     /// The selected request when nobody answered it yet.
     pub fn selected_open(&self) -> Option<&ApprovalRequest> {
         self.selected()
@@ -306,6 +326,7 @@ impl ApprovalsPane {
         let block = pane_block(title, focused, theme);
         let inner = block.inner(area);
         frame.render_widget(block, area);
+        self.shown.replace(None);
         if self.queue.is_empty() {
             let hint = Line::styled("no pending approvals", theme.dim);
             frame.render_widget(Paragraph::new(hint), inner);
@@ -341,9 +362,49 @@ impl ApprovalsPane {
         let skip = (selected_line + selected_len)
             .saturating_sub(height)
             .min(selected_line);
+        // Shown: its header and first detail line (what it would do) fit.
+        let card_rows = selected_len.min(2);
+        if selected_line >= skip && selected_line + card_rows <= skip + height {
+            self.shown.replace(self.selected().map(card_key));
+        }
         let visible: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
         frame.render_widget(Paragraph::new(visible), inner);
     }
+}
+
+/// One line for a layout with no room for the pane: how many approvals
+/// wait, the key that shows them, and the oldest one's action (cut last).
+pub fn banner(
+    pane: &ApprovalsPane,
+    next_key: &str,
+    width: u16,
+    theme: &Theme,
+) -> Paragraph<'static> {
+    let waiting = pane.unanswered();
+    let noun = if waiting == 1 {
+        "approval"
+    } else {
+        "approvals"
+    };
+    let head = format!("⚠ {waiting} {noun} waiting ({next_key} shows it): ");
+    // Room for the action, with the mark a cut line ends with.
+    let room = (width as usize).saturating_sub(head.chars().count() + 2);
+    let what = pane
+        .queue
+        .iter()
+        .find(|p| p.answered.is_none())
+        .map_or(String::new(), |p| {
+            let action = format!("{} {}", p.request.tool, sanitize(&p.request.gate.action));
+            one_line(&action, room)
+        });
+    Paragraph::new(Line::from(vec![
+        Span::styled(head, theme.status_alert),
+        Span::styled(what, theme.status_alert),
+    ]))
+}
+
+fn card_key(p: &Pending) -> CardKey {
+    (p.agent.as_ref().map(|a| a.id.clone()), p.request.id)
 }
 
 fn request_pending(request: ApprovalRequest, agent: Option<Foreign>, asked_ms: u64) -> Pending {
