@@ -380,3 +380,32 @@ fn a_tiny_terminal_shows_the_waiting_approval_and_y_needs_its_card() {
     });
     assert!(ran.is_some(), "y on the shown card approved it");
 }
+
+/// A command on the operator's denylist is refused without asking (as
+/// config.example.toml says): no approval, nothing ran, the model told.
+#[test]
+fn a_denylisted_command_is_refused_without_asking() {
+    let scenario = gated_scenario(&[("listed-cmd", "touch denied-ran")]);
+    let config = format!("{BASE_CONFIG}[tools]\nshell_denylist = [\"touch denied-ran\"]\n");
+    let c = Console::start_scenario("denylist", &scenario, &config, "", "");
+    c.send("listed-cmd");
+    let screen = c.wait_for("the model told of the refusal", |s| {
+        s.contains("TOOL SAID") && s.contains("│ idle")
+    });
+    assert!(!screen.contains("approvals (1)"), "{screen}");
+    assert!(
+        screen.contains("refused without asking"),
+        "the refusal is shown:\n{screen}"
+    );
+    assert!(
+        !c.work().join("denied-ran").exists(),
+        "a listed command ran"
+    );
+    let log = std::fs::read_dir(c.dir.path().join("data/sessions"))
+        .expect("sessions")
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("events.jsonl")).ok())
+        .collect::<String>();
+    assert!(log.contains("refused without asking"), "recorded:\n{log}");
+    assert!(!log.contains("approval_requested"), "asked anyway:\n{log}");
+}

@@ -333,3 +333,18 @@ async fn tool_call_reaches_every_builtin_through_the_same_path() {
         text(&out.stdout)
     );
 }
+
+/// `vigil policy check -- sh -c 'touch x'` checks the command as typed:
+/// the words stay words (`sh -c 'touch x'`), never `sh -c touch x`; one
+/// argument is a whole command line.
+#[tokio::test(flavor = "multi_thread")]
+async fn policy_check_keeps_the_words_it_was_given() {
+    let env = env().await;
+    let out = vigil(&env, &["policy", "check", "--", "sh", "-c", "touch x"]).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("command:   sh -c 'touch x'\n"), "{stdout}");
+    let out = vigil(&env, &["policy", "check", "ls -l /tmp"]).await;
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("command:   ls -l /tmp\n"), "{stdout}");
+}

@@ -188,7 +188,8 @@ pub enum PolicyAction {
         /// The size of the preview's writable layer, in MB.
         #[arg(long, default_value_t = 256, requires = "preview", value_parser = clap::value_parser!(u64).range(1..=65536))]
         size_limit: u64,
-        /// The command (several words are joined with spaces).
+        /// The command: one argument is a command line; several are the
+        /// words of one command, quoted so each stays a word.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },

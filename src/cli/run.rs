@@ -176,7 +176,7 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
             time_limit,
             size_limit,
         } => {
-            let command = command.join(" ");
+            let command = policycmd::command_line(&command);
             policycmd::check(&broker, can_sandbox, &command, &mut out);
             if !preview {
                 return exit::OK;
