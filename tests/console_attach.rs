@@ -267,3 +267,116 @@ fn an_agent_that_cannot_start_says_why_and_where_its_log_is() {
     assert!(std::path::Path::new(log).exists(), "{log}");
     assert!(log.contains("/data/agent-"), "{log}");
 }
+
+/// The names in a temporary folder.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The sessions on vigil's private tmux server (empty: no server).
+fn sessions(c: &Console) -> String {
+    c.agent_tmux
+        .tmux(&["list-sessions", "-F", "#{session_name}"])
+        .trim()
+        .to_string()
+}
+
+/// Wait until vigil's private tmux server has no session and `tmp` is empty.
+fn nothing_left(c: &Console, tmp: &std::path::Path) {
+    let left = common::eventually(WAIT, || {
+        (sessions(c).is_empty() && names(tmp).is_empty()).then_some(())
+    });
+    assert!(
+        left.is_some(),
+        "left behind: sessions {:?}, files {:?}",
+        sessions(c),
+        names(tmp)
+    );
+}
+
+/// Stop means stopped: `vigil stop` leaves no tmux session (so no private
+/// server, no pane shell) and nothing in `$TMPDIR` (the lock folder, the
+/// command folder); the console whose agent was stopped elsewhere says the
+/// agent is gone, never that it keeps working.
+#[test]
+fn stop_leaves_no_tmux_session_nor_temporary_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = format!("TMPDIR={}", tmp.path().display());
+    let c = Console::start_scenario("attach-clean", SCENARIO, BASE_CONFIG, "", &env);
+    c.send("hello-clean");
+    c.wait("echo: hello-clean");
+    let running = names(tmp.path());
+    let command_dir = format!("vigil-{}-", c.agent_tmux.socket);
+    assert!(
+        running.iter().any(|n| n.starts_with("vigil-locks-"))
+            && running.iter().any(|n| n.starts_with(&command_dir)),
+        "vigil's folders are in $TMPDIR: {running:?}"
+    );
+    assert!(!sessions(&c).is_empty(), "the managed session runs");
+    let ids = c.live_ids();
+    let pids = c.agent_pids();
+    let (code, out, err) = c.run(&["stop", &ids[0]]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    common::assert_all_gone(&pids, "vigil stop");
+    nothing_left(&c, tmp.path());
+    c.wait("no agent on the other end any more");
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["q"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    let out = c
+        .tmux
+        .cmd()
+        .args(["capture-pane", "-p", "-J", "-S", "-100", "-t", &c.session])
+        .output()
+        .expect("capture");
+    let said = String::from_utf8_lossy(&out.stdout).replace('\n', "");
+    assert!(
+        said.contains(&format!("the agent {} is gone", ids[0])),
+        "{said}"
+    );
+    assert!(!said.contains("keeps working"), "{said}");
+}
+
+/// An agent killed with SIGKILL cannot clean up; the next agent on the
+/// same tmux socket removes what it left (its command folder, its lock),
+/// and takes its session with it when it stops.
+#[test]
+fn what_a_killed_agent_left_goes_with_the_next_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = format!("TMPDIR={}", tmp.path().display());
+    let c = Console::start_scenario("attach-kill9", SCENARIO, BASE_CONFIG, "", &env);
+    c.wait("┏ message");
+    let before = names(tmp.path());
+    let pids = c.agent_pids();
+    // SAFETY: kill(2) on the agent process group this test's vigil started.
+    unsafe { libc::kill(-pids[0], libc::SIGKILL) };
+    common::assert_all_gone(&pids, "SIGKILL");
+    c.restart("");
+    c.wait("┏ message");
+    let after = common::eventually(WAIT, || {
+        let now = names(tmp.path());
+        before
+            .iter()
+            .all(|n| n.starts_with("vigil-locks-") || !now.contains(n))
+            .then_some(now)
+    });
+    assert!(
+        after.is_some(),
+        "the killed agent's folder stayed: {before:?}"
+    );
+    // Stop: nothing of either agent is left.
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["q"]);
+    c.wait("leave this console");
+    c.keys(&["s"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    nothing_left(&c, tmp.path());
+}

@@ -101,6 +101,9 @@ async fn exec_with_auto_approve_runs_and_prints_events() {
         .filter(|n| n.starts_with(&prefix))
         .collect();
     assert!(left.is_empty(), "left in /tmp after exit: {left:?}");
+    // And its tmux session (its pane's shell) and server: nothing runs on.
+    let sessions = env.tmux.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(sessions.trim().is_empty(), "left running: {sessions}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -143,13 +143,17 @@ pub enum Command {
         remote_vigil: String,
     },
     /// Stop a running agent: it ends its turn, closes its connections and
-    /// exits (remote managed tmux sessions are kept unless --remove-remote).
+    /// exits. The tmux sessions it created on this machine go with it
+    /// (unless --keep); remote ones are kept unless --remove-remote.
     Stop {
         /// The session id of the agent (see `vigil ps`).
         id: String,
         /// Also remove the managed tmux sessions it left on a remote target.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "keep")]
         remove_remote: bool,
+        /// Keep the tmux sessions it created on this machine.
+        #[arg(long)]
+        keep: bool,
     },
     /// Inspect or call the registered tools directly.
     Tool {

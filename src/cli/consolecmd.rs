@@ -250,6 +250,10 @@ async fn on_connection(mut conn: Connection, mut opts: ConsoleOptions, local: bo
                 "vigil: detached from {id}; the agent keeps working \
                  (`vigil attach {id}` comes back, `vigil stop {id}` ends it)"
             ),
+            Leaving::AgentGone => eprintln!(
+                "vigil: the agent {id} is gone (stopped, or its connection lost); \
+                 `vigil resume {id}` starts its session again"
+            ),
             Leaving::Switch(next) if result.is_ok() => {
                 match attach::socket_of(next) {
                     Ok(socket) => {

@@ -148,7 +148,7 @@ impl App {
             flash: None,
             ask_on_exit: None,
             leaving: None,
-            exit_choice: Leaving::Stop(crate::event::OnExit::Keep),
+            exit_choice: Leaving::Stop(crate::event::OnExit::Unsaid),
             attached: false,
             quit_ask: None,
             read_only: false,

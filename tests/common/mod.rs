@@ -412,7 +412,8 @@ impl Drop for Server {
             .env_remove("TMUX")
             .output();
         let prefix = format!("vigil-{}-", self.socket);
-        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+        let tmp = [std::path::PathBuf::from("/tmp"), std::env::temp_dir()];
+        for entry in tmp.iter().flat_map(std::fs::read_dir).flatten().flatten() {
             if entry.file_name().to_string_lossy().starts_with(&prefix) {
                 let _ = std::fs::remove_dir_all(entry.path());
             }

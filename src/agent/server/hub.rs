@@ -176,7 +176,7 @@ impl Hub {
     pub fn command(&self, from: &ConsoleTag, command: AgentCommand) -> Result<(), String> {
         match command {
             AgentCommand::Quit => {
-                self.request_stop(OnExit::Keep, format!("console {} quit", from.id));
+                self.request_stop(OnExit::Unsaid, format!("console {} quit", from.id));
                 return Ok(());
             }
             AgentCommand::Approval { id, .. } => {
@@ -375,6 +375,6 @@ mod tests {
         // Quit from a console is a stop that keeps remote sessions.
         hub.command(&one, AgentCommand::Quit).unwrap();
         let stop = hub.stop_requested().borrow().clone().unwrap();
-        assert_eq!(stop.on_exit, OnExit::Keep);
+        assert_eq!(stop.on_exit, OnExit::Unsaid);
     }
 }

@@ -105,6 +105,9 @@ pub struct TmuxManager {
     /// Sessions and panes vigil created (recreated when they vanish).
     pub(super) known_sessions: Mutex<HashSet<String>>,
     pub(super) known_panes: Mutex<HashSet<(String, String)>>,
+    /// Sessions this manager created itself (removed when a local agent
+    /// stops).
+    pub(super) created_sessions: Mutex<HashSet<String>>,
     pub(super) shared_pane: Mutex<String>,
     pub(super) next_id: AtomicU64,
     pub(super) changes: watch::Sender<u64>,
@@ -114,6 +117,8 @@ pub struct TmuxManager {
     pub(super) fetch: super::fetch::Fetcher,
     /// The default session's name, held against other vigils.
     _claim: Option<super::claim::Claim>,
+    /// The local command directory, held while this agent lives.
+    held: Mutex<Option<super::leftovers::Held>>,
 }
 
 impl Drop for TmuxManager {
@@ -138,11 +143,19 @@ impl TmuxManager {
             Some(s) if !s.trim().is_empty() => (canonical_session(&prefix, s), None),
             _ => super::claim::claim(&transport.label(), &opts.socket, &prefix),
         };
-        let dir = format!(
-            "/tmp/vigil-{}-{}",
-            sanitize(&opts.socket).trim_matches('-'),
-            &random_hex()[..16]
-        );
+        let socket = sanitize(&opts.socket).trim_matches('-').to_string();
+        let hex = &random_hex()[..16];
+        // Locally in the temporary folder the environment names (after
+        // removing the ones agents killed uncleanly left); on a remote
+        // target in its /tmp.
+        let dir = if transport.is_local() {
+            super::leftovers::sweep(&socket);
+            super::leftovers::local_dir(&socket, hex)
+                .display()
+                .to_string()
+        } else {
+            format!("/tmp/vigil-{socket}-{hex}")
+        };
         let (changes, _) = watch::channel(0u64);
         let mgr = Arc::new(TmuxManager {
             fetch: super::fetch::Fetcher::new(transport.clone()),
@@ -156,12 +169,23 @@ impl TmuxManager {
             slots: Mutex::new(HashMap::new()),
             known_sessions: Mutex::new(HashSet::from([default_session.clone()])),
             known_panes: Mutex::new(HashSet::new()),
+            // A claimed default session is this agent's alone, even when
+            // one killed uncleanly left it: it goes when this agent stops.
+            created_sessions: Mutex::new(if claim.is_some() {
+                HashSet::from([default_session.clone()])
+            } else {
+                HashSet::new()
+            }),
             shared_pane: Mutex::new(String::new()),
             next_id: AtomicU64::new(1),
             changes,
             _claim: claim,
+            held: Mutex::new(None),
         });
         mgr.make_dir().await?;
+        if mgr.transport.is_local() {
+            *lock(&mgr.held) = super::leftovers::hold(std::path::Path::new(&mgr.dir));
+        }
         let pane = mgr.resolve(None, None).await?;
         // Starting a new session is not news for the model.
         pane.slot.take_notes();
@@ -410,6 +434,7 @@ impl TmuxManager {
         // The attach answers with one block of its own; make sure it is up.
         control.cmd("display -p ok").await?;
         if created {
+            lock(&self.created_sessions).insert(session.to_string());
             control
                 .cmd(&format!(
                     "set-option -t {session} @vigil-owner {}",
