@@ -409,3 +409,56 @@ fn a_denylisted_command_is_refused_without_asking() {
     assert!(log.contains("refused without asking"), "recorded:\n{log}");
     assert!(!log.contains("approval_requested"), "asked anyway:\n{log}");
 }
+
+/// After a failed turn, `R` retries: the status bar says running and the
+/// cancel key cancels it; "cancelling the turn…" goes with the turn.
+#[test]
+fn a_retried_turn_is_running_and_cancellable() {
+    let scenario = r#"
+model = "e2e"
+chunk_delay_ms = 0
+
+[[rule]]
+when = { role = "user", contains = "fail-me" }
+times = 1
+status = 400
+error_message = "scripted refusal"
+
+[[rule]]
+when = { role = "user", contains = "fail-me" }
+times = 1
+text = "Sleeping now."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "sleep 30"
+risk = "low"
+mutation = false
+privesc = false
+why = "e2e retry"
+
+[[rule]]
+when = { role = "tool" }
+times = 0
+text = "TOOL SAID: {last_tool}"
+"#;
+    let c = Console::start_scenario("retry", scenario, BASE_CONFIG, "", "");
+    c.send("fail-me");
+    c.wait_for("the failed turn to end", |s| {
+        s.contains("turn failed") && s.contains("│ idle")
+    });
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["R"]);
+    c.wait_for("the retried turn running", |s| {
+        s.contains("● running") && s.contains("Sleeping now.")
+    });
+    c.keys(&["x"]);
+    c.wait("press x again to cancel");
+    c.keys(&["x"]);
+    let screen = c.wait_for("the turn cancelled", |s| {
+        s.contains("│ idle") && s.contains("cancelled")
+    });
+    assert!(!screen.contains("nothing is running"), "{screen}");
+    assert!(!screen.contains("cancelling the turn"), "{screen}");
+}

@@ -426,9 +426,18 @@ impl App {
             AgentEvent::SessionRules { exact, prefixes } => {
                 self.rules.set(exact, prefixes);
             }
+            AgentEvent::TurnContinued { reason } => {
+                // A retried round runs a turn again: running, cancellable.
+                self.status.turn_started = Some(self.now);
+                self.conversation.notice(&reason);
+            }
             AgentEvent::TurnFinished { outcome } => {
                 self.status.turn_started = None;
                 self.conversation.turn_finished(&outcome);
+                // What the cancel key said is over with the turn.
+                if self.flash.as_deref() == Some(super::app_keys::CANCELLING) {
+                    self.flash = None;
+                }
             }
             AgentEvent::OperatorKeys { keys } => self.tools.operator_typed(&keys),
             AgentEvent::Notice { text } => self.conversation.notice(&text),

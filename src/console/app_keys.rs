@@ -33,6 +33,9 @@ use super::panes::leave::Answer;
 use super::panes::modal::{Modal, Outcome};
 use crate::event::{AgentCommand, ApprovalDecision, ApprovalPolicy};
 
+/// What the cancel key says until the turn has ended.
+pub(crate) const CANCELLING: &str = "cancelling the turn…";
+
 /// Lines one mouse-wheel notch scrolls.
 const WHEEL_LINES: isize = 3;
 /// Rows PageUp/PageDown move a diff card.
@@ -318,7 +321,7 @@ impl App {
             return Vec::new();
         }
         if confirming {
-            self.flash = Some("cancelling the turn…".into());
+            self.flash = Some(CANCELLING.into());
             return vec![AgentCommand::Cancel];
         }
         self.confirm_cancel = true;
