@@ -119,6 +119,24 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     let screen = c.wait_for("who answered", |s| s.contains("at console 2"));
     assert!(screen.contains("approved by operator"), "{screen}");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
+    // The record names the console as the screen does, and holds no
+    // streamed deltas (the whole message is there).
+    let sessions = c.dir.path().join("data/sessions");
+    let record = common::eventually(WAIT, || {
+        let dir = std::fs::read_dir(&sessions).ok()?.flatten().next()?.path();
+        std::fs::read_to_string(dir.join("events.jsonl")).ok()
+    })
+    .expect("events.jsonl");
+    let resolved = record
+        .lines()
+        .find(|l| l.contains("\"approval_resolved\""))
+        .expect("the decision is recorded");
+    assert!(
+        resolved.contains("\"answered_by\":{\"console\":{\"id\":2"),
+        "{resolved}"
+    );
+    assert!(!record.contains("assistant_delta"), "{record}");
+    assert!(record.contains("I will run a gated command."), "{record}");
 }
 
 /// A console attached while a call waits keeps the keyboard in its

@@ -110,6 +110,7 @@ async fn start(
         running.broker.clone(),
         running.commands.clone(),
         running.mirror.clone(),
+        running.answers.clone(),
     );
     let (_, events) = tokio::sync::mpsc::unbounded_channel();
     let events = std::mem::replace(&mut running.events, events);

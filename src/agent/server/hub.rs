@@ -5,7 +5,6 @@
 //! [`pump`] is the one task that moves the agent's events into the journal,
 //! stamping `answered_by` on the way. Nothing here touches a socket.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,9 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
 
 use super::journal::Journal;
+use crate::agent::answers::AnswerBook;
 use crate::agent::approval::ApprovalBroker;
 use crate::event::wire::{AgentInfo, AgentState, ConsoleTag, Role};
-use crate::event::{AgentCommand, AgentEvent, Answerer, DecidedBy, MirrorTarget, OnExit};
+use crate::event::{AgentCommand, AgentEvent, Answerer, MirrorTarget, OnExit};
 
 /// What the agent process is, fixed once its session started.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +49,7 @@ pub struct Hub {
     identity: Mutex<Identity>,
     clients: Mutex<Vec<(ConsoleTag, Role)>>,
     next_console: AtomicU32,
-    answers: Mutex<HashMap<u64, Answerer>>,
+    answers: Arc<AnswerBook>,
     working: AtomicBool,
     broker: Arc<ApprovalBroker>,
     commands: mpsc::UnboundedSender<AgentCommand>,
@@ -78,6 +78,7 @@ impl Hub {
         broker: Arc<ApprovalBroker>,
         commands: mpsc::UnboundedSender<AgentCommand>,
         mirror: Option<watch::Receiver<String>>,
+        answers: Arc<AnswerBook>,
     ) -> Arc<Hub> {
         Arc::new(Hub {
             newest: watch::Sender::new(journal.newest()),
@@ -85,7 +86,7 @@ impl Hub {
             identity: Mutex::new(identity),
             clients: Mutex::new(Vec::new()),
             next_console: AtomicU32::new(1),
-            answers: Mutex::new(HashMap::new()),
+            answers,
             working: AtomicBool::new(false),
             broker,
             commands,
@@ -180,20 +181,16 @@ impl Hub {
                 return Ok(());
             }
             AgentCommand::Approval { id, .. } => {
-                let mut answers = lock(&self.answers);
-                if let Some(first) = answers.get(&id) {
+                let who = Answerer {
+                    console: from.clone(),
+                    at_ms: now_ms(),
+                };
+                if let Err(first) = self.answers.note(id, who) {
                     return Err(format!(
                         "approval #{id} was already answered by console {} ({})",
                         first.console.id, first.console.name
                     ));
                 }
-                answers.insert(
-                    id,
-                    Answerer {
-                        console: from.clone(),
-                        at_ms: now_ms(),
-                    },
-                );
             }
             _ => {}
         }
@@ -265,25 +262,10 @@ impl Hub {
                 i.mirror = mirror.clone();
                 i.session_started = true;
             }),
-            AgentEvent::ApprovalResolved {
-                id,
-                decided_by,
-                answered_by,
-                ..
-            } if answered_by.is_none() && by_operator(decided_by) => {
-                *answered_by = lock(&self.answers).get(id).cloned();
-            }
+            AgentEvent::ApprovalResolved { .. } => self.answers.stamp(event),
             _ => {}
         }
     }
-}
-
-/// Decisions a console's answer makes (not a rule, the policy or a cancel).
-fn by_operator(d: &DecidedBy) -> bool {
-    matches!(
-        d,
-        DecidedBy::Operator | DecidedBy::OperatorEdited { .. } | DecidedBy::Denied { .. }
-    )
 }
 
 /// Keeps a connection counted.
@@ -309,8 +291,8 @@ mod tests {
     use super::*;
     use crate::agent::approval::Policy;
     use crate::agent::server::journal::Journal;
-    use crate::event::ApprovalDecision;
     use crate::event::wire::ServerMsg;
+    use crate::event::{ApprovalDecision, DecidedBy};
 
     fn resolved(id: u64, decided_by: DecidedBy) -> AgentEvent {
         AgentEvent::ApprovalResolved {
@@ -333,6 +315,7 @@ mod tests {
             broker,
             cmd_tx,
             None,
+            Default::default(),
         );
         let one = hub.join(Role::Console, "one");
         let two = hub.join(Role::Console, "two");
