@@ -4,7 +4,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use vigil::cli::args::Cli;
 use vigil::cli::headless::exit;
 use vigil::cli::run::run;
@@ -17,7 +16,7 @@ fn main() -> ExitCode {
     }
     keep_memory_private();
     hide_api_key_from_argv();
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     let loaded =
         Config::load(cli.config.as_deref()).and_then(|c| vigil::cli::check_config(&c).map(|()| c));
     let mut config = match loaded {

@@ -351,3 +351,21 @@ async fn policy_check_keeps_the_words_it_was_given() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("command:   ls -l /tmp\n"), "{stdout}");
 }
+
+/// `vigil ps --help` and `vigil attach --help` list their own flags and the
+/// few global ones they read, not the agent's (`--demo`, `--tmux`…).
+#[tokio::test(flavor = "multi_thread")]
+async fn client_subcommands_list_only_their_flags() {
+    let env = env().await;
+    for (sub, own) in [("ps", "--prune"), ("attach", "--watch"), ("stop", "--keep")] {
+        let out = vigil(&env, &[sub, "--help"]).await;
+        let help = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{help}");
+        assert!(help.contains(own) && help.contains("--config"), "{help}");
+        for other in ["--demo", "--auto-approve", "--tmux", "--ssh", "--base-url"] {
+            assert!(!help.contains(other), "{sub} lists {other}:\n{help}");
+        }
+    }
+    let help = text(&vigil(&env, &["exec", "--help"]).await.stdout);
+    assert!(help.contains("--auto-approve"), "{help}");
+}

@@ -271,8 +271,9 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
     let n = held.standing.len() + held.prefixes.len();
     if n > 0 {
         eprintln!(
-            "vigil: {n} session rules in the log approve nothing in this run \
-             (pass --trust-session-rules to let them)"
+            "vigil: {} in the log approve nothing in this run \
+             (pass --trust-session-rules to let them)",
+            crate::exec::preview::report::plural(n, "session rule")
         );
     }
     let mut stdout = std::io::stdout();

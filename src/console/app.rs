@@ -34,6 +34,9 @@ use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState};
 
 pub use super::panes::footer::Focus;
 
+/// What the cancel key says until the turn has ended.
+pub(crate) const CANCELLING: &str = "cancelling the turn…";
+
 /// What covers the panes.
 #[derive(Debug, Default)]
 pub enum Overlay {
@@ -435,7 +438,7 @@ impl App {
                 self.status.turn_started = None;
                 self.conversation.turn_finished(&outcome);
                 // What the cancel key said is over with the turn.
-                if self.flash.as_deref() == Some(super::app_keys::CANCELLING) {
+                if self.flash.as_deref() == Some(CANCELLING) {
                     self.flash = None;
                 }
             }

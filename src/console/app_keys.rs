@@ -25,16 +25,13 @@ use crossterm::event::{
 };
 use ratatui::layout::{Position, Rect};
 
-use super::app::{App, Focus, Overlay};
+use super::app::{App, CANCELLING, Focus, Overlay};
 use super::io::IoRequest;
 use super::keys::{Action, Scope};
 use super::panes::approvals::Answered;
 use super::panes::leave::Answer;
 use super::panes::modal::{Modal, Outcome};
 use crate::event::{AgentCommand, ApprovalDecision, ApprovalPolicy};
-
-/// What the cancel key says until the turn has ended.
-pub(crate) const CANCELLING: &str = "cancelling the turn…";
 
 /// Lines one mouse-wheel notch scrolls.
 const WHEEL_LINES: isize = 3;

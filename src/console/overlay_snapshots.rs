@@ -78,3 +78,29 @@ fn history_and_viewer_80x24() {
     let viewer = screen(&app, 80, 24);
     insta::assert_snapshot!(format!("{list}\n{viewer}"));
 }
+
+/// One standing approval is `1 rule`; the help's long key list keeps a
+/// space before its words (`Home End scroll…`).
+#[test]
+fn one_rule_and_the_help_key_column_80x24() {
+    let mut app = waiting_for_approval();
+    app.on_agent_event(crate::event::AgentEvent::SessionRules {
+        exact: vec![("run_shell".into(), "make".into())],
+        prefixes: vec![],
+    });
+    app.set_focus(Focus::Tools);
+    press(&mut app, "A");
+    let rules = screen(&app, 80, 24);
+    assert!(
+        rules.contains("standing approvals · 1 rule this session"),
+        "{rules}"
+    );
+    app.on_key(key(KeyCode::Esc));
+    press(&mut app, "?");
+    for _ in 0..18 {
+        app.on_key(key(KeyCode::Down));
+    }
+    let help = screen(&app, 80, 24);
+    assert!(help.contains("Home End scroll a write's"), "{help}");
+    insta::assert_snapshot!(format!("{rules}\n{help}"));
+}
