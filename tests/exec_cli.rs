@@ -369,3 +369,28 @@ async fn client_subcommands_list_only_their_flags() {
     let help = text(&vigil(&env, &["exec", "--help"]).await.stdout);
     assert!(help.contains("--auto-approve"), "{help}");
 }
+
+/// An unknown top-level key and a typo in `[console.keys]` are reported
+/// together, each with its line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_reports_a_bad_key_binding_with_the_other_mistakes() {
+    let env = env().await;
+    let path = env.dir.path().join("keys.toml");
+    std::fs::write(
+        &path,
+        "colour = \"blue\"\n[console]\nbell = false\n[console.keys]\ncancle = \"x\"\n",
+    )
+    .unwrap();
+    let out = vigil(&env, &["--config", path.to_str().unwrap(), "ps"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("2 mistakes"), "{stderr}");
+    assert!(
+        stderr.contains("line 1") && stderr.contains("colour"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 5: console.keys.cancle: unknown action"),
+        "{stderr}"
+    );
+}
