@@ -131,7 +131,7 @@ impl Hub {
         };
         let consoles = lock(&self.clients)
             .iter()
-            .filter(|(_, r)| *r != Role::Control)
+            .filter(|(_, r)| matches!(r, Role::Console | Role::Watch))
             .count();
         AgentInfo {
             id: id.id,
@@ -321,8 +321,13 @@ mod tests {
         let two = hub.join(Role::Console, "two");
         let watch = hub.join(Role::Watch, "w");
         let _control = hub.join(Role::Control, "ps");
+        let _fleet = hub.join(Role::Fleet, "fleet view: pts/9");
         assert_eq!((one.id, two.id, watch.id), (1, 2, 3));
-        assert_eq!(hub.info().consoles, 3, "control clients are not consoles");
+        assert_eq!(
+            hub.info().consoles,
+            3,
+            "control clients and fleet views are not consoles"
+        );
         let approve = |id| AgentCommand::Approval {
             id,
             decision: ApprovalDecision::ApproveOnce,
