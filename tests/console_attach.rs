@@ -398,3 +398,28 @@ fn what_a_killed_agent_left_goes_with_the_next_start() {
     c.tmux.wait_exit(&c.session, WAIT);
     nothing_left(&c, tmp.path());
 }
+
+/// A console attached to a running agent shows what the first one did from
+/// the start: the policy in the status bar, and the managed pane in the
+/// mirror (its latest capture, not a wait for the next output).
+#[test]
+fn attach_shows_the_policy_and_the_pane_at_once() {
+    let c = start("attach-shows");
+    c.send("hello-shows");
+    c.wait("echo: hello-shows");
+    let first = c.wait_for("the pane in the mirror", |s| {
+        !s.contains("waiting for the first capture") && s.contains("policy: auto-approve low")
+    });
+    assert!(first.contains("┌ mirror"), "{first}");
+    c.keys(&["C-d"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    c.open("again", "attach --last");
+    let screen = c.tmux.wait_text("again", "echo: hello-shows", WAIT);
+    assert!(screen.contains("policy: auto-approve low"), "{screen}");
+    let mirror = c
+        .tmux
+        .wait_for("again", "the pane in the mirror", WAIT, |s| {
+            !s.contains("waiting for the first capture")
+        });
+    assert!(mirror.contains("┌ mirror"), "{mirror}");
+}

@@ -293,6 +293,9 @@ async fn one_console(
 ) -> (std::io::Result<()>, Leaving) {
     opts.attached = true;
     opts.ask_on_exit = conn.info.leaves_behind.clone();
+    // The status bar shows the policy in force from the start (on attach
+    // too, where nothing else says it).
+    opts.initial_policy = conn.info.policy.or(opts.initial_policy);
     let fleet = (local && !opts.watch).then(|| fleet::start(conn.info.id.clone()));
     opts.fleet = fleet.as_ref().map(|f| f.feed.clone());
     let bridge = bridge::start(conn);

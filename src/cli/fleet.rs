@@ -304,6 +304,7 @@ mod tests {
             socket: PathBuf::from(format!("/tmp/{id}.sock")),
             mirror: None,
             leaves_behind: None,
+            policy: None,
         }
     }
 

@@ -32,6 +32,7 @@ fn info(id: &str, model: &str, target: &str, state: AgentState, pending: usize) 
         socket: format!("/run/user/1000/vigil/{id}.sock").into(),
         mirror: None,
         leaves_behind: None,
+        policy: None,
     }
 }
 

@@ -137,6 +137,9 @@ pub struct AgentInfo {
     /// asks keep or remove first. None: nothing to ask.
     #[serde(default)]
     pub leaves_behind: Option<String>,
+    /// The approval policy in force (a console shows it from the start).
+    #[serde(default)]
+    pub policy: Option<super::ApprovalPolicy>,
 }
 
 /// What an agent is doing.

@@ -145,6 +145,7 @@ impl Hub {
             started_ms: id.started_ms,
             socket: id.socket,
             mirror: id.mirror,
+            policy: Some(self.broker.policy_choice()),
             leaves_behind: id.leaves_behind,
         }
     }
