@@ -123,8 +123,13 @@ impl App {
                 let [banner, rest] =
                     Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
                 let key = self.keys.label(super::keys::Action::NextPane);
-                let line =
-                    super::panes::approvals::banner(&self.approvals, &key, banner.width, theme);
+                let line = super::panes::banner::approvals(
+                    self.approvals.unanswered(),
+                    self.approvals.oldest_open(),
+                    &key,
+                    banner.width,
+                    theme,
+                );
                 frame.render_widget(line, banner);
                 rest
             }

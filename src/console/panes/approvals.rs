@@ -90,6 +90,14 @@ impl ApprovalsPane {
         self.queue.iter().filter(|p| p.answered.is_none()).count()
     }
 
+    /// The oldest request nobody has answered yet (the queue's order).
+    pub fn oldest_open(&self) -> Option<&ApprovalRequest> {
+        self.queue
+            .iter()
+            .find(|p| p.answered.is_none())
+            .map(|p| &p.request)
+    }
+
     /// The most recent request nobody has answered yet.
     pub fn newest_open(&self) -> Option<&ApprovalRequest> {
         self.queue
@@ -370,37 +378,6 @@ impl ApprovalsPane {
         let visible: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
         frame.render_widget(Paragraph::new(visible), inner);
     }
-}
-
-/// One line for a layout with no room for the pane: how many approvals
-/// wait, the key that shows them, and the oldest one's action (cut last).
-pub fn banner(
-    pane: &ApprovalsPane,
-    next_key: &str,
-    width: u16,
-    theme: &Theme,
-) -> Paragraph<'static> {
-    let waiting = pane.unanswered();
-    let noun = if waiting == 1 {
-        "approval"
-    } else {
-        "approvals"
-    };
-    let head = format!("⚠ {waiting} {noun} waiting ({next_key} shows it): ");
-    // Room for the action, with the mark a cut line ends with.
-    let room = (width as usize).saturating_sub(head.chars().count() + 2);
-    let what = pane
-        .queue
-        .iter()
-        .find(|p| p.answered.is_none())
-        .map_or(String::new(), |p| {
-            let action = format!("{} {}", p.request.tool, sanitize(&p.request.gate.action));
-            one_line(&action, room)
-        });
-    Paragraph::new(Line::from(vec![
-        Span::styled(head, theme.status_alert),
-        Span::styled(what, theme.status_alert),
-    ]))
 }
 
 fn card_key(p: &Pending) -> CardKey {

@@ -26,6 +26,22 @@ pub struct Held {
     _file: File,
 }
 
+/// A new command directory for the tmux `socket`: on this machine in the
+/// temporary folder the environment names (after removing the ones agents
+/// killed uncleanly left), on a remote target in its `/tmp`.
+pub fn command_dir(local: bool, socket: &str) -> String {
+    let socket = super::script::sanitize(socket)
+        .trim_matches('-')
+        .to_string();
+    let hex = &super::names::random_hex()[..16];
+    if local {
+        sweep(&socket);
+        local_dir(&socket, hex).display().to_string()
+    } else {
+        format!("/tmp/vigil-{socket}-{hex}")
+    }
+}
+
 /// Where a local command directory for `socket` (already sanitized) goes:
 /// the temporary folder the environment names.
 pub fn local_dir(socket: &str, hex: &str) -> PathBuf {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::control::Control;
-use super::script::{sanitize, tq};
+use super::script::tq;
 use super::{TmuxError, TmuxOptions};
 use crate::exec::transport::{self, Transport, sh_quote};
 use crate::exec::{ExecError, MirrorTarget, RunOutcome};
@@ -143,19 +143,7 @@ impl TmuxManager {
             Some(s) if !s.trim().is_empty() => (canonical_session(&prefix, s), None),
             _ => super::claim::claim(&transport.label(), &opts.socket, &prefix),
         };
-        let socket = sanitize(&opts.socket).trim_matches('-').to_string();
-        let hex = &random_hex()[..16];
-        // Locally in the temporary folder the environment names (after
-        // removing the ones agents killed uncleanly left); on a remote
-        // target in its /tmp.
-        let dir = if transport.is_local() {
-            super::leftovers::sweep(&socket);
-            super::leftovers::local_dir(&socket, hex)
-                .display()
-                .to_string()
-        } else {
-            format!("/tmp/vigil-{socket}-{hex}")
-        };
+        let dir = super::leftovers::command_dir(transport.is_local(), &opts.socket);
         let (changes, _) = watch::channel(0u64);
         let mgr = Arc::new(TmuxManager {
             fetch: super::fetch::Fetcher::new(transport.clone()),
@@ -169,13 +157,9 @@ impl TmuxManager {
             slots: Mutex::new(HashMap::new()),
             known_sessions: Mutex::new(HashSet::from([default_session.clone()])),
             known_panes: Mutex::new(HashSet::new()),
-            // A claimed default session is this agent's alone, even when
-            // one killed uncleanly left it: it goes when this agent stops.
-            created_sessions: Mutex::new(if claim.is_some() {
-                HashSet::from([default_session.clone()])
-            } else {
-                HashSet::new()
-            }),
+            // A claimed default session is this agent's alone (even left
+            // by one killed uncleanly): it goes when this agent stops.
+            created_sessions: Mutex::new(claim.iter().map(|_| default_session.clone()).collect()),
             shared_pane: Mutex::new(String::new()),
             next_id: AtomicU64::new(1),
             changes,
