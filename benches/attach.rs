@@ -75,7 +75,14 @@ fn serve(rt: &tokio::runtime::Runtime) -> Served {
         socket: socket.clone(),
         ..Identity::default()
     };
-    let hub = Hub::new(identity, Journal::default(), broker, cmd_tx, None);
+    let hub = Hub::new(
+        identity,
+        Journal::default(),
+        broker,
+        cmd_tx,
+        None,
+        Default::default(),
+    );
     let (events, rx) = mpsc::unbounded_channel();
     rt.spawn(hub::pump(hub.clone(), rx));
     let bound = listener::bind(&socket).expect("bind");

@@ -4,7 +4,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use vigil::cli::args::Cli;
 use vigil::cli::headless::exit;
 use vigil::cli::run::run;
@@ -17,9 +16,8 @@ fn main() -> ExitCode {
     }
     keep_memory_private();
     hide_api_key_from_argv();
-    let cli = Cli::parse();
-    let loaded =
-        Config::load(cli.config.as_deref()).and_then(|c| vigil::cli::check_config(&c).map(|()| c));
+    let cli = Cli::parse_args();
+    let loaded = vigil::cli::configload::load(cli.config.as_deref());
     let mut config = match loaded {
         Ok(c) => c,
         Err(e) => {

@@ -16,7 +16,7 @@ fn deny_with_reason_reaches_the_model() {
     c.send("gate-me");
     c.wait("approvals (1)");
     c.wait("vigil: medium");
-    c.keys(&["r"]);
+    c.answer("r");
     c.wait("deny with a reason");
     // Approval letters typed here are text, not decisions.
     c.type_text("not on a y friday");
@@ -32,7 +32,7 @@ fn edit_runs_the_edited_command() {
     let c = Console::start("edit", BASE_CONFIG, "", "");
     c.send("gate-me");
     c.wait("approvals (1)");
-    c.keys(&["e"]);
+    c.answer("e");
     c.wait("edit the command");
     c.type_text(" edited-too");
     c.keys(&["Enter"]);
@@ -49,12 +49,11 @@ fn approve_once_and_session_and_the_policy_menu() {
     c.wait("policy: auto-approve low");
     c.send("gate-me");
     c.wait("approvals (1)");
-    c.keys(&["a"]);
+    c.answer("a");
     c.wait("this exact command");
     c.keys(&["Enter"]);
     c.wait("TOOL SAID");
     // Approved for the session: the same command runs without asking.
-    // Answering returned the focus to the message box.
     c.send("gate-me again");
     c.wait_for("second run without a request", |s| {
         s.matches("TOOL SAID").count() >= 2 && s.contains("│ idle")
@@ -109,7 +108,7 @@ text = "TOOL SAID: {last_tool}"
 fn approve_touch_prefix(c: &Console, trigger: &str) {
     c.send(trigger);
     c.wait("approvals (1)");
-    c.keys(&["a"]);
+    c.answer("a");
     c.wait("this exact command");
     c.keys(&["Tab"]);
     c.wait("commands starting with `touch`");
@@ -155,14 +154,14 @@ fn approve_a_prefix_for_the_session() {
     // A different command still asks; deny it.
     c.send("other-cmd");
     c.wait("approvals (1)");
-    c.keys(&["n"]);
+    c.answer("n");
     idle();
     assert!(!c.work().join("other-dir").exists());
 
     // A command chained after the prefix still asks; deny it.
     c.send("chained-stamp");
     c.wait("approvals (1)");
-    c.keys(&["n"]);
+    c.answer("n");
     idle();
     assert!(!c.work().join("stamp-three").exists());
     assert!(!c.work().join("chained-ran").exists());
@@ -232,7 +231,7 @@ fn session_rules_survive_kill_9_and_resume() {
     assert!(path("stamp-one").exists(), "the approved call ran");
     c.send("exact-log");
     c.wait("approvals (1)");
-    c.keys(&["a"]);
+    c.answer("a");
     c.wait("this exact command");
     c.keys(&["Enter"]);
     idle();
@@ -268,7 +267,7 @@ fn session_rules_survive_kill_9_and_resume() {
     idle();
     c.send("other-cmd");
     c.wait("approvals (1)");
-    c.keys(&["n"]);
+    c.answer("n");
     idle();
     assert!(!path("other-dir").exists(), "the denied command ran");
 
@@ -315,4 +314,151 @@ fn session_rules_survive_kill_9_and_resume() {
     let (code, out) = exec("other-cmd", true);
     assert_eq!(code, Some(3), "{out}");
     assert!(!path("other-dir").exists());
+}
+
+/// Keys act only where the operator looked: a call arriving leaves the
+/// keyboard in the message box (typed `yes do it` is a message); `y` in
+/// another pane answers nothing and says where approvals are answered; in
+/// the approvals pane it approves; afterwards the focus is not the box, so
+/// the footer's cancel key never becomes text.
+#[test]
+fn typed_text_never_answers_and_approval_keys_act_only_in_their_pane() {
+    let c = Console::start("focus", BASE_CONFIG, "", "");
+    c.send("gate-me");
+    c.wait("approvals (1)");
+    let screen = c.wait("┏ message");
+    assert!(screen.contains("Tab approvals"), "{screen}");
+    c.type_text("yes do it");
+    c.keys(&["Enter"]);
+    c.wait("> yes do it");
+    assert!(!c.work().join("gated-ran").exists(), "typed text approved");
+    // The conversation pane: `y` answers nothing.
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["y"]);
+    c.wait("approvals are answered in their pane: Tab moves there");
+    assert!(!c.work().join("gated-ran").exists(), "y approved unseen");
+    assert!(c.screen().contains("approvals (1)"));
+    c.answer("y");
+    c.wait("TOOL SAID");
+    // The focus left the emptied queue for the conversation, not the box.
+    c.wait("┏ conversation");
+    c.keys(&["x"]);
+    let screen = c.wait_for("the cancel key's answer", |s| {
+        s.contains("nothing is running to cancel") || s.contains("cancel the running turn?")
+    });
+    assert!(screen.contains("type a message · Enter sends"), "{screen}");
+    assert!(c.work().join("gated-ran").exists(), "the approved call ran");
+}
+
+/// At 40×12 a waiting approval keeps a banner line; `y` answers only once
+/// Tab showed its card.
+#[test]
+fn a_tiny_terminal_shows_the_waiting_approval_and_y_needs_its_card() {
+    let c = Console::start("tiny", BASE_CONFIG, "", "");
+    let resized = c
+        .tmux
+        .cmd()
+        .args(["resize-window", "-t", &c.session, "-x", "40", "-y", "12"])
+        .status()
+        .expect("tmux resize-window");
+    assert!(resized.success());
+    c.wait("┏ message");
+    c.send("gate-me");
+    c.wait("⚠ 1 approval waiting (Tab shows it)");
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["y"]);
+    c.wait("approvals are answered in their");
+    assert!(!c.work().join("gated-ran").exists(), "y approved unseen");
+    c.keys(&["Tab"]);
+    c.wait("┏ approvals (1)");
+    c.wait("touch gated-ran");
+    c.keys(&["y"]);
+    let ran = common::eventually(Duration::from_secs(20), || {
+        c.work().join("gated-ran").exists().then_some(())
+    });
+    assert!(ran.is_some(), "y on the shown card approved it");
+}
+
+/// A command on the operator's denylist is refused without asking (as
+/// config.example.toml says): no approval, nothing ran, the model told.
+#[test]
+fn a_denylisted_command_is_refused_without_asking() {
+    let scenario = gated_scenario(&[("listed-cmd", "touch denied-ran")]);
+    let config = format!("{BASE_CONFIG}[tools]\nshell_denylist = [\"touch denied-ran\"]\n");
+    let c = Console::start_scenario("denylist", &scenario, &config, "", "");
+    c.send("listed-cmd");
+    let screen = c.wait_for("the model told of the refusal", |s| {
+        s.contains("TOOL SAID") && s.contains("│ idle")
+    });
+    assert!(!screen.contains("approvals (1)"), "{screen}");
+    assert!(
+        screen.contains("refused without asking"),
+        "the refusal is shown:\n{screen}"
+    );
+    assert!(
+        !c.work().join("denied-ran").exists(),
+        "a listed command ran"
+    );
+    let log = std::fs::read_dir(c.dir.path().join("data/sessions"))
+        .expect("sessions")
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("events.jsonl")).ok())
+        .collect::<String>();
+    assert!(log.contains("refused without asking"), "recorded:\n{log}");
+    assert!(!log.contains("approval_requested"), "asked anyway:\n{log}");
+}
+
+/// After a failed turn, `R` retries: the status bar says running and the
+/// cancel key cancels it; "cancelling the turn…" goes with the turn.
+#[test]
+fn a_retried_turn_is_running_and_cancellable() {
+    let scenario = r#"
+model = "e2e"
+chunk_delay_ms = 0
+
+[[rule]]
+when = { role = "user", contains = "fail-me" }
+times = 1
+status = 400
+error_message = "scripted refusal"
+
+[[rule]]
+when = { role = "user", contains = "fail-me" }
+times = 1
+text = "Sleeping now."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "sleep 30"
+risk = "low"
+mutation = false
+privesc = false
+why = "e2e retry"
+
+[[rule]]
+when = { role = "tool" }
+times = 0
+text = "TOOL SAID: {last_tool}"
+"#;
+    let c = Console::start_scenario("retry", scenario, BASE_CONFIG, "", "");
+    c.send("fail-me");
+    c.wait_for("the failed turn to end", |s| {
+        s.contains("turn failed") && s.contains("│ idle")
+    });
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["R"]);
+    c.wait_for("the retried turn running", |s| {
+        s.contains("● running") && s.contains("Sleeping now.")
+    });
+    c.keys(&["x"]);
+    c.wait("press x again to cancel");
+    c.keys(&["x"]);
+    let screen = c.wait_for("the turn cancelled", |s| {
+        s.contains("│ idle") && s.contains("cancelled")
+    });
+    assert!(!screen.contains("nothing is running"), "{screen}");
+    assert!(!screen.contains("cancelling the turn"), "{screen}");
 }

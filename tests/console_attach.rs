@@ -103,7 +103,7 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     c.wait("approvals (1)");
     c.open("second", "attach --last");
     c.tmux.wait_text("second", "approvals (1)", WAIT);
-    c.tmux.keys("second", &["y"]);
+    c.tmux.answer("second", "y");
     // Both show the result (the model's answer to it: the command's text
     // is on screen from the start); the first says which console answered.
     c.tmux.wait_text("second", "TOOL SAID", WAIT);
@@ -119,6 +119,44 @@ fn two_consoles_the_second_approves_and_the_first_says_who() {
     let screen = c.wait_for("who answered", |s| s.contains("at console 2"));
     assert!(screen.contains("approved by operator"), "{screen}");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");
+    // The record names the console as the screen does, and holds no
+    // streamed deltas (the whole message is there).
+    let sessions = c.dir.path().join("data/sessions");
+    let record = common::eventually(WAIT, || {
+        let dir = std::fs::read_dir(&sessions).ok()?.flatten().next()?.path();
+        std::fs::read_to_string(dir.join("events.jsonl")).ok()
+    })
+    .expect("events.jsonl");
+    let resolved = record
+        .lines()
+        .find(|l| l.contains("\"approval_resolved\""))
+        .expect("the decision is recorded");
+    assert!(
+        resolved.contains("\"answered_by\":{\"console\":{\"id\":2"),
+        "{resolved}"
+    );
+    assert!(!record.contains("assistant_delta"), "{record}");
+    assert!(record.contains("I will run a gated command."), "{record}");
+}
+
+/// A console attached while a call waits keeps the keyboard in its
+/// message box: `go` + Enter is a message, never a key of the queue.
+#[test]
+fn attaching_while_a_call_waits_leaves_the_keyboard_in_the_box() {
+    let c = start("attach-focus");
+    c.send("gate-me");
+    c.wait("approvals (1)");
+    c.open("second", "attach --last");
+    c.tmux.wait_text("second", "approvals (1)", WAIT);
+    let screen = c.tmux.wait_text("second", "┏ message", WAIT);
+    assert!(!screen.contains("┏ approvals"), "{screen}");
+    c.tmux.type_text("second", "yes go");
+    c.tmux.keys("second", &["Enter"]);
+    c.tmux.wait_text("second", "> yes go", WAIT);
+    let screen = c.tmux.screen("second");
+    assert!(!screen.contains("no preview to open"), "{screen}");
+    assert!(screen.contains("approvals (1)"), "{screen}");
+    assert!(!c.work().join("gated-ran").exists(), "typed text approved");
 }
 
 #[test]
@@ -136,7 +174,7 @@ fn a_watcher_cannot_approve_and_is_told() {
     assert!(!c.work().join("gated-ran").exists(), "a watcher approved");
     c.wait("approvals (1)");
     // The operator's console still can; the watcher sees it happen.
-    c.keys(&["y"]);
+    c.answer("y");
     c.tmux.wait_text("watch", "TOOL SAID", WAIT);
 }
 
@@ -246,4 +284,142 @@ fn an_agent_that_cannot_start_says_why_and_where_its_log_is() {
         .unwrap_or_else(|| panic!("no log named: {err}"));
     assert!(std::path::Path::new(log).exists(), "{log}");
     assert!(log.contains("/data/agent-"), "{log}");
+}
+
+/// The names in a temporary folder.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The sessions on vigil's private tmux server (empty: no server).
+fn sessions(c: &Console) -> String {
+    c.agent_tmux
+        .tmux(&["list-sessions", "-F", "#{session_name}"])
+        .trim()
+        .to_string()
+}
+
+/// Wait until vigil's private tmux server has no session and `tmp` is empty.
+fn nothing_left(c: &Console, tmp: &std::path::Path) {
+    let left = common::eventually(WAIT, || {
+        (sessions(c).is_empty() && names(tmp).is_empty()).then_some(())
+    });
+    assert!(
+        left.is_some(),
+        "left behind: sessions {:?}, files {:?}",
+        sessions(c),
+        names(tmp)
+    );
+}
+
+/// Stop means stopped: `vigil stop` leaves no tmux session (so no private
+/// server, no pane shell) and nothing in `$TMPDIR` (the lock folder, the
+/// command folder); the console whose agent was stopped elsewhere says the
+/// agent is gone, never that it keeps working.
+#[test]
+fn stop_leaves_no_tmux_session_nor_temporary_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = format!("TMPDIR={}", tmp.path().display());
+    let c = Console::start_scenario("attach-clean", SCENARIO, BASE_CONFIG, "", &env);
+    c.send("hello-clean");
+    c.wait("echo: hello-clean");
+    let running = names(tmp.path());
+    let command_dir = format!("vigil-{}-", c.agent_tmux.socket);
+    assert!(
+        running.iter().any(|n| n.starts_with("vigil-locks-"))
+            && running.iter().any(|n| n.starts_with(&command_dir)),
+        "vigil's folders are in $TMPDIR: {running:?}"
+    );
+    assert!(!sessions(&c).is_empty(), "the managed session runs");
+    let ids = c.live_ids();
+    let pids = c.agent_pids();
+    let (code, out, err) = c.run(&["stop", &ids[0]]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    common::assert_all_gone(&pids, "vigil stop");
+    nothing_left(&c, tmp.path());
+    c.wait("no agent on the other end any more");
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["q"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    let out = c
+        .tmux
+        .cmd()
+        .args(["capture-pane", "-p", "-J", "-S", "-100", "-t", &c.session])
+        .output()
+        .expect("capture");
+    let said = String::from_utf8_lossy(&out.stdout).replace('\n', "");
+    assert!(
+        said.contains(&format!("the agent {} is gone", ids[0])),
+        "{said}"
+    );
+    assert!(!said.contains("keeps working"), "{said}");
+}
+
+/// An agent killed with SIGKILL cannot clean up; the next agent on the
+/// same tmux socket removes what it left (its command folder, its lock),
+/// and takes its session with it when it stops.
+#[test]
+fn what_a_killed_agent_left_goes_with_the_next_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = format!("TMPDIR={}", tmp.path().display());
+    let c = Console::start_scenario("attach-kill9", SCENARIO, BASE_CONFIG, "", &env);
+    c.wait("┏ message");
+    let before = names(tmp.path());
+    let pids = c.agent_pids();
+    // SAFETY: kill(2) on the agent process group this test's vigil started.
+    unsafe { libc::kill(-pids[0], libc::SIGKILL) };
+    common::assert_all_gone(&pids, "SIGKILL");
+    c.restart("");
+    c.wait("┏ message");
+    let after = common::eventually(WAIT, || {
+        let now = names(tmp.path());
+        before
+            .iter()
+            .all(|n| n.starts_with("vigil-locks-") || !now.contains(n))
+            .then_some(now)
+    });
+    assert!(
+        after.is_some(),
+        "the killed agent's folder stayed: {before:?}"
+    );
+    // Stop: nothing of either agent is left.
+    c.keys(&["Escape"]);
+    c.wait("┏ conversation");
+    c.keys(&["q"]);
+    c.wait("leave this console");
+    c.keys(&["s"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    nothing_left(&c, tmp.path());
+}
+
+/// A console attached to a running agent shows what the first one did from
+/// the start: the policy in the status bar, and the managed pane in the
+/// mirror (its latest capture, not a wait for the next output).
+#[test]
+fn attach_shows_the_policy_and_the_pane_at_once() {
+    let c = start("attach-shows");
+    c.send("hello-shows");
+    c.wait("echo: hello-shows");
+    let first = c.wait_for("the pane in the mirror", |s| {
+        !s.contains("waiting for the first capture") && s.contains("policy: auto-approve low")
+    });
+    assert!(first.contains("┌ mirror"), "{first}");
+    c.keys(&["C-d"]);
+    c.tmux.wait_exit(&c.session, WAIT);
+    c.open("again", "attach --last");
+    let screen = c.tmux.wait_text("again", "echo: hello-shows", WAIT);
+    assert!(screen.contains("policy: auto-approve low"), "{screen}");
+    let mirror = c
+        .tmux
+        .wait_for("again", "the pane in the mirror", WAIT, |s| {
+            !s.contains("waiting for the first capture")
+        });
+    assert!(mirror.contains("┌ mirror"), "{mirror}");
 }

@@ -46,7 +46,7 @@ fn ps_and_attach_reach_an_agent_through_ssh() {
         &format!("attach --remote-vigil '{remote_vigil}' {}:{id}", s.target()),
     );
     c.tmux.wait_text("remote", "approvals (1)", WAIT);
-    c.tmux.keys("remote", &["y"]);
+    c.tmux.answer("remote", "y");
     c.tmux.wait_text("remote", "TOOL SAID", WAIT);
     c.wait("TOOL SAID");
     assert!(c.work().join("gated-ran").exists(), "the approved call ran");

@@ -45,7 +45,7 @@ fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
     assert_eq!(tmux.display("demo", "#{alternate_on}"), "1");
 
     // Approve with `y`: it runs, its output shows, then the final answer.
-    tmux.keys("demo", &["y"]);
+    tmux.answer("demo", "y");
     let screen = tmux.wait_text("demo", "All done.", WAIT);
     assert!(
         screen.contains("stamp"),
@@ -53,7 +53,9 @@ fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
     );
     assert!(screen.contains("no pending approvals"), "{screen}");
 
-    // The operator can keep chatting; the demo model says it is scripted.
+    // The operator can keep chatting (the message box is `i` away); the
+    // demo model says it is scripted.
+    tmux.to_message_box("demo");
     tmux.type_text("demo", "hello there");
     tmux.keys("demo", &["Enter"]);
     tmux.wait_text("demo", "You said: hello there", WAIT);
@@ -71,7 +73,7 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
     let tmux = Tmux::new("demo-deny");
     let _agent_tmux = start_demo(&tmux, data.path());
     tmux.wait_text("demo", "approvals (1)", WAIT);
-    tmux.keys("demo", &["n"]);
+    tmux.answer("demo", "n");
     let screen = tmux.wait_text("demo", "you denied that command", WAIT);
     assert!(screen.contains("denied"), "{screen}");
     assert!(
@@ -81,6 +83,7 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
 
     // Typing `q` in the input box types it; outside the box it asks, and
     // `s` stops the agent.
+    tmux.to_message_box("demo");
     tmux.type_text("demo", "q");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
@@ -98,6 +101,7 @@ fn demo_deny_tells_the_model_and_nothing_runs() {
 
 /// Send `next` from the message box and wait for step `n` of the tour.
 fn next_step(tmux: &Tmux, n: u32) -> String {
+    tmux.to_message_box("demo");
     tmux.type_text("demo", "next");
     tmux.keys("demo", &["Enter"]);
     tmux.wait_text("demo", &format!("Tour {n}/8"), WAIT)
@@ -116,7 +120,7 @@ fn the_demo_tour_reaches_every_operator_job() {
     let tmux = Tmux::new("demo-tour");
     let _agent_tmux = start_demo(&tmux, data.path());
     tmux.wait_text("demo", "approvals (1)", WAIT);
-    tmux.keys("demo", &["y"]);
+    tmux.answer("demo", "y");
     tmux.wait_text("demo", "guided tour", WAIT);
     settled(&tmux);
 
@@ -127,12 +131,12 @@ fn the_demo_tour_reaches_every_operator_job() {
         card.contains("workers = 2"),
         "the new file's content:\n{card}"
     );
-    tmux.keys("demo", &["y"]);
+    tmux.answer("demo", "y");
     settled(&tmux);
     next_step(&tmux, 2);
     let card = tmux.wait_text("demo", "approvals (1)", WAIT);
     assert!(card.contains("workers = 4"), "the edited line:\n{card}");
-    tmux.keys("demo", &["y"]);
+    tmux.answer("demo", "y");
     settled(&tmux);
     let notes = std::fs::read_to_string("/tmp/vigil-demo/notes.txt").unwrap_or_default();
     assert!(notes.contains("workers = 4"), "{notes}");
@@ -141,7 +145,7 @@ fn the_demo_tour_reaches_every_operator_job() {
     // itself.
     next_step(&tmux, 3);
     tmux.wait_text("demo", "approvals (1)", WAIT);
-    tmux.keys("demo", &["a"]);
+    tmux.answer("demo", "a");
     tmux.wait_text("demo", "this exact command", WAIT);
     tmux.keys("demo", &["Tab"]);
     tmux.wait_text("demo", "commands starting with `cksum`", WAIT);
@@ -155,7 +159,7 @@ fn the_demo_tour_reaches_every_operator_job() {
     // 5: deny with a reason the model reads.
     next_step(&tmux, 5);
     tmux.wait_text("demo", "approvals (1)", WAIT);
-    tmux.keys("demo", &["r"]);
+    tmux.answer("demo", "r");
     tmux.wait_text("demo", "deny with a reason", WAIT);
     tmux.type_text("demo", "keep the demo files");
     tmux.keys("demo", &["Enter"]);
@@ -165,7 +169,7 @@ fn the_demo_tour_reaches_every_operator_job() {
     // 6: edit the command before it runs.
     next_step(&tmux, 6);
     tmux.wait_text("demo", "approvals (1)", WAIT);
-    tmux.keys("demo", &["e"]);
+    tmux.answer("demo", "e");
     tmux.wait_text("demo", "edit the command", WAIT);
     tmux.keys("demo", &["BSpace", "BSpace", "BSpace", "BSpace"]);
     tmux.type_text("demo", "demo");
@@ -197,7 +201,6 @@ fn the_demo_tour_reaches_every_operator_job() {
     }
 
     // 8: a runaway command, cancelled with x pressed twice.
-    tmux.keys("demo", &["i"]);
     next_step(&tmux, 8);
     tmux.wait_text("demo", "running", WAIT);
     tmux.keys("demo", &["Escape"]);

@@ -94,6 +94,7 @@ fn writes_and_edits_show_their_diff_before_approval() {
     );
     assert_eq!(std::fs::read_to_string(&conf_path).unwrap(), before);
     // Scroll to the second hunk, then zoom the card to the whole screen.
+    c.to_approvals();
     c.keys(&["PageDown", "PageDown"]);
     c.wait("-setting_35 value_35;");
     c.keys(&["Home", "z"]);
@@ -104,7 +105,7 @@ fn writes_and_edits_show_their_diff_before_approval() {
     // Esc goes back to the panes (sent alone: Esc then y at once reads as Alt-y).
     c.keys(&["Escape"]);
     c.wait("┌ conversation");
-    c.keys(&["y"]);
+    c.answer("y");
     c.wait("TOOL SAID");
     idle();
     assert_eq!(std::fs::read_to_string(&conf_path).unwrap(), after);
@@ -114,7 +115,7 @@ fn writes_and_edits_show_their_diff_before_approval() {
     c.wait("approvals (1)");
     c.wait("new file: 2 lines, 36 bytes");
     c.wait("+Managed by vigil.");
-    c.keys(&["n"]);
+    c.answer("n");
     idle();
     assert!(!motd_path.exists(), "denied write happened");
 
@@ -123,7 +124,7 @@ fn writes_and_edits_show_their_diff_before_approval() {
     c.wait("approvals (1)");
     c.wait("-setting_12 value_12;");
     c.wait("+setting_12 value_twelve;");
-    c.keys(&["n"]);
+    c.answer("n");
     idle();
     assert_eq!(std::fs::read_to_string(&conf_path).unwrap(), after);
 }

@@ -91,11 +91,12 @@ fn a_symlinked_write_shows_its_real_target_on_the_card() {
     c.wait("approvals (1)");
     // Zoomed, the card has the whole width: the target and the link on
     // one line.
+    c.to_approvals();
     c.keys(&["z"]);
     let want = format!("→ {} (via symlink {})", profile.display(), link.display());
     let screen = c.wait(&want);
     assert!(screen.contains("write link.txt"), "{screen}");
-    c.keys(&["n"]);
+    c.answer("n");
     c.keys(&["Escape"]);
     c.wait("TOOL SAID");
     assert_eq!(
@@ -109,13 +110,14 @@ fn a_shell_card_says_where_it_runs_and_that_a_preview_is_not_proof() {
     let c = Console::start_scenario("facts-in", SCENARIO, BASE_CONFIG, "", "");
     c.send("shell-me");
     c.wait("approvals (1)");
+    c.to_approvals();
     c.keys(&["z"]);
     // The managed pane's current directory: vigil's working directory,
     // where the pane's shell started.
     let work = c.work().canonicalize().unwrap();
     let screen = c.wait(&format!("in: {} on tmux", work.display()));
     assert!(screen.contains("a preview is not proof"), "{screen}");
-    c.keys(&["y"]);
+    c.answer("y");
     c.keys(&["Escape"]);
     c.wait("TOOL SAID");
     assert!(work.join("ran-here").exists(), "y ran where the card said");
@@ -127,7 +129,7 @@ fn a_session_rule_on_a_write_covers_only_that_exact_write() {
     let notes = c.work().join("notes.txt");
     c.send("write-a");
     c.wait("approvals (1)");
-    c.keys(&["a"]);
+    c.answer("a");
     c.wait("TOOL SAID");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "one\n");
     // The same write again: covered by the rule, nobody asked.
@@ -140,7 +142,7 @@ fn a_session_rule_on_a_write_covers_only_that_exact_write() {
     c.wait("approvals (1)");
     let screen = c.screen();
     assert!(screen.contains("write notes.txt (4 bytes)"), "{screen}");
-    c.keys(&["n"]);
+    c.answer("n");
     c.wait_for("the denial's result", |s| {
         s.matches("TOOL SAID").count() >= 3
     });
@@ -155,10 +157,11 @@ fn the_preview_runs_where_y_will_run_after_the_pane_moved() {
     // The operator approves a `cd` in the shared pane.
     c.send("go-sub");
     c.wait("approvals (1)");
-    c.keys(&["y"]);
+    c.answer("y");
     c.wait("TOOL SAID");
     c.send("shell-me");
     c.wait("approvals (1)");
+    c.to_approvals();
     c.keys(&["z"]);
     let sub = work.join("sub");
     c.wait(&format!("in: {} on tmux", sub.display()));
@@ -176,7 +179,7 @@ fn the_preview_runs_where_y_will_run_after_the_pane_moved() {
     c.wait_for("the card back in its pane", |s| {
         s.contains("┌ conversation") && s.contains("z zoom")
     });
-    c.keys(&["y"]);
+    c.answer("y");
     let ran = common::eventually(std::time::Duration::from_secs(20), || {
         sub.join("ran-here").exists().then_some(())
     });
@@ -191,6 +194,7 @@ fn a_command_whose_pane_moved_after_the_card_is_refused_not_run_elsewhere() {
     std::fs::create_dir(work.join("sub")).unwrap();
     c.send("shell-me");
     c.wait("approvals (1)");
+    c.to_approvals();
     c.keys(&["z"]);
     c.wait(&format!("in: {} on tmux", work.display()));
     // Someone moves the shared pane after the card was shown.
@@ -203,7 +207,7 @@ fn a_command_whose_pane_moved_after_the_card_is_refused_not_run_elsewhere() {
         now.trim().ends_with("/sub").then_some(())
     });
     assert!(moved.is_some(), "the pane moved");
-    c.keys(&["y"]);
+    c.answer("y");
     c.keys(&["Escape"]);
     c.wait("TOOL SAID");
     c.wait("its pane is");

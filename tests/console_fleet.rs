@@ -67,7 +67,16 @@ fn another_agents_call_is_approved_from_this_console_and_the_overlay_switches_to
     });
     assert!(screen.contains("run_shell"), "{screen}");
     assert!(!c.work().join("gated-ran").exists(), "ran before approval");
-    c.keys(&["y"]);
+    // A's fleet view watches B, but it is not one of B's consoles.
+    let (_, ps, _) = c.run(&["ps", "--json"]);
+    let ps: serde_json::Value = serde_json::from_str(&ps).expect("ps --json");
+    let b_info = ps["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["id"] == b.as_str()))
+        .expect("B listed")
+        .clone();
+    assert_eq!(b_info["consoles"], 0, "{b_info}");
+    c.answer("y");
     assert!(
         wait_file(&c.work().join("gated-ran")),
         "B did not run the call approved from A's console"

@@ -43,7 +43,7 @@ fn the_title_shows_how_many_approvals_wait() {
     };
     tmux.wait_text("demo", "approvals (1)", WAIT);
     title("vigil: 1 waiting");
-    tmux.keys("demo", &["y"]);
+    tmux.answer("demo", "y");
     tmux.wait_text("demo", "All done.", WAIT);
     title("vigil");
     tmux.keys("demo", &["C-c"]);
@@ -66,7 +66,7 @@ fn a_crash_leaves_no_waiting_count_in_the_title() {
     })
     .expect("the title counts the waiting approval");
     // Type into the message box; the message's render panics.
-    tmux.keys("demo", &["i"]);
+    tmux.to_message_box("demo");
     tmux.type_text("demo", "kaboom-title");
     tmux.keys("demo", &["Enter"]);
     let code = tmux.wait_exit("demo", WAIT);

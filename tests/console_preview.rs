@@ -16,7 +16,7 @@ fn v_previews_the_command_then_y_runs_it_for_real() {
     let c = Console::start("preview", BASE_CONFIG, "", "");
     c.send("gate-me");
     c.wait("approvals (1)");
-    c.keys(&["v"]);
+    c.answer("v");
     c.wait_for("the preview's verdict", |s| s.contains("exit 0 · 1 change"));
     // The view made the file; the machine did not.
     assert!(!c.work().join("gated-ran").exists(), "the preview leaked");
@@ -36,7 +36,7 @@ fn v_previews_the_command_then_y_runs_it_for_real() {
     c.wait_for("the card back in its pane", |s| {
         s.contains("┌ conversation") && s.contains("z zoom")
     });
-    c.keys(&["y"]);
+    c.answer("y");
     c.wait("TOOL SAID");
     let ran = common::eventually(Duration::from_secs(20), || {
         c.work().join("gated-ran").exists().then_some(())

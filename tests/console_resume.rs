@@ -51,7 +51,7 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
     let tmux = Tmux::new("resume");
     tmux.start("first", 120, 36, &vigil(data.path(), "--demo --no-tmux"));
     tmux.wait_text("first", "approvals (1)", WAIT);
-    tmux.keys("first", &["y"]);
+    tmux.answer("first", "y");
     tmux.wait_for("first", "the turn to end", WAIT, |s| {
         s.contains("guided tour") && s.contains("│ idle")
     });
@@ -97,7 +97,10 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
     tmux.wait_text("again", "approvals (1)", WAIT);
     assert_eq!(turns(data.path()), 2);
 
-    // The history lists the earlier calls; Enter opens one's output.
+    // The history lists the earlier calls; Enter opens one's output. The
+    // call arriving left the keyboard in the box: Esc leaves it first.
+    tmux.keys("again", &["Escape"]);
+    tmux.wait_text("again", "┏ conversation", WAIT);
     tmux.keys("again", &["h"]);
     let list = tmux.wait_text("again", "history · 3 tool calls", WAIT);
     assert!(

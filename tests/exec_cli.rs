@@ -101,6 +101,9 @@ async fn exec_with_auto_approve_runs_and_prints_events() {
         .filter(|n| n.starts_with(&prefix))
         .collect();
     assert!(left.is_empty(), "left in /tmp after exit: {left:?}");
+    // And its tmux session (its pane's shell) and server: nothing runs on.
+    let sessions = env.tmux.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(sessions.trim().is_empty(), "left running: {sessions}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -331,5 +334,63 @@ async fn tool_call_reaches_every_builtin_through_the_same_path() {
         text(&out.stdout).contains("Tool error"),
         "{}",
         text(&out.stdout)
+    );
+}
+
+/// `vigil policy check -- sh -c 'touch x'` checks the command as typed:
+/// the words stay words (`sh -c 'touch x'`), never `sh -c touch x`; one
+/// argument is a whole command line.
+#[tokio::test(flavor = "multi_thread")]
+async fn policy_check_keeps_the_words_it_was_given() {
+    let env = env().await;
+    let out = vigil(&env, &["policy", "check", "--", "sh", "-c", "touch x"]).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("command:   sh -c 'touch x'\n"), "{stdout}");
+    let out = vigil(&env, &["policy", "check", "ls -l /tmp"]).await;
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("command:   ls -l /tmp\n"), "{stdout}");
+}
+
+/// `vigil ps --help` and `vigil attach --help` list their own flags and the
+/// few global ones they read, not the agent's (`--demo`, `--tmux`…).
+#[tokio::test(flavor = "multi_thread")]
+async fn client_subcommands_list_only_their_flags() {
+    let env = env().await;
+    for (sub, own) in [("ps", "--prune"), ("attach", "--watch"), ("stop", "--keep")] {
+        let out = vigil(&env, &[sub, "--help"]).await;
+        let help = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{help}");
+        assert!(help.contains(own) && help.contains("--config"), "{help}");
+        for other in ["--demo", "--auto-approve", "--tmux", "--ssh", "--base-url"] {
+            assert!(!help.contains(other), "{sub} lists {other}:\n{help}");
+        }
+    }
+    let help = text(&vigil(&env, &["exec", "--help"]).await.stdout);
+    assert!(help.contains("--auto-approve"), "{help}");
+}
+
+/// An unknown top-level key and a typo in `[console.keys]` are reported
+/// together, each with its line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_reports_a_bad_key_binding_with_the_other_mistakes() {
+    let env = env().await;
+    let path = env.dir.path().join("keys.toml");
+    std::fs::write(
+        &path,
+        "colour = \"blue\"\n[console]\nbell = false\n[console.keys]\ncancle = \"x\"\n",
+    )
+    .unwrap();
+    let out = vigil(&env, &["--config", path.to_str().unwrap(), "ps"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("2 mistakes"), "{stderr}");
+    assert!(
+        stderr.contains("line 1") && stderr.contains("colour"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 5: console.keys.cancle: unknown action"),
+        "{stderr}"
     );
 }

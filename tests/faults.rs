@@ -288,7 +288,7 @@ fn managed_pane_fault(tag: &str, inject: impl Fn(&Console, &str)) {
     // pane's shell (what runs unasked runs sandboxed outside the pane).
     c.send("hang");
     c.wait("approvals (1)");
-    c.keys(&["y"]);
+    c.answer("y");
     let pane = sleeping_pane(&c);
     let killed = c
         .agent_tmux
@@ -400,7 +400,9 @@ fn a_panic_in_a_render_restores_the_terminal_and_keeps_the_session() {
     assert_eq!(c.tmux.display(&c.session, "#{alternate_on}"), "0");
     // Cooked mode with echo: the terminal echoes the line, then cat
     // prints it back: twice. In raw mode it would show once.
-    c.send("typed-after-crash");
+    // vigil is gone: the line goes to the terminal as typed.
+    c.type_text("typed-after-crash");
+    c.keys(&["Enter"]);
     let screen = c.wait_for("the typed line echoed and printed", |s| {
         s.matches("typed-after-crash").count() >= 2
     });

@@ -143,6 +143,11 @@ impl ApprovalBroker {
         *lock(&self.policy) = policy;
     }
 
+    /// The policy in force, as a console shows it.
+    pub fn policy_choice(&self) -> crate::event::ApprovalPolicy {
+        lock(&self.policy).choice()
+    }
+
     /// Deliver the operator's answer. Returns false when no such request waits
     /// (already answered, or cancelled).
     pub fn resolve(&self, id: u64, decision: ApprovalDecision) -> bool {

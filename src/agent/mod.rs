@@ -3,6 +3,7 @@
 //! files and resume, and the approval broker the console answers. It emits
 //! [`crate::event::AgentEvent`]s and never renders anything.
 
+pub mod answers;
 pub mod approval;
 pub mod compact;
 pub mod context;

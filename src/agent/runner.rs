@@ -205,7 +205,10 @@ async fn run_agent(
                 }
                 Some(AgentCommand::RestoredRules { keep }) => {
                     let text = if keep {
-                        format!("{} restored session rules approve again", broker.confirm_restored())
+                        format!(
+                            "restored session rules approve again: {}",
+                            crate::exec::preview::report::plural(broker.confirm_restored(), "rule")
+                        )
                     } else {
                         broker.discard_restored();
                         "restored session rules discarded".to_string()

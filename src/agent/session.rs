@@ -364,14 +364,17 @@ impl SessionWriter {
     }
 }
 
-/// Record every event but live output deltas in the session (when there is
-/// one), then pass it on. Runs until every sender is gone.
+/// Record every event but live deltas in the session (when there is one),
+/// an operator's resolution naming the console that answered, then pass it
+/// on. Runs until every sender is gone.
 pub async fn tee(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     writer: Option<std::sync::Arc<SessionWriter>>,
     tx: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
+    answers: std::sync::Arc<super::answers::AnswerBook>,
 ) {
-    while let Some(event) = rx.recv().await {
+    while let Some(mut event) = rx.recv().await {
+        answers.stamp(&mut event);
         if let Some(w) = writer.as_ref().filter(|_| recorded(&event)) {
             w.record_event(&event);
         }
@@ -380,10 +383,14 @@ pub async fn tee(
     }
 }
 
-/// Whether `event` goes to `events.jsonl` (output deltas do not: the
-/// result and the spill file hold that output).
+/// Whether `event` goes to `events.jsonl`: live deltas do not (the
+/// result and the spill file hold a command's output, the assistant's
+/// message its streamed text).
 fn recorded(event: &AgentEvent) -> bool {
-    !matches!(event, AgentEvent::ToolOutput { .. })
+    !matches!(
+        event,
+        AgentEvent::ToolOutput { .. } | AgentEvent::AssistantDelta { .. }
+    )
 }
 
 /// Every line of a JSON-lines file that parses (a torn last line is skipped).

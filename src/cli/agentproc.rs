@@ -110,6 +110,7 @@ async fn start(
         running.broker.clone(),
         running.commands.clone(),
         running.mirror.clone(),
+        running.answers.clone(),
     );
     let (_, events) = tokio::sync::mpsc::unbounded_channel();
     let events = std::mem::replace(&mut running.events, events);
@@ -156,12 +157,12 @@ async fn serve(serving: Serving) -> i32 {
             agent_ended = true;
             None
         }
-        _ = terminated() => Some(StopRequest { on_exit: OnExit::Keep, by: "SIGTERM".into() }),
+        _ = terminated() => Some(StopRequest { on_exit: OnExit::Unsaid, by: "SIGTERM".into() }),
     };
     drop(stop);
     let (on_exit, why) = match request {
         Some(r) => (r.on_exit, format!("the agent was stopped by {}", r.by)),
-        None => (OnExit::Keep, "the agent ended".to_string()),
+        None => (OnExit::Unsaid, "the agent ended".to_string()),
     };
     tracing::info!("{why}");
     let _ = running.commands.send(AgentCommand::Quit);

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::headless::exit;
 
@@ -63,6 +63,67 @@ pub struct Cli {
     pub no_color: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// The flags of every subcommand (clap `global`), by id.
+const GLOBALS: [&str; 14] = [
+    "config",
+    "base_url",
+    "model",
+    "api_key",
+    "data_dir",
+    "demo",
+    "auto_approve",
+    "tmux",
+    "no_tmux",
+    "tmux_socket",
+    "verbose",
+    "ssh",
+    "container",
+    "no_color",
+];
+
+/// The subcommands that start no agent, with the global flags they read:
+/// their help lists only those (and their own).
+const CLIENTS: [(&str, &[&str]); 4] = [
+    ("ps", &["config", "verbose"]),
+    ("attach", &["config", "verbose", "no_color"]),
+    ("stop", &["config", "verbose"]),
+    ("sessions", &["config", "data_dir", "verbose"]),
+];
+
+impl Cli {
+    /// The command line as clap describes it, with the flags a client
+    /// subcommand does not read left out of its help.
+    pub fn described() -> clap::Command {
+        let mut cmd = Cli::command();
+        // A subcommand's own copy of a global flag, hidden, takes the place
+        // clap would give the global one (the value still reaches `Cli`).
+        let hidden: Vec<clap::Arg> = cmd
+            .get_arguments()
+            .filter(|a| GLOBALS.contains(&a.get_id().as_str()))
+            .map(|a| a.clone().global(false).hide(true))
+            .collect();
+        for (name, reads) in CLIENTS {
+            cmd = cmd.mut_subcommand(name, |mut sub| {
+                for a in hidden
+                    .iter()
+                    .filter(|a| !reads.contains(&a.get_id().as_str()))
+                {
+                    sub = sub.arg(a.clone());
+                }
+                sub
+            });
+        }
+        cmd
+    }
+
+    /// Parse the process's arguments (exits with clap's message on a
+    /// mistake, and for `--help`).
+    pub fn parse_args() -> Cli {
+        let matches = Cli::described().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -143,13 +204,17 @@ pub enum Command {
         remote_vigil: String,
     },
     /// Stop a running agent: it ends its turn, closes its connections and
-    /// exits (remote managed tmux sessions are kept unless --remove-remote).
+    /// exits. The tmux sessions it created on this machine go with it
+    /// (unless --keep); remote ones are kept unless --remove-remote.
     Stop {
         /// The session id of the agent (see `vigil ps`).
         id: String,
         /// Also remove the managed tmux sessions it left on a remote target.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "keep")]
         remove_remote: bool,
+        /// Keep the tmux sessions it created on this machine.
+        #[arg(long)]
+        keep: bool,
     },
     /// Inspect or call the registered tools directly.
     Tool {
@@ -188,7 +253,8 @@ pub enum PolicyAction {
         /// The size of the preview's writable layer, in MB.
         #[arg(long, default_value_t = 256, requires = "preview", value_parser = clap::value_parser!(u64).range(1..=65536))]
         size_limit: u64,
-        /// The command (several words are joined with spaces).
+        /// The command: one argument is a command line; several are the
+        /// words of one command, quoted so each stays a word.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },

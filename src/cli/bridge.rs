@@ -89,7 +89,7 @@ impl BridgeHandle {
     pub async fn leave(self, how: Leaving) -> Option<String> {
         self.forward.abort();
         let last = match how {
-            Leaving::Detach | Leaving::Switch(_) => ClientMsg::Detach,
+            Leaving::Detach | Leaving::Switch(_) | Leaving::AgentGone => ClientMsg::Detach,
             Leaving::Stop(on_exit) => ClientMsg::Stop { on_exit },
         };
         let _ = self.out.send(last);

@@ -251,6 +251,10 @@ async fn on_connection(mut conn: Connection, mut opts: ConsoleOptions, local: bo
                 "vigil: detached from {id}; the agent keeps working \
                  (`vigil attach {id}` comes back, `vigil stop {id}` ends it)"
             ),
+            Leaving::AgentGone => eprintln!(
+                "vigil: the agent {id} is gone (stopped, or its connection lost); \
+                 `vigil resume {id}` starts its session again"
+            ),
             Leaving::Switch(next) if result.is_ok() => {
                 match attach::socket_of(next) {
                     Ok(socket) => {
@@ -290,6 +294,9 @@ async fn one_console(
 ) -> (std::io::Result<()>, Leaving) {
     opts.attached = true;
     opts.ask_on_exit = conn.info.leaves_behind.clone();
+    // The status bar shows the policy in force from the start (on attach
+    // too, where nothing else says it).
+    opts.initial_policy = conn.info.policy.or(opts.initial_policy);
     let fleet = (local && !opts.watch).then(|| fleet::start(conn.info.id.clone()));
     opts.fleet = fleet.as_ref().map(|f| f.feed.clone());
     let bridge = bridge::start(conn);

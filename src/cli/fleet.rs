@@ -205,7 +205,7 @@ impl State {
 
 /// Keep one agent's connection until it goes; report what matters.
 async fn watch_agent(socket: PathBuf, id: String, this: bool, up: UnboundedSender<Update>) {
-    let role = if this { Role::Control } else { Role::Console };
+    let role = if this { Role::Control } else { Role::Fleet };
     // What another agent records as who answered: "fleet view: pts/3 on h".
     let name = format!("fleet view: {}", attach::console_name());
     let conn = match attach::connect(&socket, &id, role, &name).await {
@@ -304,6 +304,7 @@ mod tests {
             socket: PathBuf::from(format!("/tmp/{id}.sock")),
             mirror: None,
             leaves_behind: None,
+            policy: None,
         }
     }
 

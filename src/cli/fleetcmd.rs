@@ -212,8 +212,8 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// `vigil stop ID [--remove-remote]`.
-pub async fn stop(id: &str, remove_remote: bool) -> i32 {
+/// `vigil stop ID [--remove-remote | --keep]`.
+pub async fn stop(id: &str, remove_remote: bool, keep: bool) -> i32 {
     let socket = match attach::socket_of(id) {
         Ok(s) => s,
         Err(e) => {
@@ -221,10 +221,10 @@ pub async fn stop(id: &str, remove_remote: bool) -> i32 {
             return exit::FAILED;
         }
     };
-    let on_exit = if remove_remote {
-        OnExit::Remove
-    } else {
-        OnExit::Keep
+    let on_exit = match (remove_remote, keep) {
+        (true, _) => OnExit::Remove,
+        (false, true) => OnExit::Keep,
+        (false, false) => OnExit::Unsaid,
     };
     let stopped = match control(&socket, id).await {
         Ok(mut conn) => conn.stop(on_exit).await,

@@ -8,7 +8,8 @@
 //! [`bridge`] talk to its socket, [`fleet`] feeds it the other agents and
 //! their waiting calls; [`fleetcmd`] is `ps`, `stop` and which agent
 //! `attach` means), and the start-up check that lets each layer
-//! validate its own part of the configuration ([`check_config`]). It sits on
+//! validate its own part of the configuration ([`check_config`]; [`configload`]
+//! reports every mistake of a file at once). It sits on
 //! top of every layer and is the only place that knows them all; nothing
 //! below imports it.
 
@@ -17,6 +18,7 @@ pub mod agentproc;
 pub mod args;
 pub mod attach;
 pub mod bridge;
+pub mod configload;
 pub mod consolecmd;
 pub mod fleet;
 pub mod fleetcmd;

@@ -29,6 +29,21 @@ pub fn broker(config: &Config, policy: Policy, can_sandbox: bool) -> ApprovalBro
     broker
 }
 
+/// The command line `vigil policy check` reads from its arguments: one
+/// argument is the command line itself (`'rm -rf x'`); several are the
+/// words of one command, each kept a word (`-- sh -c 'touch x'` is
+/// `sh -c 'touch x'`, never `sh -c touch x`).
+pub fn command_line(words: &[String]) -> String {
+    match words {
+        [one] => one.clone(),
+        _ => words
+            .iter()
+            .map(|w| crate::exec::transport::sh_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
 /// The gate a `run_shell` call of `command` shows.
 pub fn shell_gate(command: &str) -> GateInfo {
     GateInfo {

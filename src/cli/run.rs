@@ -109,7 +109,11 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
             ..
         }) => crate::cli::remote::ps_remote(&config, &target, &remote_vigil, json).await,
         Some(Command::Ps { json, prune, .. }) => fleetcmd::ps(json, prune).await,
-        Some(Command::Stop { id, remove_remote }) => fleetcmd::stop(&id, remove_remote).await,
+        Some(Command::Stop {
+            id,
+            remove_remote,
+            keep,
+        }) => fleetcmd::stop(&id, remove_remote, keep).await,
         Some(Command::Tool { action }) => run_tool(&config, action, cli.auto_approve).await,
         Some(Command::Policy { action }) => run_policy(&config, cli.auto_approve, action).await,
         Some(Command::Agent { resume }) => {
@@ -177,7 +181,7 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
             time_limit,
             size_limit,
         } => {
-            let command = command.join(" ");
+            let command = policycmd::command_line(&command);
             policycmd::check(&broker, can_sandbox, &command, &mut out);
             if !preview {
                 return exit::OK;
@@ -268,8 +272,9 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
     let n = held.standing.len() + held.prefixes.len();
     if n > 0 {
         eprintln!(
-            "vigil: {n} session rules in the log approve nothing in this run \
-             (pass --trust-session-rules to let them)"
+            "vigil: {} in the log approve nothing in this run \
+             (pass --trust-session-rules to let them)",
+            crate::exec::preview::report::plural(n, "session rule")
         );
     }
     let mut stdout = std::io::stdout();
@@ -284,8 +289,9 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
     .await;
     let _ = running.commands.send(crate::event::AgentCommand::Quit);
     // Headless: remote managed sessions are kept (nothing is lost; the
-    // line says how to reach them), and the connection is closed.
-    if let Some(said) = running.leave.finish(OnExit::Keep).await {
+    // line says how to reach them), local ones it created go, and the
+    // connection is closed.
+    if let Some(said) = running.leave.finish(OnExit::Unsaid).await {
         eprintln!("vigil: {said}");
     }
     if let Some(lock) = lock {

@@ -204,6 +204,8 @@ pub struct Running {
     /// What to do with the target when vigil ends (ask, keep or remove
     /// remote managed sessions; close the connection).
     pub leave: Leave,
+    /// Who answered which approval (the consoles note, the record names).
+    pub answers: Arc<crate::agent::answers::AnswerBook>,
 }
 
 /// What to start beyond the config.
@@ -435,7 +437,8 @@ pub async fn start_agent_with(
         Some(n) => n.relay(inner_rx),
         None => inner_rx,
     };
-    tokio::spawn(tee(inner_rx, session.clone(), event_tx));
+    let answers = Arc::new(crate::agent::answers::AnswerBook::default());
+    tokio::spawn(tee(inner_rx, session.clone(), event_tx, answers.clone()));
 
     let setup = AgentSetup {
         model: model.chat,
@@ -475,6 +478,7 @@ pub async fn start_agent_with(
         broker,
         session_id,
         leave,
+        answers,
     })
 }
 

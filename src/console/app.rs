@@ -34,6 +34,9 @@ use crate::event::{AgentEvent, ApprovalPolicy, DecidedBy, McpState};
 
 pub use super::panes::footer::Focus;
 
+/// What the cancel key says until the turn has ended.
+pub(crate) const CANCELLING: &str = "cancelling the turn…";
+
 /// What covers the panes.
 #[derive(Debug, Default)]
 pub enum Overlay {
@@ -148,7 +151,7 @@ impl App {
             flash: None,
             ask_on_exit: None,
             leaving: None,
-            exit_choice: Leaving::Stop(crate::event::OnExit::Keep),
+            exit_choice: Leaving::Stop(crate::event::OnExit::Unsaid),
             attached: false,
             quit_ask: None,
             read_only: false,
@@ -209,6 +212,15 @@ impl App {
             self.mirror.set_typing(false);
         }
         self.input.set_focused(focus == Focus::Input);
+    }
+
+    /// The queue emptied under the operator: the focus goes to the
+    /// conversation (never the message box, where the next key, say the
+    /// cancel key, would become text).
+    pub(crate) fn leave_empty_queue(&mut self) {
+        if self.approvals.is_empty() && self.focus == Focus::Approvals {
+            self.set_focus(Focus::Conversation);
+        }
     }
 
     pub fn zoomed(&self) -> Option<Focus> {
@@ -368,11 +380,8 @@ impl App {
                     .waiting_approval(&request.call_id, &request.tool, &request.gate.action);
                 self.track(&request.call_id);
                 self.approvals.push(request);
+                // It rings; the focus stays where the operator put it.
                 self.bell = true;
-                // Never taken from an operator typing into the pane.
-                if self.input.is_empty() && self.modal.is_none() && !self.mirror.typing() {
-                    self.set_focus(Focus::Approvals);
-                }
             }
             AgentEvent::PreviewReady { id, outcome } => {
                 self.approvals.set_preview(id, &outcome);
@@ -410,9 +419,7 @@ impl App {
                 if stale {
                     self.modal = None;
                 }
-                if self.approvals.is_empty() && self.focus == Focus::Approvals {
-                    self.set_focus(Focus::Input);
-                }
+                self.leave_empty_queue();
             }
             AgentEvent::ToolCancelled { call_id, name } => {
                 self.mirror.set_running(None);
@@ -422,9 +429,18 @@ impl App {
             AgentEvent::SessionRules { exact, prefixes } => {
                 self.rules.set(exact, prefixes);
             }
+            AgentEvent::TurnContinued { reason } => {
+                // A retried round runs a turn again: running, cancellable.
+                self.status.turn_started = Some(self.now);
+                self.conversation.notice(&reason);
+            }
             AgentEvent::TurnFinished { outcome } => {
                 self.status.turn_started = None;
                 self.conversation.turn_finished(&outcome);
+                // What the cancel key said is over with the turn.
+                if self.flash.as_deref() == Some(CANCELLING) {
+                    self.flash = None;
+                }
             }
             AgentEvent::OperatorKeys { keys } => self.tools.operator_typed(&keys),
             AgentEvent::Notice { text } => self.conversation.notice(&text),

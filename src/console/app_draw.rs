@@ -4,7 +4,9 @@
 //!
 //! Layout at any size ≥ 80×24: conversation and input on the left; tools,
 //! approvals and the tmux mirror on the right. Smaller terminals get the
-//! focused pane alone.
+//! focused pane alone. Whenever the approvals pane is not drawn (small
+//! terminal, another pane zoomed) a waiting approval keeps a one-line
+//! banner at the top.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -29,6 +31,8 @@ impl App {
         ])
         .areas(frame.area());
         let pending = self.approvals.unanswered();
+        // Set again when the pane draws the selected card.
+        self.approvals.hide();
         self.status.render(frame, status, self.now, pending, theme);
 
         let layer = match (&self.modal, &self.overlay) {
@@ -111,6 +115,25 @@ impl App {
             (Some(z), _) => Some(z),
             (None, true) => Some(self.focus),
             (None, false) => None,
+        };
+        // A pane shown alone that is not the queue: a waiting approval
+        // keeps one line at the top, at any size.
+        let body = match only {
+            Some(pane) if pane != Focus::Approvals && self.approvals.unanswered() > 0 => {
+                let [banner, rest] =
+                    Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+                let key = self.keys.label(super::keys::Action::NextPane);
+                let line = super::panes::banner::approvals(
+                    self.approvals.unanswered(),
+                    self.approvals.oldest_open(),
+                    &key,
+                    banner.width,
+                    theme,
+                );
+                frame.render_widget(line, banner);
+                rest
+            }
+            _ => body,
         };
         let mut rects = PaneRects::default();
         if let Some(pane) = only {

@@ -9,7 +9,7 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::Leaving;
-use super::app::{App, Focus, Overlay};
+use super::app::{App, Overlay};
 use super::keys::Action;
 use crate::event::fleet::{FleetAnswer, FleetView, short_id};
 use crate::event::{AgentCommand, ApprovalDecision};
@@ -21,14 +21,10 @@ impl App {
         self.has_fleet = true;
         let new = self.approvals.sync_foreign(&view.pending);
         if new > 0 && !self.read_only {
+            // It rings; the focus stays where the operator put it.
             self.bell = true;
-            if self.input.is_empty() && self.modal.is_none() && !self.mirror.typing() {
-                self.set_focus(Focus::Approvals);
-            }
         }
-        if self.approvals.is_empty() && self.focus == Focus::Approvals {
-            self.set_focus(Focus::Input);
-        }
+        self.leave_empty_queue();
         if let Overlay::Agents { selected } = &mut self.overlay {
             *selected = (*selected).min(view.agents.len().saturating_sub(1));
         }

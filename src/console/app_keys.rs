@@ -9,8 +9,13 @@
 //! key; a watcher's keys that would act on the agent are refused;
 //! then the help overlay, the history view and its viewer, the rules view;
 //! then the input box (so approval keys never act while the operator
-//! types); then global keys, then the approval keys (from any pane), then
-//! the focused pane's keys.
+//! types); then global keys, then the approval keys, then the focused
+//! pane's keys.
+//!
+//! Approval keys answer only in the approvals pane, which focus reaches
+//! only by the operator's own key or click (never when a call arrives),
+//! and only the card the last frame showed selected: typed text meant for
+//! elsewhere never answers anything.
 //!
 //! Esc only ever goes back (leave the box, unzoom, close); cancelling the
 //! turn is its own key, pressed twice.
@@ -20,7 +25,7 @@ use crossterm::event::{
 };
 use ratatui::layout::{Position, Rect};
 
-use super::app::{App, Focus, Overlay};
+use super::app::{App, CANCELLING, Focus, Overlay};
 use super::io::IoRequest;
 use super::keys::{Action, Scope};
 use super::panes::approvals::Answered;
@@ -109,12 +114,16 @@ impl App {
         if self.starts_typing(&key) {
             return Vec::new();
         }
-        // Approval keys work from every pane (the oldest waiting request
-        // unless another is selected); with none waiting they say so.
-        if let Some(action) = self.keys.action(&key, Scope::Approvals)
-            && let Some(out) = self.on_action(action)
-        {
-            return out;
+        // Approval keys answer only in the approvals pane the operator
+        // moved to, on the card it shows; elsewhere they say where to go.
+        if let Some(action) = self.keys.action(&key, Scope::Approvals) {
+            if self.focus != Focus::Approvals && action.scope() == Scope::Approvals {
+                self.refuse_approval_key();
+                return Vec::new();
+            }
+            if let Some(out) = self.on_action(action) {
+                return out;
+            }
         }
         if key
             .modifiers
@@ -156,9 +165,10 @@ impl App {
         };
         match global {
             Some(Action::NextPane) => {
-                // What the footer promises: Tab from the box reaches a
-                // waiting approval at once.
-                let next = if self.focus == Focus::Input && self.approvals.unanswered() > 0 {
+                // What the footer and the banner promise: Tab reaches a
+                // waiting approval at once, unzoomed.
+                let next = if self.focus != Focus::Approvals && self.approvals.unanswered() > 0 {
+                    self.zoom = None;
                     Focus::Approvals
                 } else {
                     self.focus.next()
@@ -308,7 +318,7 @@ impl App {
             return Vec::new();
         }
         if confirming {
-            self.flash = Some("cancelling the turn…".into());
+            self.flash = Some(CANCELLING.into());
             return vec![AgentCommand::Cancel];
         }
         self.confirm_cancel = true;
@@ -318,12 +328,32 @@ impl App {
         Vec::new()
     }
 
+    /// An approval key outside the approvals pane answers nothing; it says
+    /// where approvals are answered.
+    fn refuse_approval_key(&mut self) {
+        self.flash = Some(if self.approvals.unanswered() == 0 {
+            "no approval is waiting".into()
+        } else {
+            format!(
+                "approvals are answered in their pane: {} moves there, then {} approves",
+                self.keys.label(Action::NextPane),
+                self.keys.label(Action::Approve)
+            )
+        });
+    }
+
     fn on_approval_action(&mut self, action: Action) -> Vec<AgentCommand> {
         if self.approvals.selected_open().is_none() {
             self.approvals.select_oldest_open();
         }
-        let Some(request) = self.approvals.selected_open() else {
+        if self.approvals.selected_open().is_none() {
             self.flash = Some("no approval is waiting".into());
+            return Vec::new();
+        }
+        // Only the card on screen: never one that arrived or moved into
+        // the selection since the last frame.
+        let Some(request) = self.approvals.selected_seen() else {
+            self.flash = Some("look first: the selected approval was not on screen".into());
             return Vec::new();
         };
         let id = request.id;

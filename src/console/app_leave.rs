@@ -56,10 +56,12 @@ impl App {
     /// Ctrl-C: an attached console detaches (nothing is lost); an
     /// in-process one stops, keeping remote sessions.
     pub(crate) fn interrupt(&mut self) -> Vec<AgentCommand> {
-        if self.attached {
+        if self.attached && self.agent_gone {
+            self.leave_as(Leaving::AgentGone)
+        } else if self.attached {
             self.leave_as(Leaving::Detach)
         } else {
-            self.leave_as(Leaving::Stop(OnExit::Keep))
+            self.leave_as(Leaving::Stop(OnExit::Unsaid))
         }
     }
 
@@ -67,7 +69,7 @@ impl App {
     /// agent; otherwise stop (asking about remote sessions first).
     pub(crate) fn quit_key(&mut self) -> Vec<AgentCommand> {
         if self.attached && self.agent_gone {
-            return self.leave_as(Leaving::Detach);
+            return self.leave_as(Leaving::AgentGone);
         }
         if self.attached {
             let running: Vec<String> = self
@@ -98,7 +100,7 @@ impl App {
             self.leaving = Some(LeaveAsk::new(what));
             return Vec::new();
         }
-        self.leave_as(Leaving::Stop(OnExit::Keep))
+        self.leave_as(Leaving::Stop(OnExit::Unsaid))
     }
 
     /// Leave now, this way.

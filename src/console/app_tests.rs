@@ -51,6 +51,18 @@ pub(crate) fn app() -> App {
     app
 }
 
+/// The operator moves to the approvals pane and the frame shows it.
+pub(crate) fn look_at_approvals(app: &mut App) {
+    app.set_focus(Focus::Approvals);
+    super::view_tests::screen(app, 100, 30);
+}
+
+/// A key pressed after the frame was drawn (as the event loop does).
+pub(crate) fn press(app: &mut App, code: KeyCode) -> Vec<AgentCommand> {
+    super::view_tests::screen(app, 100, 30);
+    app.on_key(key(code))
+}
+
 fn type_str(app: &mut App, s: &str) -> Vec<AgentCommand> {
     s.chars()
         .flat_map(|c| app.on_key(key(KeyCode::Char(c))))
@@ -99,22 +111,19 @@ fn y_and_n_answer_the_selected_approval_with_its_id() {
     app.on_agent_event(AgentEvent::ApprovalRequested {
         request: request(8, "c2", "reboot"),
     });
-    assert_eq!(
-        app.focus(),
-        Focus::Approvals,
-        "focus moves when the box is empty"
-    );
+    assert_eq!(app.focus(), Focus::Input, "a call never moves the focus");
     assert!(app.take_bell());
     assert!(!app.take_bell());
+    look_at_approvals(&mut app);
     assert_eq!(
-        app.on_key(key(KeyCode::Char('y'))),
+        press(&mut app, KeyCode::Char('y')),
         vec![AgentCommand::Approval {
             id: 7,
             decision: ApprovalDecision::ApproveOnce
         }]
     );
     assert_eq!(
-        app.on_key(key(KeyCode::Char('n'))),
+        press(&mut app, KeyCode::Char('n')),
         vec![AgentCommand::Approval {
             id: 8,
             decision: ApprovalDecision::Deny
@@ -146,7 +155,7 @@ fn typing_y_into_the_input_box_does_not_approve() {
         app.on_key(key(KeyCode::Tab));
     }
     assert_eq!(
-        app.on_key(key(KeyCode::Char('y'))),
+        press(&mut app, KeyCode::Char('y')),
         vec![AgentCommand::Approval {
             id: 1,
             decision: ApprovalDecision::ApproveOnce

@@ -64,7 +64,7 @@ fn the_question_detaches_stops_or_cancels() {
         app.on_key(key(KeyCode::Char('s'))),
         vec![AgentCommand::Quit]
     );
-    assert_eq!(app.leaving(), Leaving::Stop(OnExit::Keep));
+    assert_eq!(app.leaving(), Leaving::Stop(OnExit::Unsaid));
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn the_detach_key_and_ctrl_c_detach_from_anywhere() {
     assert!(app.on_key(ctrl('d')).is_empty());
     assert!(!app.should_quit());
     assert_eq!(app.on_key(ctrl('c')), vec![AgentCommand::Quit]);
-    assert_eq!(app.leaving(), Leaving::Stop(OnExit::Keep));
+    assert_eq!(app.leaving(), Leaving::Stop(OnExit::Unsaid));
 }
 
 #[test]
@@ -103,7 +103,14 @@ fn q_leaves_at_once_when_the_agent_is_gone() {
     let mut app = attached();
     app.agent_gone();
     assert!(app.on_key(key(KeyCode::Char('q'))).is_empty());
-    assert_eq!((app.should_quit(), app.leaving()), (true, Leaving::Detach));
+    assert_eq!(
+        (app.should_quit(), app.leaving()),
+        (true, Leaving::AgentGone)
+    );
+    let mut app = attached();
+    app.agent_gone();
+    assert!(app.on_key(ctrl('c')).is_empty());
+    assert_eq!(app.leaving(), Leaving::AgentGone);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use crossterm::event::KeyCode;
 
 use super::Leaving;
 use super::app::{App, Focus, Overlay};
-use super::app_tests::{key, request};
+use super::app_tests::{key, press, request};
 use super::snapshot_tests::waiting_for_approval;
 use super::view_tests::screen;
 use crate::event::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView};
@@ -32,6 +32,7 @@ fn info(id: &str, model: &str, target: &str, state: AgentState, pending: usize) 
         socket: format!("/run/user/1000/vigil/{id}.sock").into(),
         mirror: None,
         leaves_behind: None,
+        policy: None,
     }
 }
 
@@ -87,11 +88,11 @@ fn another_agents_call_is_answered_through_the_fleet_never_as_this_agents_comman
     assert_eq!(app.approvals.len(), 2);
     // Oldest first: the other agent's call, though this one has the same id.
     app.set_focus(Focus::Approvals);
-    app.on_key(key(KeyCode::Up));
+    press(&mut app, KeyCode::Up);
     let selected = app.approvals.selected().unwrap();
     assert_eq!(selected.agent.as_ref().map(|a| a.id.as_str()), Some(OTHER));
     // Edit, preview, session rules are that agent's business.
-    assert!(app.on_key(key(KeyCode::Char('e'))).is_empty());
+    assert!(press(&mut app, KeyCode::Char('e')).is_empty());
     assert!(
         app.modal.is_none(),
         "an edit modal opened for another agent's call"
@@ -102,7 +103,7 @@ fn another_agents_call_is_answered_through_the_fleet_never_as_this_agents_comman
             .unwrap_or("")
             .contains("bbb222 llama-3-70b")
     );
-    assert!(app.on_key(key(KeyCode::Char('y'))).is_empty());
+    assert!(press(&mut app, KeyCode::Char('y')).is_empty());
     assert_eq!(
         app.take_fleet_answers(),
         vec![FleetAnswer {
@@ -132,10 +133,10 @@ fn another_agents_call_is_answered_through_the_fleet_never_as_this_agents_comman
 fn this_agents_call_still_goes_to_this_agent() {
     let mut app = attached_with_fleet();
     app.set_focus(Focus::Approvals);
-    app.on_key(key(KeyCode::Down));
+    press(&mut app, KeyCode::Down);
     assert!(app.approvals.selected().unwrap().agent.is_none());
     assert_eq!(
-        app.on_key(key(KeyCode::Char('n'))),
+        press(&mut app, KeyCode::Char('n')),
         vec![AgentCommand::Approval {
             id: 1,
             decision: ApprovalDecision::Deny

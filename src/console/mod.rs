@@ -138,6 +138,9 @@ pub enum Leaving {
     /// Detach and attach to the agent of this session instead (the agents
     /// overlay).
     Switch(String),
+    /// The agent was already gone (stopped elsewhere, or the connection
+    /// lost): nothing keeps working and nothing is left to stop.
+    AgentGone,
 }
 
 impl Default for ConsoleOptions {

@@ -29,6 +29,7 @@ fn waiting() -> App {
         arguments: "{}".into(),
     });
     app.on_agent_event(AgentEvent::ApprovalRequested { request: r });
+    super::app_tests::look_at_approvals(&mut app);
     app.set_focus(Focus::Approvals);
     app
 }

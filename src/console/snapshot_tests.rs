@@ -173,6 +173,18 @@ fn waiting_for_approval_80x24() {
     insta::assert_snapshot!(render(&waiting_for_approval(), 80, 24));
 }
 
+/// The smallest layout keeps a one-line banner for the waiting approval
+/// over the pane shown alone; Tab shows the card, which alone can be
+/// answered.
+#[test]
+fn waiting_for_approval_40x12() {
+    let mut app = waiting_for_approval();
+    let banner = render(&app, 40, 12);
+    app.on_key(super::app_tests::key(crossterm::event::KeyCode::Tab));
+    let card = render(&app, 40, 12);
+    insta::assert_snapshot!(format!("{banner}\n{card}"));
+}
+
 #[test]
 fn turn_finished_100x30() {
     insta::assert_snapshot!(render(&turn_finished(), 100, 30));

@@ -49,6 +49,7 @@ fn style_runs(buffer: &Buffer) -> String {
 fn render(theme: Theme) -> String {
     let mut app: App = super::snapshot_tests::waiting_for_approval();
     app.set_themes(vec![theme]);
+    super::app_tests::look_at_approvals(&mut app);
     let mut t = Terminal::new(TestBackend::new(100, 30)).expect("backend");
     t.draw(|f| app.draw(f)).expect("draw");
     style_runs(t.backend().buffer())

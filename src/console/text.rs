@@ -199,6 +199,14 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
     }
 }
 
+/// A count with its noun: `1 rule`, `2 rules`.
+pub fn plural(n: usize, word: &str) -> String {
+    match n {
+        1 => format!("1 {word}"),
+        _ => format!("{n} {word}s"),
+    }
+}
+
 /// The first line of `s`, cut to `max` characters.
 pub fn one_line(s: &str, max: usize) -> String {
     let first = s.lines().next().unwrap_or("");

@@ -91,6 +91,7 @@ fn r_denies_with_the_typed_reason() {
     app.on_agent_event(AgentEvent::ApprovalRequested {
         request: request(5, "c1", "rm -rf /srv"),
     });
+    super::app_tests::look_at_approvals(&mut app);
     assert!(app.on_key(key(KeyCode::Char('r'))).is_empty());
     // Approval keys typed into the reason box are just text.
     typed(&mut app, "not on prod, y");
@@ -111,6 +112,7 @@ fn e_runs_the_edited_command() {
     app.on_agent_event(AgentEvent::ApprovalRequested {
         request: request(6, "c1", "rm -rf /tmp/cache"),
     });
+    super::app_tests::look_at_approvals(&mut app);
     app.on_key(key(KeyCode::Char('e')));
     for _ in 0.."cache".len() {
         app.on_key(key(KeyCode::Backspace));
@@ -131,6 +133,7 @@ fn esc_closes_a_modal_without_answering() {
     app.on_agent_event(AgentEvent::ApprovalRequested {
         request: request(1, "c1", "ls"),
     });
+    super::app_tests::look_at_approvals(&mut app);
     app.on_key(key(KeyCode::Char('r')));
     assert!(app.on_key(key(KeyCode::Esc)).is_empty());
     assert!(app.modal.is_none());
@@ -187,7 +190,14 @@ fn zoom_toggles_and_approvals_still_show_in_the_status_bar() {
     });
     let s = screen(&app, 80, 24);
     assert!(s.contains("waiting for you: 1 approval"), "{s}");
-    assert!(!s.contains(" approvals "), "pane hidden while zoomed: {s}");
+    assert!(
+        !s.contains("approvals (1)"),
+        "pane hidden while zoomed: {s}"
+    );
+    assert!(
+        s.contains("⚠ 1 approval waiting (Tab shows it): run_shell reboot"),
+        "{s}"
+    );
     app.set_focus(Focus::Tools);
     app.on_key(key(KeyCode::Char('z')));
     assert_eq!(app.zoomed(), None);

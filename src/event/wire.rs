@@ -38,6 +38,10 @@ pub enum Role {
     /// A one-shot control client (`vigil ps`, `vigil stop`): no event
     /// stream; may ask [`ClientMsg::Status`] and [`ClientMsg::Stop`].
     Control,
+    /// Another agent's console watching this agent's queue (the fleet
+    /// view): sees everything, may answer approvals and nothing else, and
+    /// is not one of this agent's consoles.
+    Fleet,
 }
 
 /// Client → agent.
@@ -133,6 +137,9 @@ pub struct AgentInfo {
     /// asks keep or remove first. None: nothing to ask.
     #[serde(default)]
     pub leaves_behind: Option<String>,
+    /// The approval policy in force (a console shows it from the start).
+    #[serde(default)]
+    pub policy: Option<super::ApprovalPolicy>,
 }
 
 /// What an agent is doing.

@@ -1,11 +1,13 @@
-//! Leaving a target: what happens to vigil's managed tmux sessions on a
-//! remote target (ssh, container) and to the connection when vigil ends.
+//! Leaving a target: what happens to vigil's managed tmux sessions and to
+//! the connection when vigil ends.
 //!
-//! The console asks the operator (keep or remove); `vigil exec` keeps them
-//! and says how to reach them. Either way the connection is closed (the ssh
-//! master exits). This module never decides for the operator, never
-//! removes a session vigil does not own, and never touches local tmux
-//! sessions (those outlive vigil as before).
+//! On a remote target (ssh, container) the console asks the operator (keep
+//! or remove); `vigil exec` keeps them and says how to reach them. On this
+//! machine the sessions this agent created go with it (their shells, and
+//! the private tmux server once it has no session left) unless the
+//! operator said keep. Either way the connection is closed (the ssh master
+//! exits). This module never decides against the operator's word and never
+//! removes a session this agent did not create (locally) or own (remote).
 
 use std::sync::Arc;
 
@@ -16,8 +18,11 @@ use super::transport::Transport;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnExit {
-    /// Leave them running (nothing is lost; the default).
+    /// The operator said nothing: local sessions this agent created are
+    /// removed, remote ones are kept (nothing there is lost).
     #[default]
+    Unsaid,
+    /// Leave them running.
     Keep,
     /// Kill every session this agent owns there.
     Remove,
@@ -54,11 +59,18 @@ impl Leave {
     /// operator should read afterwards (None: nothing to say).
     pub async fn finish(&self, choice: OnExit) -> Option<String> {
         let said = match (self.remote_tmux(), choice) {
-            (None, _) => {
-                // A local managed layer: nothing to ask; its command
-                // directory goes (its sessions stay for the operator).
+            (None, OnExit::Keep) => {
+                // Kept, as the operator said: only the command directory goes.
                 if let Some(mgr) = &self.tmux {
                     mgr.forget_dir().await;
+                }
+                None
+            }
+            (None, _) => {
+                // A local managed layer: the sessions this agent created go
+                // (and the server with its last session).
+                if let Some(mgr) = &self.tmux {
+                    mgr.remove_created().await;
                 }
                 None
             }
@@ -77,7 +89,7 @@ impl Leave {
                     self.transport.label()
                 ),
             }),
-            (Some(mgr), OnExit::Keep) => {
+            (Some(mgr), OnExit::Keep | OnExit::Unsaid) => {
                 let sessions = mgr.managed_sessions().await.unwrap_or_default();
                 mgr.forget_dir().await;
                 (!sessions.is_empty()).then(|| {

@@ -289,6 +289,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// A call these (already parsed) arguments make that is refused before
+    /// anyone is asked (the operator's shell denylist): why. `None`: the
+    /// call goes on to the gate.
+    fn refusal(&self, _args: &Value) -> Option<ToolError> {
+        None
+    }
+
     /// When a call with these (already parsed) arguments needs the operator's
     /// approval, what to show. `None`: the call runs without asking.
     fn gate(&self, _args: &Value) -> Option<GateInfo> {

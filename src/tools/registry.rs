@@ -322,6 +322,10 @@ impl ToolRegistry {
             Err(message) => return ToolRun::failed(ToolError::InvalidArguments(message)),
         };
 
+        // Refused by the operator's own rules: nobody is asked.
+        if let Some(refused) = tool.refusal(&args) {
+            return ToolRun::failed(refused);
+        }
         let mut effective = args.to_string();
         let mut decision = None;
         let gate = tool.gate(&args);

@@ -106,6 +106,18 @@ impl Default for ShellConfig {
 
 pub use crate::policy::denylist::denied_by;
 
+/// The refusal of a command the denylist names, if it does.
+fn denylisted(command: &str, denylist: &[String]) -> Option<ToolError> {
+    let entry = denied_by(command, denylist)?;
+    Some(ToolError::failed(
+        FailureClass::PermissionDenied,
+        format!(
+            "refused without asking: the command matches the denylist entry `{entry}`; \
+             this command is not allowed on this target"
+        ),
+    ))
+}
+
 /// The parsed, validated arguments.
 pub(super) struct Args {
     pub(super) command: String,
@@ -276,6 +288,10 @@ impl Tool for RunShell {
         )
     }
 
+    fn refusal(&self, args: &Value) -> Option<ToolError> {
+        denylisted(args["command"].as_str()?, &self.config.denylist)
+    }
+
     fn gate(&self, args: &Value) -> Option<GateInfo> {
         if !self.config.confirm {
             return None;
@@ -314,13 +330,9 @@ impl Tool for RunShell {
 
     async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args = parse(arguments)?;
-        if let Some(entry) = denied_by(&args.command, &self.config.denylist) {
-            return Err(ToolError::failed(
-                FailureClass::PermissionDenied,
-                format!(
-                    "refused: the command matches the denylist entry `{entry}`; this command is not allowed on this target"
-                ),
-            ));
+        // Again here: an edited command is checked as it will run.
+        if let Some(refused) = denylisted(&args.command, &self.config.denylist) {
+            return Err(refused);
         }
         if let Some(want) = &ctx.approved_cwd
             && let Some(now) = self

@@ -139,7 +139,74 @@ impl Tmux {
     pub fn wait_text(&self, session: &str, text: &str, timeout: Duration) -> String {
         self.wait_for(session, &format!("`{text}`"), timeout, |s| s.contains(text))
     }
+
+    /// Answer the waiting approval as an operator does: move to the
+    /// approvals pane (Tab, unless its thick border says it has the
+    /// keyboard), wait until it shows a card, then press `key`.
+    pub fn answer(&self, session: &str, key: &str) {
+        self.to_approvals(session);
+        self.keys(session, &[key]);
+    }
+
+    /// Move to the approvals pane (Tab) unless it has the keyboard; wait
+    /// until it shows, focused, a card. Decided on a settled screen (a
+    /// frame half written could hide the thick border), and converging:
+    /// past it (the mirror) Shift-Tab comes back.
+    pub fn to_approvals(&self, session: &str) {
+        let focused = |s: &str| s.contains("┏ approvals (");
+        for _ in 0..6 {
+            let screen = self.settled(session);
+            if focused(&screen) {
+                return;
+            }
+            let key = if screen.contains("┏ mirror") {
+                "BTab"
+            } else {
+                "Tab"
+            };
+            self.keys(session, &[key]);
+            self.wait_for(session, "the focus to move", APPROVE_WAIT, |s| {
+                thick(s) != thick(&screen)
+            });
+        }
+        self.wait_for(session, "the approvals pane focused", APPROVE_WAIT, focused);
+    }
+
+    /// Put the keyboard in the message box (`i`) unless it is there
+    /// (decided on a settled screen: `i` in the box would be text).
+    pub fn to_message_box(&self, session: &str) {
+        let focused = |s: &str| s.contains("┏ message");
+        if !focused(&self.settled(session)) {
+            self.keys(session, &["i"]);
+        }
+        self.wait_for(session, "the message box focused", APPROVE_WAIT, focused);
+    }
+
+    /// The screen once two captures in a row agree (no frame half written).
+    pub fn settled(&self, session: &str) -> String {
+        let mut last = self.screen(session);
+        let start = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.screen(session);
+            if now == last || start.elapsed() > APPROVE_WAIT {
+                return now;
+            }
+            last = now;
+        }
+    }
 }
+
+/// The titles of the thick-bordered (focused) panes on a screen.
+fn thick(screen: &str) -> Vec<String> {
+    screen
+        .match_indices("┏ ")
+        .map(|(i, _)| screen[i..].chars().take(12).collect())
+        .collect()
+}
+
+/// How long a focus change may take to show.
+const APPROVE_WAIT: Duration = Duration::from_secs(30);
 
 impl Tmux {
     /// Wait until the pane's process has exited; returns `status/signal`.
@@ -382,7 +449,8 @@ impl Drop for Server {
             .env_remove("TMUX")
             .output();
         let prefix = format!("vigil-{}-", self.socket);
-        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+        let tmp = [std::path::PathBuf::from("/tmp"), std::env::temp_dir()];
+        for entry in tmp.iter().flat_map(std::fs::read_dir).flatten().flatten() {
             if entry.file_name().to_string_lossy().starts_with(&prefix) {
                 let _ = std::fs::remove_dir_all(entry.path());
             }

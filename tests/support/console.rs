@@ -235,10 +235,22 @@ impl Console {
         self.tmux.type_text(&self.session, text);
     }
 
-    /// Type a message into the input box and send it.
+    /// Type a message into the input box (moving there first, as an
+    /// operator does) and send it.
     pub fn send(&self, text: &str) {
+        self.tmux.to_message_box(&self.session);
         self.type_text(text);
         self.keys(&["Enter"]);
+    }
+
+    /// Answer the waiting approval with `key`, from its pane.
+    pub fn answer(&self, key: &str) {
+        self.tmux.answer(&self.session, key);
+    }
+
+    /// Move to the approvals pane, as the operator does before answering.
+    pub fn to_approvals(&self) {
+        self.tmux.to_approvals(&self.session);
     }
 
     pub fn wait(&self, text: &str) -> String {

@@ -38,4 +38,22 @@ impl Policy {
             ),
         }
     }
+
+    /// The policy as a console shows it (a timed one with its whole
+    /// minutes left, rounded up).
+    pub fn choice(&self) -> crate::event::ApprovalPolicy {
+        use crate::event::ApprovalPolicy as P;
+        match self {
+            Policy::Ask => P::Ask,
+            Policy::AutoApproveLow => P::AutoApproveLow,
+            Policy::ApproveAll => P::ApproveAll,
+            Policy::DenyAll(_) => P::DenyAll,
+            Policy::ApproveAllUntil(until) => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                P::ApproveAllFor {
+                    minutes: left.as_secs().div_ceil(60).min(u64::from(u32::MAX)) as u32,
+                }
+            }
+        }
+    }
 }

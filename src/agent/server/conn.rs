@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use super::hub::Hub;
 use super::lines::{self, LineError};
 use super::writer::{self, Ctl};
+use crate::event::AgentCommand;
 use crate::event::wire::{ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
 
 /// How long a new connection may take to say hello.
@@ -190,6 +191,15 @@ fn handle(hub: &Hub, tag: &ConsoleTag, role: Role, text: &str) -> Reply {
         (ClientMsg::Command { .. }, Role::Watch) => Reply::Send(refused(
             "this console is attached read-only (--watch): the agent refuses its commands".into(),
         )),
+        (ClientMsg::Command { command }, Role::Fleet) => match command {
+            AgentCommand::Approval { .. } => match hub.command(tag, command) {
+                Ok(()) => Reply::Nothing,
+                Err(reason) => Reply::Send(refused(reason)),
+            },
+            _ => Reply::Send(refused(
+                "a fleet view only answers approvals: attach to this agent for the rest".into(),
+            )),
+        },
         (ClientMsg::Command { .. }, Role::Control) => Reply::Send(refused(
             "a control client sends no commands: attach as a console".into(),
         )),
@@ -197,6 +207,9 @@ fn handle(hub: &Hub, tag: &ConsoleTag, role: Role, text: &str) -> Reply {
         (ClientMsg::Detach, _) => Reply::Close(None),
         (ClientMsg::Stop { .. }, Role::Watch) => Reply::Send(refused(
             "this console is attached read-only (--watch): it cannot stop the agent".into(),
+        )),
+        (ClientMsg::Stop { .. }, Role::Fleet) => Reply::Send(refused(
+            "a fleet view cannot stop another agent: attach to it, or `vigil stop ID`".into(),
         )),
         (ClientMsg::Stop { on_exit }, _) => {
             let who = match role {

@@ -5,7 +5,6 @@
 //! [`pump`] is the one task that moves the agent's events into the journal,
 //! stamping `answered_by` on the way. Nothing here touches a socket.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,9 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
 
 use super::journal::Journal;
+use crate::agent::answers::AnswerBook;
 use crate::agent::approval::ApprovalBroker;
 use crate::event::wire::{AgentInfo, AgentState, ConsoleTag, Role};
-use crate::event::{AgentCommand, AgentEvent, Answerer, DecidedBy, MirrorTarget, OnExit};
+use crate::event::{AgentCommand, AgentEvent, Answerer, MirrorTarget, OnExit};
 
 /// What the agent process is, fixed once its session started.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +49,7 @@ pub struct Hub {
     identity: Mutex<Identity>,
     clients: Mutex<Vec<(ConsoleTag, Role)>>,
     next_console: AtomicU32,
-    answers: Mutex<HashMap<u64, Answerer>>,
+    answers: Arc<AnswerBook>,
     working: AtomicBool,
     broker: Arc<ApprovalBroker>,
     commands: mpsc::UnboundedSender<AgentCommand>,
@@ -78,6 +78,7 @@ impl Hub {
         broker: Arc<ApprovalBroker>,
         commands: mpsc::UnboundedSender<AgentCommand>,
         mirror: Option<watch::Receiver<String>>,
+        answers: Arc<AnswerBook>,
     ) -> Arc<Hub> {
         Arc::new(Hub {
             newest: watch::Sender::new(journal.newest()),
@@ -85,7 +86,7 @@ impl Hub {
             identity: Mutex::new(identity),
             clients: Mutex::new(Vec::new()),
             next_console: AtomicU32::new(1),
-            answers: Mutex::new(HashMap::new()),
+            answers,
             working: AtomicBool::new(false),
             broker,
             commands,
@@ -130,7 +131,7 @@ impl Hub {
         };
         let consoles = lock(&self.clients)
             .iter()
-            .filter(|(_, r)| *r != Role::Control)
+            .filter(|(_, r)| matches!(r, Role::Console | Role::Watch))
             .count();
         AgentInfo {
             id: id.id,
@@ -144,6 +145,7 @@ impl Hub {
             started_ms: id.started_ms,
             socket: id.socket,
             mirror: id.mirror,
+            policy: Some(self.broker.policy_choice()),
             leaves_behind: id.leaves_behind,
         }
     }
@@ -176,24 +178,20 @@ impl Hub {
     pub fn command(&self, from: &ConsoleTag, command: AgentCommand) -> Result<(), String> {
         match command {
             AgentCommand::Quit => {
-                self.request_stop(OnExit::Keep, format!("console {} quit", from.id));
+                self.request_stop(OnExit::Unsaid, format!("console {} quit", from.id));
                 return Ok(());
             }
             AgentCommand::Approval { id, .. } => {
-                let mut answers = lock(&self.answers);
-                if let Some(first) = answers.get(&id) {
+                let who = Answerer {
+                    console: from.clone(),
+                    at_ms: now_ms(),
+                };
+                if let Err(first) = self.answers.note(id, who) {
                     return Err(format!(
                         "approval #{id} was already answered by console {} ({})",
                         first.console.id, first.console.name
                     ));
                 }
-                answers.insert(
-                    id,
-                    Answerer {
-                        console: from.clone(),
-                        at_ms: now_ms(),
-                    },
-                );
             }
             _ => {}
         }
@@ -265,25 +263,10 @@ impl Hub {
                 i.mirror = mirror.clone();
                 i.session_started = true;
             }),
-            AgentEvent::ApprovalResolved {
-                id,
-                decided_by,
-                answered_by,
-                ..
-            } if answered_by.is_none() && by_operator(decided_by) => {
-                *answered_by = lock(&self.answers).get(id).cloned();
-            }
+            AgentEvent::ApprovalResolved { .. } => self.answers.stamp(event),
             _ => {}
         }
     }
-}
-
-/// Decisions a console's answer makes (not a rule, the policy or a cancel).
-fn by_operator(d: &DecidedBy) -> bool {
-    matches!(
-        d,
-        DecidedBy::Operator | DecidedBy::OperatorEdited { .. } | DecidedBy::Denied { .. }
-    )
 }
 
 /// Keeps a connection counted.
@@ -309,8 +292,8 @@ mod tests {
     use super::*;
     use crate::agent::approval::Policy;
     use crate::agent::server::journal::Journal;
-    use crate::event::ApprovalDecision;
     use crate::event::wire::ServerMsg;
+    use crate::event::{ApprovalDecision, DecidedBy};
 
     fn resolved(id: u64, decided_by: DecidedBy) -> AgentEvent {
         AgentEvent::ApprovalResolved {
@@ -333,13 +316,19 @@ mod tests {
             broker,
             cmd_tx,
             None,
+            Default::default(),
         );
         let one = hub.join(Role::Console, "one");
         let two = hub.join(Role::Console, "two");
         let watch = hub.join(Role::Watch, "w");
         let _control = hub.join(Role::Control, "ps");
+        let _fleet = hub.join(Role::Fleet, "fleet view: pts/9");
         assert_eq!((one.id, two.id, watch.id), (1, 2, 3));
-        assert_eq!(hub.info().consoles, 3, "control clients are not consoles");
+        assert_eq!(
+            hub.info().consoles,
+            3,
+            "control clients and fleet views are not consoles"
+        );
         let approve = |id| AgentCommand::Approval {
             id,
             decision: ApprovalDecision::ApproveOnce,
@@ -375,6 +364,6 @@ mod tests {
         // Quit from a console is a stop that keeps remote sessions.
         hub.command(&one, AgentCommand::Quit).unwrap();
         let stop = hub.stop_requested().borrow().clone().unwrap();
-        assert_eq!(stop.on_exit, OnExit::Keep);
+        assert_eq!(stop.on_exit, OnExit::Unsaid);
     }
 }

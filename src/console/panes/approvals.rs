@@ -4,6 +4,8 @@
 //! It never decides anything by itself: it only turns the operator's key on
 //! the selected request into an [`ApprovalDecision`] for the App to send.
 
+use std::cell::RefCell;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -66,7 +68,13 @@ pub struct ApprovalsPane {
     automatic: Vec<ApprovalRequest>,
     /// The request whose diff is scrolled, and its first row shown.
     diff_scroll: (u64, usize),
+    /// The request whose card (header and action) the last draw showed as
+    /// selected: approval keys act only on it.
+    shown: RefCell<Option<CardKey>>,
 }
+
+/// Whose call and which: one queued request.
+pub type CardKey = (Option<String>, u64);
 
 impl ApprovalsPane {
     pub fn len(&self) -> usize {
@@ -80,6 +88,14 @@ impl ApprovalsPane {
     /// Requests nobody has answered yet.
     pub fn unanswered(&self) -> usize {
         self.queue.iter().filter(|p| p.answered.is_none()).count()
+    }
+
+    /// The oldest request nobody has answered yet (the queue's order).
+    pub fn oldest_open(&self) -> Option<&ApprovalRequest> {
+        self.queue
+            .iter()
+            .find(|p| p.answered.is_none())
+            .map(|p| &p.request)
     }
 
     /// The most recent request nobody has answered yet.
@@ -270,6 +286,18 @@ impl ApprovalsPane {
         }
     }
 
+    /// The selected request when nobody answered it yet and the last draw
+    /// showed its card (the operator could read what they answer).
+    pub fn selected_seen(&self) -> Option<&ApprovalRequest> {
+        let p = self.selected().filter(|p| p.answered.is_none())?;
+        (self.shown.borrow().as_ref() == Some(&card_key(p))).then_some(&p.request)
+    }
+
+    /// Forget what the last draw showed (the pane is not drawn now).
+    pub fn hide(&self) {
+        self.shown.replace(None);
+    }
+
     /// The selected request when nobody answered it yet.
     pub fn selected_open(&self) -> Option<&ApprovalRequest> {
         self.selected()
@@ -306,6 +334,7 @@ impl ApprovalsPane {
         let block = pane_block(title, focused, theme);
         let inner = block.inner(area);
         frame.render_widget(block, area);
+        self.shown.replace(None);
         if self.queue.is_empty() {
             let hint = Line::styled("no pending approvals", theme.dim);
             frame.render_widget(Paragraph::new(hint), inner);
@@ -341,9 +370,18 @@ impl ApprovalsPane {
         let skip = (selected_line + selected_len)
             .saturating_sub(height)
             .min(selected_line);
+        // Shown: its header and first detail line (what it would do) fit.
+        let card_rows = selected_len.min(2);
+        if selected_line >= skip && selected_line + card_rows <= skip + height {
+            self.shown.replace(self.selected().map(card_key));
+        }
         let visible: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
         frame.render_widget(Paragraph::new(visible), inner);
     }
+}
+
+fn card_key(p: &Pending) -> CardKey {
+    (p.agent.as_ref().map(|a| a.id.clone()), p.request.id)
 }
 
 fn request_pending(request: ApprovalRequest, agent: Option<Foreign>, asked_ms: u64) -> Pending {

@@ -141,8 +141,7 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
         }
         Focus::Conversation | Focus::Tools => {
             if view.pending > 0 {
-                keys.push((k(Action::Approve), "approve"));
-                keys.push((k(Action::Deny), "deny"));
+                keys.push((k(Action::NextPane), "approvals"));
             }
             keys.push(("PgUp/PgDn".into(), "scroll"));
             keys.push((k(Action::Follow), "follow"));
@@ -155,6 +154,9 @@ pub fn keys(view: FooterView, map: &Keymap) -> Vec<(String, &'static str)> {
             }
         }
         Focus::Mirror => {
+            if view.pending > 0 {
+                keys.push((k(Action::NextPane), "approvals"));
+            }
             keys.push(("Enter".into(), "type into the pane"));
             keys.push((k(Action::FocusInput), "message"));
             keys.push((k(Action::Zoom), "zoom"));

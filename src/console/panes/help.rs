@@ -99,6 +99,9 @@ pub fn sections(map: &Keymap) -> Vec<(&'static str, Vec<(String, String)>)> {
     ]
 }
 
+/// The width of the key column.
+const KEY_COLUMN: usize = 18;
+
 /// Lines of the overlay at this width.
 pub fn lines(map: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
@@ -111,8 +114,10 @@ pub fn lines(map: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
             theme.heading.add_modifier(Modifier::BOLD),
         ));
         for (k, what) in pairs {
+            // A long key list keeps a space before its words.
+            let w = KEY_COLUMN.max(k.chars().count() + 1);
             out.push(Line::from(vec![
-                Span::styled(format!("  {k:<18}"), theme.footer_key),
+                Span::styled(format!("  {k:<w$}"), theme.footer_key),
                 Span::styled(what, theme.text),
             ]));
         }

@@ -115,6 +115,6 @@ mod tests {
         );
         assert_eq!(ask.on_key(key(KeyCode::Esc)), Answer::Back);
         assert_eq!(ask.on_key(key(KeyCode::Char('q'))), Answer::Stay);
-        assert_eq!(OnExit::default(), OnExit::Keep);
+        assert_eq!(OnExit::default(), OnExit::Unsaid);
     }
 }

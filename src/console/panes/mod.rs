@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod approvals;
+pub mod banner;
 pub mod card_facts;
 pub mod conversation;
 pub mod diff_card;

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::pane_block;
-use crate::console::text::{fit_line, sanitize};
+use crate::console::text::{fit_line, plural, sanitize};
 use crate::console::theme::Theme;
 
 /// One standing rule.
@@ -97,13 +97,13 @@ impl RulesView {
     pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let title = if self.held {
             format!(
-                "session rules restored from the log · {} rules",
-                self.rules.len()
+                "session rules restored from the log · {}",
+                plural(self.rules.len(), "rule")
             )
         } else {
             format!(
-                "standing approvals · {} rules this session",
-                self.rules.len()
+                "standing approvals · {} this session",
+                plural(self.rules.len(), "rule")
             )
         };
         let block = pane_block(title, true, theme);

@@ -359,7 +359,8 @@ pub fn count_changes(diff: &str) -> (usize, usize) {
     })
 }
 
-fn plural(n: usize, word: &str) -> String {
+/// `1 change`, `2 changes`: a count with its noun.
+pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {

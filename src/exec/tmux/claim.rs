@@ -4,11 +4,14 @@
 //! next free name (`vigil-agent-2`, …) instead of typing into the first
 //! one's pane. A session the operator names in the config is theirs to
 //! share and is never renamed. It only picks a name; it never talks to tmux.
+//!
+//! The locks live in `$TMPDIR/vigil-locks-<uid>` (else `/tmp`); a released
+//! claim removes its file and the folder once empty, and lock files that
+//! agents killed uncleanly left are removed by the next claim.
 
 use std::fs::{DirBuilder, File, OpenOptions};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 use super::script::sanitize;
 
@@ -20,6 +23,19 @@ const TRIES: usize = 9;
 #[derive(Debug)]
 pub struct Claim {
     _file: File,
+    path: PathBuf,
+}
+
+impl Drop for Claim {
+    /// The lock file goes while still held (a claim that opened it
+    /// meanwhile sees it unlinked and does not count), then the folder
+    /// when no other claim is in it.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 /// Where the locks live: one private folder per user.
@@ -36,17 +52,45 @@ fn lock_dir() -> Option<PathBuf> {
 }
 
 /// Take the lock for `name` on `target`/`socket`, if nobody holds it.
-fn try_lock(dir: &std::path::Path, target: &str, socket: &str, name: &str) -> Option<Claim> {
+fn try_lock(dir: &Path, target: &str, socket: &str, name: &str) -> Option<Claim> {
     let key = sanitize(&format!("{target}-{socket}-{name}"));
+    let path = dir.join(format!("{key}.lock"));
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join(format!("{key}.lock")))
+        .open(&path)
         .ok()?;
-    // SAFETY: flock on a descriptor this function owns.
-    let got = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-    got.then_some(Claim { _file: file })
+    if !super::leftovers::lock(&file) || !still_there(&file, &path) {
+        return None;
+    }
+    Some(Claim { _file: file, path })
+}
+
+/// The locked file is still the one at `path` (not one a released claim
+/// unlinked after this one opened it).
+fn still_there(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// Remove the lock files nobody holds (agents killed uncleanly).
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "lock")
+            && let Ok(file) = File::open(&path)
+            && super::leftovers::lock(&file)
+            && still_there(&file, &path)
+        {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The default session name this vigil uses: `default` when no other vigil
@@ -56,6 +100,7 @@ pub fn claim(target: &str, socket: &str, default: &str) -> (String, Option<Claim
     let Some(dir) = lock_dir() else {
         return (default.to_string(), None);
     };
+    sweep(&dir);
     (1..=TRIES)
         .map(|i| match i {
             1 => default.to_string(),
@@ -82,5 +127,13 @@ mod tests {
         assert_eq!(c, "vigil-x");
         let (other, _co) = claim("ssh host", &socket, "vigil-x");
         assert_eq!(other, "vigil-x", "another target is another name space");
+        // A released claim leaves no file behind; one nobody holds (its
+        // agent was killed) is swept by the next claim.
+        let path = cb.as_ref().map(|c| c.path.clone()).unwrap();
+        drop(cb);
+        assert!(!path.exists());
+        std::fs::write(&path, "").unwrap();
+        drop(claim("local", &socket, "vigil-y"));
+        assert!(!path.exists(), "a stale lock file stayed");
     }
 }

@@ -23,6 +23,11 @@ use super::{TmuxError, TmuxManager};
 /// At most ~30 captures a second.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(33);
 
+/// A capture that failed (the control client not up yet) is taken again
+/// after this, not at the pane's next output: a console attaching to an
+/// idle pane sees it at once.
+const RETRY: Duration = Duration::from_millis(300);
+
 /// How often the feed checks that the tmux layer still exists while the
 /// pane is idle (the only wake-up an idle pane causes).
 const LIVENESS: Duration = Duration::from_secs(5);
@@ -82,8 +87,17 @@ async fn run(
             return;
         };
         last = Some(Instant::now());
-        match capture(&manager).await {
+        let captured = capture(&manager).await;
+        let failed = captured.is_err();
+        match captured {
             Ok(text) => {
+                // A blank pane is a capture too (one empty line), never
+                // the "no capture yet" of an empty text.
+                let text = if text.is_empty() {
+                    "\n".to_string()
+                } else {
+                    text
+                };
                 tx.send_if_modified(|shown| {
                     if *shown == text {
                         false
@@ -105,6 +119,7 @@ async fn run(
                     break;
                 }
                 () = tx.closed() => return,
+                () = tokio::time::sleep(RETRY), if failed => break,
                 () = tokio::time::sleep(LIVENESS) => {
                     if tmux.strong_count() == 0 {
                         return;

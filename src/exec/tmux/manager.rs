@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::control::Control;
-use super::script::{sanitize, tq};
+use super::script::tq;
 use super::{TmuxError, TmuxOptions};
 use crate::exec::transport::{self, Transport, sh_quote};
 use crate::exec::{ExecError, MirrorTarget, RunOutcome};
@@ -105,6 +105,9 @@ pub struct TmuxManager {
     /// Sessions and panes vigil created (recreated when they vanish).
     pub(super) known_sessions: Mutex<HashSet<String>>,
     pub(super) known_panes: Mutex<HashSet<(String, String)>>,
+    /// Sessions this manager created itself (removed when a local agent
+    /// stops).
+    pub(super) created_sessions: Mutex<HashSet<String>>,
     pub(super) shared_pane: Mutex<String>,
     pub(super) next_id: AtomicU64,
     pub(super) changes: watch::Sender<u64>,
@@ -114,6 +117,8 @@ pub struct TmuxManager {
     pub(super) fetch: super::fetch::Fetcher,
     /// The default session's name, held against other vigils.
     _claim: Option<super::claim::Claim>,
+    /// The local command directory, held while this agent lives.
+    held: Mutex<Option<super::leftovers::Held>>,
 }
 
 impl Drop for TmuxManager {
@@ -138,11 +143,7 @@ impl TmuxManager {
             Some(s) if !s.trim().is_empty() => (canonical_session(&prefix, s), None),
             _ => super::claim::claim(&transport.label(), &opts.socket, &prefix),
         };
-        let dir = format!(
-            "/tmp/vigil-{}-{}",
-            sanitize(&opts.socket).trim_matches('-'),
-            &random_hex()[..16]
-        );
+        let dir = super::leftovers::command_dir(transport.is_local(), &opts.socket);
         let (changes, _) = watch::channel(0u64);
         let mgr = Arc::new(TmuxManager {
             fetch: super::fetch::Fetcher::new(transport.clone()),
@@ -156,12 +157,19 @@ impl TmuxManager {
             slots: Mutex::new(HashMap::new()),
             known_sessions: Mutex::new(HashSet::from([default_session.clone()])),
             known_panes: Mutex::new(HashSet::new()),
+            // A claimed default session is this agent's alone (even left
+            // by one killed uncleanly): it goes when this agent stops.
+            created_sessions: Mutex::new(claim.iter().map(|_| default_session.clone()).collect()),
             shared_pane: Mutex::new(String::new()),
             next_id: AtomicU64::new(1),
             changes,
             _claim: claim,
+            held: Mutex::new(None),
         });
         mgr.make_dir().await?;
+        if mgr.transport.is_local() {
+            *lock(&mgr.held) = super::leftovers::hold(std::path::Path::new(&mgr.dir));
+        }
         let pane = mgr.resolve(None, None).await?;
         // Starting a new session is not news for the model.
         pane.slot.take_notes();
@@ -410,6 +418,7 @@ impl TmuxManager {
         // The attach answers with one block of its own; make sure it is up.
         control.cmd("display -p ok").await?;
         if created {
+            lock(&self.created_sessions).insert(session.to_string());
             control
                 .cmd(&format!(
                     "set-option -t {session} @vigil-owner {}",

@@ -22,6 +22,7 @@ pub mod feed;
 pub mod fetch;
 pub mod guard;
 pub mod inert;
+pub mod leftovers;
 pub mod manager;
 pub mod names;
 pub mod ops;

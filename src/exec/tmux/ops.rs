@@ -50,6 +50,19 @@ impl TmuxManager {
         Ok(sessions)
     }
 
+    /// On a local stop: kill the sessions this agent created (never one it
+    /// found, nor another agent's), then remove the command directory.
+    /// tmux ends the private server with its last session.
+    pub async fn remove_created(&self) {
+        let created: Vec<String> = lock(&self.created_sessions).drain().collect();
+        self.controls.lock().await.clear();
+        lock(&self.known_sessions).clear();
+        for s in &created {
+            let _ = self.tmux(&["kill-session", "-t", &format!("={s}")]).await;
+        }
+        self.forget_dir().await;
+    }
+
     /// Remove the command directory on the target (best effort).
     pub async fn forget_dir(&self) {
         let _ = self

@@ -21,6 +21,7 @@ fn hub(
         broker,
         cmd_tx,
         None,
+        Default::default(),
     );
     (hub, cmd_rx)
 }
