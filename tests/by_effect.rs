@@ -63,7 +63,7 @@ fn asked_with(c: &Console, trigger: &str, command: &str, effect: &str, nth: usiz
         s.contains("approvals (1)") && s.contains(&format!("$ {command}")) && s.contains(effect)
     });
     assert!(card.contains("asked: tried in the view"), "{card}");
-    c.keys(&["n"]);
+    c.answer("n");
     c.wait_for(
         &format!("denial {nth} ({trigger}) in the tools pane"),
         |s| s.matches("denied by operator").count() >= nth && !s.contains("approvals (1)"),
@@ -128,7 +128,7 @@ fn only_what_would_change_something_is_asked() {
         s.contains("approvals (1)") && s.contains("$ cat .env")
     });
     assert!(card.contains("`secret`"), "{card}");
-    c.keys(&["n"]);
+    c.answer("n");
     c.wait_for("the fifth denial", |s| {
         s.matches("denied by operator").count() >= 5 && !s.contains("approvals (1)")
     });
@@ -154,7 +154,7 @@ fn a_pane_moved_by_cd_is_followed() {
         s.contains("approvals (1)") && s.contains("$ cd sub")
     });
     assert!(card.contains("`shell-state`"), "{card}");
-    c.keys(&["y"]);
+    c.answer("y");
     c.wait_for("the cd to run", |s| {
         s.matches("TOOL SAID").count() >= 1 && !s.contains("approvals (1)")
     });
@@ -305,7 +305,7 @@ fn a_long_trial_shows_its_card_at_once() {
     c.wait_for("the card filled in with the effect", |s| {
         s.contains("approvals (1)") && s.contains("late-file (empty)")
     });
-    c.keys(&["n"]);
+    c.answer("n");
     c.wait_for("the denial", |s| {
         s.matches("denied by operator").count() >= 1 && !s.contains("approvals (1)")
     });

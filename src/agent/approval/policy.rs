@@ -46,6 +46,7 @@ impl Policy {
         match self {
             Policy::Ask => P::Ask,
             Policy::AutoApproveLow => P::AutoApproveLow,
+            Policy::ByEffect => P::ByEffect,
             Policy::ApproveAll => P::ApproveAll,
             Policy::DenyAll(_) => P::DenyAll,
             Policy::ApproveAllUntil(until) => {
