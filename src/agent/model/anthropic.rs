@@ -108,6 +108,10 @@ impl AnthropicClient {
                 break;
             };
             any = true;
+            if event.event == "error" {
+                // llama.cpp: `event: error` with the error object itself.
+                return Err(self.stream_error(StreamError::from_error_event(&event.data)));
+            }
             if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
                 on_text(&delta);
             }
@@ -154,5 +158,14 @@ impl ChatModel for AnthropicClient {
 
     fn model_name(&self) -> &str {
         &self.config.model
+    }
+
+    async fn discover(&self) -> super::discover::Discovery {
+        super::discover::ask(
+            &self.http,
+            &self.config,
+            super::discover::KeyHeader::Anthropic,
+        )
+        .await
     }
 }

@@ -180,25 +180,19 @@ impl MessagesAssembler {
             }
             "message_delta" => {
                 if let Some(r) = v["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(r.to_string());
+                    self.stop_reason = Some(finish_reason(r));
                 }
                 self.read_usage(&v["usage"]);
             }
             "message_stop" => self.done = true,
-            "error" => {
-                let msg = v["error"]["message"]
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| snippet(&v.to_string()));
-                return Err(StreamError::Server(msg));
-            }
+            "error" => return Err(StreamError::from_error_value(&v["error"])),
             _ => {}
         }
         Ok(None)
     }
 
     fn read_usage(&mut self, u: &Value) {
-        if let Some(n) = u["input_tokens"].as_u64() {
+        if let Some(n) = prompt_tokens(u) {
             self.usage.prompt_tokens = n;
         }
         if let Some(n) = u["output_tokens"].as_u64() {
@@ -242,6 +236,29 @@ impl MessagesAssembler {
     }
 }
 
+/// The prompt's size in a usage object: the uncached input plus what was
+/// read from and written to the prompt cache (Anthropic counts them apart;
+/// llama.cpp reports its reused prefix as `cache_read_input_tokens`). None
+/// when the object carries none of them.
+fn prompt_tokens(u: &Value) -> Option<u64> {
+    let fields = [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ];
+    let counts: Vec<u64> = fields.iter().filter_map(|k| u[*k].as_u64()).collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+/// A stop reason in the vocabulary the loop reads (OpenAI's): an answer cut
+/// at `max_tokens` is `length`, whichever dialect said so.
+fn finish_reason(stop_reason: &str) -> String {
+    match stop_reason {
+        "max_tokens" => "length".into(),
+        other => other.into(),
+    }
+}
+
 /// Parses a whole (non-streamed) Messages answer.
 pub fn parse_message(body: &str) -> Result<AssistantReply, StreamError> {
     if body.trim().is_empty() {
@@ -276,12 +293,12 @@ pub fn parse_message(body: &str) -> Result<AssistantReply, StreamError> {
         }
     }
     let u = &v["usage"];
-    let prompt = u["input_tokens"].as_u64().unwrap_or(0);
+    let prompt = prompt_tokens(u).unwrap_or(0);
     let completion = u["output_tokens"].as_u64().unwrap_or(0);
     Ok(AssistantReply {
         content,
         tool_calls,
-        finish_reason: v["stop_reason"].as_str().map(str::to_string),
+        finish_reason: v["stop_reason"].as_str().map(finish_reason),
         usage: Some(Usage {
             prompt_tokens: prompt,
             completion_tokens: completion,
@@ -351,6 +368,27 @@ mod tests {
         let r = a.finish().unwrap();
         assert_eq!(r.tool_calls[0].id, "tu1");
         assert_eq!(r.tool_calls[0].function.arguments, r#"{"format":"iso"}"#);
+        assert_eq!(r.usage.unwrap().prompt_tokens, 12);
+    }
+
+    #[test]
+    fn a_cut_answer_is_length_and_cached_input_counts() {
+        let mut a = MessagesAssembler::new();
+        for e in [
+            r#"{"type":"message_start","message":{"usage":{"cache_read_input_tokens":900,"cache_creation_input_tokens":40,"input_tokens":6,"output_tokens":0}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Once"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":5}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            a.feed(e).unwrap();
+        }
+        let r = a.finish().unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        let usage = r.usage.unwrap();
+        assert_eq!((usage.prompt_tokens, usage.completion_tokens), (946, 5));
+        let whole = r#"{"content":[{"type":"text","text":"x"}],"stop_reason":"max_tokens","usage":{"cache_read_input_tokens":11,"input_tokens":1,"output_tokens":5}}"#;
+        let r = parse_message(whole).unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.usage.unwrap().prompt_tokens, 12);
     }
 

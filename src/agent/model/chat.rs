@@ -3,6 +3,7 @@
 //! and what a round returns ([`Completion`]). Plain types and one shared
 //! ending of a round; no HTTP and no dialect lives here.
 
+use super::discover::{Discovery, ServerModels};
 use super::error::ModelError;
 use super::types::{AssistantReply, Messages};
 use crate::tools::ToolDefinition;
@@ -24,10 +25,10 @@ pub trait ChatModel: Send + Sync {
     /// The model name sent with each request.
     fn model_name(&self) -> &str;
 
-    /// The context window the server says it serves, in tokens, when it
-    /// publishes one (asked once, when no `context_limit` is configured).
-    async fn context_window(&self) -> Option<u64> {
-        None
+    /// What the server says it serves (its model list and the context
+    /// window it publishes), asked once at the start of a session.
+    async fn discover(&self) -> Discovery {
+        Discovery::Answered(ServerModels::default())
     }
 }
 

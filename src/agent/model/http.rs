@@ -123,6 +123,9 @@ pub(crate) fn stream_error(config: &ModelClientConfig, e: StreamError) -> ModelE
         StreamError::ServerStatus { status, message } => {
             ModelError::from_status(status, "", redact_key(config, &message), None)
         }
+        StreamError::Server(message) if super::error::is_model_output_error(&message) => {
+            ModelError::ModelOutput(redact_key(config, &message))
+        }
         other => ModelError::Protocol(redact_key(config, &other.to_string())),
     }
 }

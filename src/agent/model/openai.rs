@@ -299,8 +299,8 @@ impl ChatModel for ModelClient {
         &self.config.model
     }
 
-    async fn context_window(&self) -> Option<u64> {
-        super::discover::context_window(&self.http, &self.config).await
+    async fn discover(&self) -> super::discover::Discovery {
+        super::discover::ask(&self.http, &self.config, super::discover::KeyHeader::Bearer).await
     }
 }
 

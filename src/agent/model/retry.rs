@@ -90,19 +90,22 @@ pub async fn complete_with_retries(
         if shown > 0 {
             emit(AgentEvent::AssistantDiscarded { chars: shown });
         }
-        if !error.is_transient() || attempt >= max {
+        // A transient error gets every attempt, a model output the server
+        // could not parse one more, anything else none.
+        let allowed = error.attempts(max);
+        if attempt >= allowed {
             return Err(error);
         }
         let delay = policy.delay(attempt, &error);
         tracing::warn!(
             attempt,
-            max,
+            allowed,
             ?delay,
             "model round failed, retrying: {error}"
         );
         emit(AgentEvent::RetryScheduled {
             attempt,
-            max_attempts: max,
+            max_attempts: allowed,
             delay_ms: delay.as_millis() as u64,
             error: error.to_string(),
         });

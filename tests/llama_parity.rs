@@ -1,0 +1,255 @@
+//! One suite, both dialects: every test here runs against the same real
+//! llama.cpp server (SmolLM2-135M, greedy) through its
+//! `/v1/chat/completions` and its `/v1/messages`, at n_ctx 2048 and 8192
+//! (`matrix!`: `NAME::openai_2048`, `NAME::anthropic_8192`, …). What one
+//! dialect does, the other must do the same way: cut answers, usage with
+//! the cache fields, the published context window, invalid arguments,
+//! errors inside the stream, the model's own format errors, the model list,
+//! the tool definitions' share of a small window, compaction and streamed
+//! tool-call arguments. See `llama_support` for the server and the proxy.
+
+mod common;
+mod llama_support;
+
+use llama_support::{
+    Action, BAD_ARGS, Case, Dialect, answered, events, exec, notices, of_type, proxy, report,
+    session_id,
+};
+use serde_json::Value;
+
+/// A tool-call block that is not JSON: the server's parser refuses what the
+/// model produced ("does not match the expected … format").
+const NOT_A_CALL: &str = "<tool_call>\nnot json";
+
+fn chats(proxy: &llama_support::Proxy) -> Vec<Value> {
+    proxy.requests().into_iter().filter(Case::is_chat).collect()
+}
+
+fn all_ok(proxy: &llama_support::Proxy) {
+    assert!(
+        proxy.statuses().iter().all(|s| *s == 200),
+        "{:?}",
+        proxy.statuses()
+    );
+}
+
+matrix!(
+    the_published_window_is_learnt,
+    a_cut_answer_exits_7,
+    usage_counts_the_cached_prompt,
+    invalid_arguments_are_answered_and_stored_as_an_object,
+    an_error_event_in_the_stream_is_retried,
+    a_model_format_error_is_a_model_error_tried_twice,
+    a_model_the_server_does_not_list_is_warned_about,
+    an_unreachable_server_is_not_said_to_publish_nothing,
+);
+
+async fn the_published_window_is_learnt(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let out = exec(
+        &case.dirs(""),
+        &proxy.base_url,
+        &["Reply with one word: hello."],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    let ev = events(&out);
+    let told = format!("context window: {} tokens", case.n_ctx);
+    assert!(
+        notices(&ev).iter().any(|n| n.contains(&told)),
+        "{}",
+        report(&out)
+    );
+    let usage = of_type(&ev, "context_usage");
+    assert!(!usage.is_empty() && usage.iter().all(|u| u["limit"] == case.n_ctx));
+    assert!(!notices(&ev).iter().any(|n| n.contains("does not list")));
+    let deltas = of_type(&ev, "assistant_delta");
+    assert!(deltas.len() > 1, "streamed in pieces: {}", report(&out));
+    let streamed: String = deltas.iter().filter_map(|d| d["text"].as_str()).collect();
+    assert_eq!(streamed, of_type(&ev, "assistant_message")[0]["text"]);
+    let first = &chats(&proxy)[0];
+    assert_eq!(first["max_tokens"], 40);
+    if case.dialect == Dialect::OpenAi {
+        assert_eq!(first["stream_options"]["include_usage"], true);
+    }
+}
+
+async fn a_cut_answer_exits_7(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let dirs = case.dirs("max_tokens = 5");
+    let out = exec(
+        &dirs,
+        &proxy.base_url,
+        &["Write a long story about a dragon."],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(7), "{}", report(&out));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "turn_failed")[0]["kind"], "answer_cut");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cut off"));
+    assert_eq!(chats(&proxy)[0]["max_tokens"], 5);
+}
+
+/// The second run of a session sends the first run's prompt again: the
+/// server reads most of it from its cache (Messages: `cache_read_input_tokens`,
+/// apart from `input_tokens`). The count must still be the whole prompt.
+async fn usage_counts_the_cached_prompt(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let dirs = case.dirs("max_tokens = 8");
+    let used = |out: &std::process::Output| {
+        of_type(&events(out), "context_usage")
+            .last()
+            .map(|u| u["used"].as_u64().unwrap())
+            .unwrap_or_else(|| panic!("no context usage: {}", report(out)))
+    };
+    let first = exec(&dirs, &proxy.base_url, &["Reply with one word: hello."]).await;
+    answered(&first);
+    let id = session_id(&events(&first));
+    let args = ["--resume", id.as_str(), "Reply with one word: again."];
+    let second = exec(&dirs, &proxy.base_url, &args).await;
+    answered(&second);
+    assert!(
+        used(&second) > used(&first),
+        "a longer conversation counts more tokens: {} then {}",
+        used(&first),
+        used(&second)
+    );
+    // The system prompt alone is more than 20 tokens.
+    assert!(used(&first) > 40, "{}", report(&first));
+}
+
+async fn invalid_arguments_are_answered_and_stored_as_an_object(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let action = Action::Prefill {
+        marker: "[bad-args]",
+        text: BAD_ARGS,
+        max_tokens: 3,
+    };
+    let proxy = proxy(&llama.url, vec![action]).await;
+    let dirs = case.dirs("");
+    let out = exec(
+        &dirs,
+        &proxy.base_url,
+        &["What time is it in UTC? [bad-args]"],
+    )
+    .await;
+    answered(&out);
+    let ev = events(&out);
+    let raw = of_type(&ev, "tool_call_requested")[0]["arguments"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(serde_json::from_str::<Value>(&raw).is_err(), "{raw:?}");
+    let done = of_type(&ev, "tool_completed");
+    assert_eq!(done[0]["summary"]["ok"], false, "{}", report(&out));
+    let next = chats(&proxy)[1].to_string();
+    assert!(next.contains("arguments {}"), "{next}");
+    assert!(!next.contains(&raw.replace('"', "\\\"")), "{next}");
+    all_ok(&proxy);
+    let id = session_id(&ev);
+    let out = exec(&dirs, &proxy.base_url, &["--resume", &id, "Reply: thanks."]).await;
+    answered(&out);
+    all_ok(&proxy);
+}
+
+async fn an_error_event_in_the_stream_is_retried(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let action = Action::StreamError {
+        marker: "[flaky]",
+        after: 2,
+    };
+    let proxy = proxy(&llama.url, vec![action]).await;
+    let out = exec(
+        &case.dirs(""),
+        &proxy.base_url,
+        &["Reply with one word: yes. [flaky]"],
+    )
+    .await;
+    answered(&out);
+    let ev = events(&out);
+    let retries = of_type(&ev, "retry_scheduled");
+    assert_eq!(retries.len(), 1, "{}", report(&out));
+    assert!(
+        retries[0]["error"].as_str().unwrap().contains("HTTP 500"),
+        "{}",
+        report(&out)
+    );
+}
+
+/// llama.cpp's in-stream "does not match the expected … format" repeats
+/// at temperature 0: a model error (exit 1), tried once more at most, the
+/// server's message shown, never "unreachable".
+async fn a_model_format_error_is_a_model_error_tried_twice(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let action = Action::Prefill {
+        marker: "[garbled]",
+        text: NOT_A_CALL,
+        max_tokens: 8,
+    };
+    let proxy = proxy(&llama.url, vec![action]).await;
+    let out = exec(
+        &case.dirs(""),
+        &proxy.base_url,
+        &["What time is it? [garbled]"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", report(&out));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "turn_failed")[0]["kind"], "model_error");
+    assert_eq!(of_type(&ev, "retry_scheduled").len(), 1, "{}", report(&out));
+    assert_eq!(chats(&proxy).len(), 2, "{}", report(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not match the expected"),
+        "{}",
+        report(&out)
+    );
+    assert!(!stderr.contains("cannot reach"), "{}", report(&out));
+}
+
+async fn a_model_the_server_does_not_list_is_warned_about(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let dirs = case.dirs("max_tokens = 4");
+    let bin = common::vigil_bin();
+    let out = tokio::process::Command::new(bin)
+        .arg("--config")
+        .arg(dirs.config())
+        .args(["exec", "--json", "Reply: hi."])
+        .env("VIGIL_BASE_URL", &proxy.base_url)
+        .env("VIGIL_MODEL", "no-such-model")
+        .env("VIGIL_DATA_DIR", dirs.data())
+        .env("VIGIL_TMUX_SOCKET", &dirs.tmux.socket)
+        .env_remove("VIGIL_API_KEY")
+        .output()
+        .await
+        .expect("vigil ran");
+    let ev = events(&out);
+    let warned: Vec<String> = notices(&ev)
+        .into_iter()
+        .filter(|n| n.contains("does not list the model `no-such-model`"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", report(&out));
+    assert!(warned[0].contains("smollm2"), "{warned:?}");
+}
+
+/// Nothing listens: the run fails as unreachable (exit 5) and says nothing
+/// about a context window it could not ask for.
+async fn an_unreachable_server_is_not_said_to_publish_nothing(case: Case) {
+    let dirs = case.dirs("");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", closed.local_addr().expect("addr"));
+    drop(closed);
+    let out = exec(&dirs, &url, &["Reply: hi."]).await;
+    assert_eq!(out.status.code(), Some(5), "{}", report(&out));
+    let ev = events(&out);
+    assert!(
+        !notices(&ev).iter().any(|n| n.contains("context window")),
+        "{}",
+        report(&out)
+    );
+    assert_eq!(of_type(&ev, "turn_failed")[0]["kind"], "model_unreachable");
+}
