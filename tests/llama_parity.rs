@@ -12,7 +12,7 @@ mod common;
 mod llama_support;
 
 use llama_support::{
-    Action, BAD_ARGS, Case, Dialect, answered, events, exec, notices, of_type, proxy, report,
+    Action, BAD_ARGS, CALL, Case, Dialect, answered, events, exec, notices, of_type, proxy, report,
     session_id,
 };
 use serde_json::Value;
@@ -42,6 +42,8 @@ matrix!(
     a_model_format_error_is_a_model_error_tried_twice,
     a_model_the_server_does_not_list_is_warned_about,
     an_unreachable_server_is_not_said_to_publish_nothing,
+    a_plain_question_fits_with_the_default_tools,
+    a_one_tool_task_fits_with_the_default_tools,
 );
 
 async fn the_published_window_is_learnt(case: Case) {
@@ -252,4 +254,62 @@ async fn an_unreachable_server_is_not_said_to_publish_nothing(case: Case) {
         report(&out)
     );
     assert_eq!(of_type(&ev, "turn_failed")[0]["kind"], "model_unreachable");
+}
+
+/// What the default configuration offers is told to fit: the definitions
+/// went shorter than written, and the run says so.
+fn told_shortened(out: &std::process::Output) {
+    let ev = events(out);
+    let told: Vec<String> = notices(&ev)
+        .into_iter()
+        .filter(|n| n.starts_with("tool definitions sent"))
+        .collect();
+    assert_eq!(told.len(), 1, "{}", report(out));
+}
+
+/// Every default tool, the default system prompt: a plain question is
+/// answered at 2048 tokens as at 8192, without a refusal.
+async fn a_plain_question_fits_with_the_default_tools(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let dirs = case.default_dirs("");
+    let out = exec(&dirs, &proxy.base_url, &["Reply with one word: hello."]).await;
+    answered(&out);
+    told_shortened(&out);
+    all_ok(&proxy);
+    let tools = chats(&proxy)[0]["tools"].as_array().map_or(0, Vec::len);
+    assert!(tools >= 8, "the core tools are offered: {tools}");
+}
+
+/// Every default tool: the model calls `time`, it runs, and its result goes
+/// back in a request the server takes.
+async fn a_one_tool_task_fits_with_the_default_tools(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let action = Action::Prefill {
+        marker: "[call-time]",
+        text: CALL,
+        max_tokens: 1,
+    };
+    let proxy = proxy(&llama.url, vec![action]).await;
+    let dirs = case.default_dirs("");
+    let out = exec(&dirs, &proxy.base_url, &["What time is it? [call-time]"]).await;
+    answered(&out);
+    told_shortened(&out);
+    let ev = events(&out);
+    assert_eq!(
+        of_type(&ev, "tool_call_requested")[0]["name"],
+        "time",
+        "{}",
+        report(&out)
+    );
+    assert_eq!(
+        of_type(&ev, "tool_completed")[0]["summary"]["ok"],
+        true,
+        "{}",
+        report(&out)
+    );
+    let requests = chats(&proxy);
+    assert!(requests.len() >= 2, "{}", report(&out));
+    assert!(requests[1].to_string().contains("tool"), "{}", requests[1]);
+    all_ok(&proxy);
 }

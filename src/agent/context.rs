@@ -62,6 +62,17 @@ impl ContextBudget {
         ((chars + self.tools_chars) as u64).div_ceil(4)
     }
 
+    /// The tool definitions sent with every request are `chars` long (they
+    /// change when a small window gets them shortened).
+    pub fn set_tools_chars(&mut self, chars: usize) {
+        self.tools_chars = chars;
+    }
+
+    /// Calibrated estimate of `chars` of text alone, in tokens.
+    pub fn tokens_of(&self, chars: usize) -> u64 {
+        self.calibrated((chars as u64).div_ceil(4))
+    }
+
     /// Calibrated estimate, in tokens.
     pub fn estimate(&self, messages: &[ChatMessage]) -> u64 {
         self.calibrated(self.raw(messages))

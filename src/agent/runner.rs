@@ -137,6 +137,7 @@ async fn run_agent(
         session: setup.session,
         finished: Mutex::new(HashMap::new()),
         last_failed: AtomicBool::new(false),
+        tools_told: Mutex::new(None),
     });
     let system = ChatMessage::system(setup.system_prompt);
     match setup.restore {

@@ -16,9 +16,10 @@ use super::compact::maybe_compact;
 use super::model::retry::complete_with_retries;
 use super::model::types::{ChatMessage, ToolCall};
 use super::shared::{Shared, lock};
+use super::tool_budget::fit;
 use crate::event::{AgentEvent, FailureKind, OutputStream, ToolSummary, TurnOutcome};
 use crate::tools::visibility::Visibility;
-use crate::tools::{ApprovalDecision, ToolContext, ToolStream};
+use crate::tools::{ApprovalDecision, ToolContext, ToolDefinition, ToolStream};
 
 use super::model::{Completion, ModelError};
 
@@ -46,7 +47,7 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
     // and visibility only grows within the turn.
     let visibility = shared.registry.visibility();
     for _round in 0..shared.max_rounds {
-        let definitions = shared.registry.visible_definitions(&visibility);
+        let definitions = fitted_definitions(shared, &visibility);
         maybe_compact(shared, false).await;
         let done = match ask_fitting(shared, &definitions).await {
             Ok(done) => done,
@@ -89,13 +90,43 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
     TurnOutcome::Failed(message)
 }
 
+/// The visible definitions in the form that fits the context window (see
+/// [`super::tool_budget`]); what was shortened is logged and told when it
+/// changes.
+fn fitted_definitions(shared: &Shared, visibility: &Visibility) -> Vec<ToolDefinition> {
+    let visible = shared.registry.visible_definitions(visibility);
+    let registry = &shared.registry;
+    let domain_of = |name: &str| {
+        registry
+            .get(name)
+            .and_then(|t| t.domain())
+            .map(str::to_string)
+    };
+    let (fitted, limit) = {
+        let mut budget = lock(&shared.context);
+        let fitted = fit(visible, &budget, &domain_of);
+        budget.set_tools_chars(fitted.sent_chars);
+        (fitted, budget.limit)
+    };
+    let told = fitted.describe(limit);
+    let mut last = lock(&shared.tools_told);
+    if *last != told {
+        if let Some(text) = &told {
+            tracing::info!("{text}");
+            shared.emit(AgentEvent::Notice { text: text.clone() });
+        }
+        *last = told;
+    }
+    fitted.definitions
+}
+
 /// One round's request, with retries. The usage the server reports
 /// calibrates the context estimate. A refusal because the request does not
 /// fit the server's context teaches the budget the server's numbers,
 /// compacts, and asks once more; a second refusal is the round's error.
 async fn ask_fitting(
     shared: &Arc<Shared>,
-    definitions: &[crate::tools::ToolDefinition],
+    definitions: &[ToolDefinition],
 ) -> Result<Completion, ModelError> {
     let mut refused = false;
     loop {

@@ -20,6 +20,7 @@ pub mod registry;
 pub mod request_tools;
 pub mod search;
 pub mod shell;
+pub mod shorten;
 pub mod ssrf;
 pub mod time;
 pub mod tmux_capture;
