@@ -15,7 +15,7 @@ use llama_support::{
     Action, BAD_ARGS, CALL, Case, Dialect, answered, events, exec, notices, of_type, proxy, report,
     session_id,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A tool-call block that is not JSON: the server's parser refuses what the
 /// model produced ("does not match the expected … format").
@@ -23,6 +23,26 @@ const NOT_A_CALL: &str = "<tool_call>\nnot json";
 
 fn chats(proxy: &llama_support::Proxy) -> Vec<Value> {
     proxy.requests().into_iter().filter(Case::is_chat).collect()
+}
+
+/// One run (the case's `Dirs`) whose request ends with `marker`: the proxy
+/// prefills the answer with `text` and caps it at `max_tokens`.
+async fn prefilled(
+    case: Case,
+    marker: &'static str,
+    text: &'static str,
+    max_tokens: u64,
+) -> Option<(llama_support::Proxy, std::process::Output)> {
+    let llama = case.server()?;
+    let action = Action::Prefill {
+        marker,
+        text,
+        max_tokens,
+    };
+    let proxy = proxy(&llama.url, vec![action]).await;
+    let prompt = format!("What time is it in UTC? {marker}");
+    let out = exec(&case.dirs(""), &proxy.base_url, &[&prompt]).await;
+    Some((proxy, out))
 }
 
 fn all_ok(proxy: &llama_support::Proxy) {
@@ -44,6 +64,10 @@ matrix!(
     an_unreachable_server_is_not_said_to_publish_nothing,
     a_plain_question_fits_with_the_default_tools,
     a_one_tool_task_fits_with_the_default_tools,
+    a_big_newest_tool_result_is_cut_and_the_request_kept_verbatim,
+    an_unusable_summary_is_retried_once_then_old_turns_are_dropped,
+    a_refused_request_compacting_cannot_change_is_not_sent_again,
+    tool_call_arguments_stream_as_they_arrive,
 );
 
 async fn the_published_window_is_learnt(case: Case) {
@@ -185,19 +209,9 @@ async fn an_error_event_in_the_stream_is_retried(case: Case) {
 /// at temperature 0: a model error (exit 1), tried once more at most, the
 /// server's message shown, never "unreachable".
 async fn a_model_format_error_is_a_model_error_tried_twice(case: Case) {
-    let Some(llama) = case.server() else { return };
-    let action = Action::Prefill {
-        marker: "[garbled]",
-        text: NOT_A_CALL,
-        max_tokens: 8,
+    let Some((proxy, out)) = prefilled(case, "[garbled]", NOT_A_CALL, 8).await else {
+        return;
     };
-    let proxy = proxy(&llama.url, vec![action]).await;
-    let out = exec(
-        &case.dirs(""),
-        &proxy.base_url,
-        &["What time is it? [garbled]"],
-    )
-    .await;
     assert_eq!(out.status.code(), Some(1), "{}", report(&out));
     let ev = events(&out);
     assert_eq!(of_type(&ev, "turn_failed")[0]["kind"], "model_error");
@@ -312,4 +326,164 @@ async fn a_one_tool_task_fits_with_the_default_tools(case: Case) {
     assert!(requests.len() >= 2, "{}", report(&out));
     assert!(requests[1].to_string().contains("tool"), "{}", requests[1]);
     all_ok(&proxy);
+}
+
+/// Numbered lines of prose, about `tokens` tokens in all (18 a line).
+fn notes(tag: &str, tokens: u64) -> String {
+    llama_support::lines(tag, (tokens / 18) as usize)
+}
+
+/// A turn whose request is long and whose one tool result (the shared
+/// pane's text, about 2 KB) is too big for what is left of the window: the
+/// result is cut to its head and tail (the full text in a spill file it
+/// names), the request goes on verbatim, and the server never refuses.
+async fn a_big_newest_tool_result_is_cut_and_the_request_kept_verbatim(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let dirs = case.default_dirs("");
+    let big = dirs.dir.path().join("big.txt");
+    let body: String = (1..=120)
+        .map(|i| format!("line {i}: status ok, nothing to report\n"))
+        .collect();
+    std::fs::write(&big, &body).expect("big file");
+    // The shared pane shows the file: `capture-pane` (no arguments) reads it.
+    let mut config = std::fs::read_to_string(dirs.config()).expect("config");
+    config.push_str(&format!(
+        "[tmux]\nshell = \"sh -c 'cat {}; exec sh'\"\nheight = 60\n",
+        big.display()
+    ));
+    std::fs::write(dirs.config(), config).expect("config");
+    let action = Action::Prefill {
+        marker: "[capture]",
+        text: "<tool_call>\n{\"name\": \"capture-pane\", \"arguments\": {}}\n</tool_call>",
+        max_tokens: 1,
+    };
+    let proxy = proxy(&llama.url, vec![action]).await;
+    let request_tokens = if case.n_ctx <= 2048 { 200 } else { 4500 };
+    let request = format!(
+        "{}What does the pane show? [capture]",
+        notes("request", request_tokens)
+    );
+    let out = exec(&dirs, &proxy.base_url, &[&request]).await;
+    answered(&out);
+    let ev = events(&out);
+    let done = of_type(&ev, "tool_completed");
+    assert_eq!(done[0]["summary"]["ok"], true, "{}", report(&out));
+    let compacted = of_type(&ev, "context_compacted");
+    assert!(
+        compacted
+            .iter()
+            .any(|c| c["method"] == "newest tool result shortened"),
+        "{}",
+        report(&out)
+    );
+    all_ok(&proxy);
+    let after = chats(&proxy).last().cloned().expect("a request");
+    let sent = after["messages"].to_string();
+    assert!(sent.contains("saved to"), "the spill file is named: {sent}");
+    let verbatim = serde_json::to_string(&request).unwrap();
+    assert!(
+        sent.contains(&verbatim[1..verbatim.len() - 1]),
+        "the request is verbatim"
+    );
+}
+
+/// The tiny model's summary runs into `max_tokens`: it is rejected, asked
+/// once more, rejected again, and the oldest turns are dropped with a
+/// marker; the turn's own request is sent as written. (At 8192 the first
+/// estimate of this prose is low, so the server may refuse once first.)
+async fn an_unusable_summary_is_retried_once_then_old_turns_are_dropped(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let dirs = case.dirs("max_tokens = 6");
+    let first = format!(
+        "{}Reply with one word: noted.",
+        notes("first", case.n_ctx / 2)
+    );
+    let out = exec(&dirs, &proxy.base_url, &[&first]).await;
+    answered(&out);
+    let id = session_id(&events(&out));
+    let second = format!(
+        "{}Reply with one word: noted.",
+        notes("second", case.n_ctx / 2)
+    );
+    let out = exec(&dirs, &proxy.base_url, &["--resume", &id, &second]).await;
+    answered(&out);
+    let ev = events(&out);
+    assert_eq!(
+        of_type(&ev, "context_compacted")[0]["method"],
+        "dropped",
+        "{}",
+        report(&out)
+    );
+    let requests = proxy.requests();
+    let summaries = requests
+        .iter()
+        .filter(|r| r.to_string().contains("vigil-compaction"))
+        .count();
+    assert_eq!(summaries, 2, "asked twice");
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains("older messages were dropped"), "{last}");
+    assert!(last.contains("second note 1:") && !last.contains("first note 1:"));
+    // Compacted before the server refused, or after one refusal.
+    assert_eq!(
+        proxy.statuses().last(),
+        Some(&200),
+        "{:?}",
+        proxy.statuses()
+    );
+}
+
+/// A request longer than the whole window, with nothing older to compact:
+/// refused once, and the same request is not sent again.
+async fn a_refused_request_compacting_cannot_change_is_not_sent_again(case: Case) {
+    let Some(llama) = case.server() else { return };
+    let proxy = proxy(&llama.url, vec![]).await;
+    let out = exec(
+        &case.dirs(""),
+        &proxy.base_url,
+        &[&notes("only", case.n_ctx * 5 / 4)],
+    )
+    .await;
+    llama_support::assert_hopelessly_long(&out, case.n_ctx);
+    assert_eq!(proxy.statuses(), [400], "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not sent again"));
+}
+
+/// The model writes a call's arguments over several tokens: `--json` shows
+/// each piece as it arrives (`tool_call_delta`), before the call is
+/// requested whole, and the pieces add up to the call's arguments.
+async fn tool_call_arguments_stream_as_they_arrive(case: Case) {
+    let Some((_proxy, out)) = prefilled(case, "[bad-args]", BAD_ARGS, 3).await else {
+        return;
+    };
+    answered(&out);
+    let ev = events(&out);
+    let requested = ev
+        .iter()
+        .position(|e| e["type"] == "tool_call_requested")
+        .unwrap_or_else(|| panic!("no call: {}", report(&out)));
+    let deltas: Vec<&Value> = ev[..requested]
+        .iter()
+        .filter(|e| e["type"] == "tool_call_delta")
+        .collect();
+    let pieces = deltas
+        .iter()
+        .filter(|d| !d["arguments"].as_str().unwrap_or("").is_empty())
+        .count();
+    assert!(pieces >= 2, "in pieces: {}", report(&out));
+    let joined: String = deltas
+        .iter()
+        .filter_map(|d| d["arguments"].as_str())
+        .collect();
+    assert_eq!(
+        json!(joined),
+        ev[requested]["arguments"],
+        "{}",
+        report(&out)
+    );
+    assert!(
+        deltas
+            .iter()
+            .all(|d| d["name"] == "time" && d["index"] == 0)
+    );
 }

@@ -321,6 +321,15 @@ impl App {
             }
             AgentEvent::AssistantDelta { text } => self.conversation.delta(&text),
             AgentEvent::AssistantMessage { text } => self.conversation.message(&text),
+            AgentEvent::ToolCallDelta {
+                index,
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.conversation.end_stream();
+                self.tools.streaming(index, &call_id, &name, &arguments);
+            }
             AgentEvent::ToolCallRequested {
                 call_id,
                 name,

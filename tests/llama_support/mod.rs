@@ -441,7 +441,7 @@ pub async fn exec(dirs: &Dirs, base_url: &str, args: &[&str]) -> std::process::O
         .env_remove("VIGIL_API_KEY")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(150), cmd.output())
+    tokio::time::timeout(Duration::from_secs(300), cmd.output())
         .await
         .expect("vigil exec finished in time")
         .expect("vigil exec ran")
@@ -532,7 +532,7 @@ pub fn assert_hopelessly_long(out: &std::process::Output, n_ctx: u64) {
     assert!(
         stderr.contains(&format!(
             "tokens but the model server's context holds {n_ctx}"
-        )) && stderr.contains("still too long after compacting once"),
+        )) && stderr.contains("still too long"),
         "{}",
         report(out)
     );

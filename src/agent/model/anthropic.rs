@@ -12,7 +12,7 @@ use eventsource_stream::Eventsource;
 use reqwest::header::ACCEPT;
 
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
-use super::chat::{self, ChatModel, Completion};
+use super::chat::{self, ChatModel, Completion, RoundSink, TextOnly};
 use super::error::ModelError;
 use super::http::{self, ModelClientConfig, is_json};
 use super::sse::StreamError;
@@ -94,11 +94,12 @@ impl AnthropicClient {
         &self,
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
-        on_text: &mut (dyn FnMut(&str) + Send),
+        sink: &mut (dyn RoundSink + Send),
     ) -> Result<AssistantReply, ModelError> {
         let resp = self.send(messages, tools, true).await?;
         if is_json(&resp) {
-            return Ok(chat::told(self.read_whole(resp).await?, on_text));
+            let mut on_text = |t: &str| sink.text(t);
+            return Ok(chat::told(self.read_whole(resp).await?, &mut on_text));
         }
         let mut events = resp.bytes_stream().eventsource();
         let mut asm = MessagesAssembler::new();
@@ -113,7 +114,10 @@ impl AnthropicClient {
                 return Err(self.stream_error(StreamError::from_error_event(&event.data)));
             }
             if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
-                on_text(&delta);
+                sink.text(&delta);
+            }
+            for call in asm.take_call_deltas() {
+                sink.call(&call);
             }
         }
         if !any {
@@ -147,13 +151,24 @@ impl ChatModel for AnthropicClient {
         tools: &[ToolDefinition],
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError> {
+        self.complete_streaming(messages, tools, &mut TextOnly(on_text))
+            .await
+    }
+
+    async fn complete_streaming(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        sink: &mut (dyn RoundSink + Send),
+    ) -> Result<Completion, ModelError> {
         let messages = messages.typed();
-        let streamed = self.streamed(messages, tools, on_text).await;
+        let streamed = self.streamed(messages, tools, sink).await;
         let whole = async {
             let resp = self.send(messages, tools, false).await?;
             self.read_whole(resp).await
         };
-        Completion::or_unstreamed(streamed, whole, on_text).await
+        let mut on_text = |t: &str| sink.text(t);
+        Completion::or_unstreamed(streamed, whole, &mut on_text).await
     }
 
     fn model_name(&self) -> &str {

@@ -8,6 +8,7 @@
 
 use serde_json::{Value, json};
 
+use super::chat::CallDelta;
 use super::sse::{StreamError, snippet};
 use super::types::{AssistantReply, ChatMessage, FunctionCall, Role, ToolCall, Usage};
 use crate::tools::ToolDefinition;
@@ -114,6 +115,8 @@ pub struct MessagesAssembler {
     usage: Usage,
     started: bool,
     done: bool,
+    /// Tool-call pieces not yet taken ([`Self::take_call_deltas`]).
+    deltas: Vec<CallDelta>,
 }
 
 impl MessagesAssembler {
@@ -123,6 +126,27 @@ impl MessagesAssembler {
 
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// The tool-call pieces fed since the last call, in order.
+    pub fn take_call_deltas(&mut self) -> Vec<CallDelta> {
+        std::mem::take(&mut self.deltas)
+    }
+
+    /// A piece of the tool call in block `at` (none for a text block).
+    fn call_delta(&mut self, at: usize, piece: &str) {
+        let calls_before = self.blocks[..at]
+            .iter()
+            .filter(|(_, b)| b.tool.is_some())
+            .count();
+        if let Some((id, name)) = &self.blocks[at].1.tool {
+            self.deltas.push(CallDelta {
+                index: calls_before,
+                id: Some(id.clone()),
+                name: name.clone(),
+                arguments: piece.to_string(),
+            });
+        }
     }
 
     /// Feeds one SSE payload; returns the text delta to forward.
@@ -146,6 +170,9 @@ impl MessagesAssembler {
                     let id = b["id"].as_str().unwrap_or_default().to_string();
                     let name = b["name"].as_str().unwrap_or_default().to_string();
                     block.tool = Some((id, name));
+                    self.blocks.push((index, block));
+                    self.call_delta(self.blocks.len() - 1, "");
+                    return Ok(None);
                 } else if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
                     self.content.push_str(t);
                     self.blocks.push((index, block));
@@ -168,11 +195,11 @@ impl MessagesAssembler {
                         let piece = d["partial_json"].as_str().unwrap_or_default();
                         let slot = self
                             .blocks
-                            .iter_mut()
-                            .rev()
-                            .find(|(i, _)| index.is_none_or(|ix| *i == ix));
-                        if let Some((_, b)) = slot {
-                            b.json.push_str(piece);
+                            .iter()
+                            .rposition(|(i, _)| index.is_none_or(|ix| *i == ix));
+                        if let Some(at) = slot {
+                            self.blocks[at].1.json.push_str(piece);
+                            self.call_delta(at, piece);
                         }
                     }
                     _ => {}
@@ -365,6 +392,12 @@ mod tests {
             }
         }
         assert_eq!(text, "Hi there");
+        let pieces: Vec<String> = a
+            .take_call_deltas()
+            .into_iter()
+            .map(|d| d.arguments)
+            .collect();
+        assert_eq!(pieces, ["", "{\"format\":", "\"iso\"}"]);
         let r = a.finish().unwrap();
         assert_eq!(r.tool_calls[0].id, "tu1");
         assert_eq!(r.tool_calls[0].function.arguments, r#"{"format":"iso"}"#);

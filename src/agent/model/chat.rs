@@ -22,6 +22,19 @@ pub trait ChatModel: Send + Sync {
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError>;
 
+    /// [`Self::complete_round`] with the tool calls' arguments streamed to
+    /// `sink` as they arrive, as well as the text. A dialect that cannot
+    /// stream calls gives the text only (the default).
+    async fn complete_streaming(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        sink: &mut (dyn RoundSink + Send),
+    ) -> Result<Completion, ModelError> {
+        let mut on_text = |t: &str| sink.text(t);
+        self.complete_round(messages, tools, &mut on_text).await
+    }
+
     /// The model name sent with each request.
     fn model_name(&self) -> &str;
 
@@ -29,6 +42,34 @@ pub trait ChatModel: Send + Sync {
     /// window it publishes), asked once at the start of a session.
     async fn discover(&self) -> Discovery {
         Discovery::Answered(ServerModels::default())
+    }
+}
+
+/// A piece of a tool call's arguments, as the server streams it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallDelta {
+    /// The call's place in the round (0-based).
+    pub index: usize,
+    /// The call's id, once the server has sent it.
+    pub id: Option<String>,
+    /// The tool's name as known so far.
+    pub name: String,
+    /// The new piece of the arguments (may be empty when only the name came).
+    pub arguments: String,
+}
+
+/// Where a streamed round goes as it arrives: text, and tool-call pieces.
+pub trait RoundSink {
+    fn text(&mut self, text: &str);
+    fn call(&mut self, _delta: &CallDelta) {}
+}
+
+/// A sink that keeps only the text (for callers that want nothing else).
+pub(crate) struct TextOnly<'a>(pub &'a mut (dyn FnMut(&str) + Send));
+
+impl RoundSink for TextOnly<'_> {
+    fn text(&mut self, text: &str) {
+        (self.0)(text)
     }
 }
 
