@@ -134,7 +134,10 @@ fn the_console_compacts_before_the_server_refuses_and_marks_a_cut_answer() {
     );
 
     let screen = say("Write a long story about a dragon and a knight.", 4);
-    let after = &screen[screen.rfind("dragon and a knight.").expect("the message")..];
+    let at = screen
+        .rfind("dragon and a knight.")
+        .unwrap_or_else(|| panic!("the message: {screen}"));
+    let after = &screen[at..];
     assert!(
         after.contains("turn failed: the answer was cut off"),
         "{screen}"

@@ -252,7 +252,7 @@ fn sizes(prompt: Option<u64>, size: Option<u64>) -> String {
 /// not complete.
 fn cut_off(shared: &Shared) -> TurnOutcome {
     let message = "the answer was cut off: the model reached its token limit (finish_reason \
-                   \"length\", stop_reason \"max_tokens\"; see [model] max_tokens) before it finished; send a message to \
+                   \"length\"; see [model] max_tokens) before it finished; send a message to \
                    let it continue"
         .to_string();
     shared.emit(AgentEvent::TurnFailed {

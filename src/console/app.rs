@@ -483,6 +483,10 @@ impl App {
                 }
             }
             other => {
+                if matches!(other, AgentEvent::AssistantDiscarded { .. }) {
+                    // Calls streamed by the broken attempt never ran.
+                    self.tools.drop_streaming();
+                }
                 if let Some(text) = other.notice_text() {
                     self.conversation.notice(&text);
                 }

@@ -19,8 +19,7 @@ use super::sse::StreamError;
 use super::types::{AssistantReply, ChatMessage, Messages};
 use crate::tools::ToolDefinition;
 
-/// The API version header value sent with every request.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub use super::http::ANTHROPIC_VERSION;
 
 /// A client for the Messages API. Cheap to clone.
 #[derive(Clone)]

@@ -8,9 +8,8 @@
 
 use serde_json::{Value, json};
 
-use super::chat::CallDelta;
 use super::sse::{StreamError, snippet};
-use super::types::{AssistantReply, ChatMessage, FunctionCall, Role, ToolCall, Usage};
+use super::types::{AssistantReply, CallDelta, ChatMessage, FunctionCall, Role, ToolCall, Usage};
 use crate::tools::ToolDefinition;
 
 /// The request body for `POST {base}/messages`.

@@ -5,7 +5,7 @@
 
 use super::discover::{Discovery, ServerModels};
 use super::error::ModelError;
-use super::types::{AssistantReply, Messages};
+use super::types::{AssistantReply, CallDelta, Messages};
 use crate::tools::ToolDefinition;
 
 /// One model dialect (OpenAI Chat Completions, Anthropic Messages): one round
@@ -43,19 +43,6 @@ pub trait ChatModel: Send + Sync {
     async fn discover(&self) -> Discovery {
         Discovery::Answered(ServerModels::default())
     }
-}
-
-/// A piece of a tool call's arguments, as the server streams it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallDelta {
-    /// The call's place in the round (0-based).
-    pub index: usize,
-    /// The call's id, once the server has sent it.
-    pub id: Option<String>,
-    /// The tool's name as known so far.
-    pub name: String,
-    /// The new piece of the arguments (may be empty when only the name came).
-    pub arguments: String,
 }
 
 /// Where a streamed round goes as it arrives: text, and tool-call pieces.

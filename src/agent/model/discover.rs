@@ -12,7 +12,7 @@
 use reqwest::header::AUTHORIZATION;
 use serde_json::Value;
 
-use super::http::{ModelClientConfig, error_chain, redact_key};
+use super::http::{ANTHROPIC_VERSION, ModelClientConfig, error_chain, redact_key};
 
 /// How the API key travels with the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub async fn ask(http: &reqwest::Client, config: &ModelClientConfig, key: KeyHea
             KeyHeader::Bearer => req.header(AUTHORIZATION, format!("Bearer {k}")),
             KeyHeader::Anthropic => req
                 .header("x-api-key", k)
-                .header("anthropic-version", super::anthropic::ANTHROPIC_VERSION),
+                .header("anthropic-version", ANTHROPIC_VERSION),
         };
     }
     let resp = match tokio::time::timeout(config.request_timeout, req.send()).await {

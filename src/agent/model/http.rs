@@ -14,6 +14,10 @@ use reqwest::header::CONTENT_TYPE;
 use super::error::ModelError;
 use super::sse::{StreamError, snippet};
 
+/// The Anthropic API version header value sent with every request (and
+/// with the model list).
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// Where and how to reach the model.
 #[derive(Clone)]
 pub struct ModelClientConfig {

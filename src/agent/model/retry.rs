@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use super::chat::{CallDelta, ChatModel, Completion, RoundSink};
+use super::chat::{ChatModel, Completion, RoundSink};
 use super::error::ModelError;
-use super::types::Messages;
+use super::types::{CallDelta, Messages};
 use crate::event::AgentEvent;
 use crate::tools::ToolDefinition;
 
@@ -65,11 +65,12 @@ fn jitter_fraction() -> f64 {
 }
 
 /// A round's stream as events: text as `AssistantDelta`, tool-call pieces
-/// as `ToolCallDelta`; counts the characters shown (text and arguments), so
-/// a broken attempt can be declared void.
+/// as `ToolCallDelta`; counts what was shown (text characters, call
+/// pieces), so a broken attempt can be declared void.
 struct Emitting<'a> {
     emit: &'a (dyn Fn(AgentEvent) + Send + Sync),
     shown: usize,
+    calls: usize,
 }
 
 impl RoundSink for Emitting<'_> {
@@ -81,7 +82,7 @@ impl RoundSink for Emitting<'_> {
     }
 
     fn call(&mut self, delta: &CallDelta) {
-        self.shown += delta.arguments.chars().count().max(1);
+        self.calls += 1;
         (self.emit)(AgentEvent::ToolCallDelta {
             index: delta.index,
             call_id: delta.id.clone().unwrap_or_default(),
@@ -103,13 +104,17 @@ pub async fn complete_with_retries(
     let max = policy.max_attempts.max(1);
     let mut attempt = 1;
     loop {
-        let mut sink = Emitting { emit, shown: 0 };
+        let mut sink = Emitting {
+            emit,
+            shown: 0,
+            calls: 0,
+        };
         let result = model.complete_streaming(messages, tools, &mut sink).await;
         let error = match result {
             Ok(done) => return Ok(done),
             Err(e) => e,
         };
-        if sink.shown > 0 {
+        if sink.shown > 0 || sink.calls > 0 {
             emit(AgentEvent::AssistantDiscarded { chars: sink.shown });
         }
         // A transient error gets every attempt, a model output the server

@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::chat::CallDelta;
-use super::types::{AssistantReply, FunctionCall, ToolCall, Usage};
+use super::types::{AssistantReply, CallDelta, FunctionCall, ToolCall, Usage};
 
 /// Process-wide counter for tool-call ids the server did not send.
 static GENERATED_IDS: AtomicU64 = AtomicU64::new(1);
