@@ -93,6 +93,17 @@ pub enum AgentEvent {
     AssistantDelta { text: String },
     /// The assistant's complete text for one model round (may be empty).
     AssistantMessage { text: String },
+    /// A piece of a tool call's arguments while the model writes them
+    /// (before [`AgentEvent::ToolCallRequested`]; `call_id` is empty until
+    /// the server names the call). Nothing runs until the call is complete.
+    ToolCallDelta {
+        /// The call's place in its round (0-based).
+        index: usize,
+        call_id: CallId,
+        name: String,
+        /// The new piece of the arguments.
+        arguments: String,
+    },
     /// The model asked for a tool call.
     ToolCallRequested {
         call_id: CallId,

@@ -1,8 +1,8 @@
 //! Context accounting: a token estimate per message (characters / 4,
 //! calibrated by the `usage.prompt_tokens` the server reports), the limit,
 //! and the pure steps that shrink a conversation: shortening older tool
-//! results to projections, choosing where older turns end, and a
-//! deterministic extractive summary for when the model cannot summarise.
+//! results to projections, choosing where older turns end, and the
+//! transcript a summary is written from.
 //!
 //! Pure functions and plain data: no I/O, no model calls (the compaction flow
 //! that asks the model lives in [`super::compact`]).
@@ -60,6 +60,17 @@ impl ContextBudget {
     /// (a running total: no walk over the messages).
     pub fn raw_chars(&self, chars: usize) -> u64 {
         ((chars + self.tools_chars) as u64).div_ceil(4)
+    }
+
+    /// The tool definitions sent with every request are `chars` long (they
+    /// change when a small window gets them shortened).
+    pub fn set_tools_chars(&mut self, chars: usize) {
+        self.tools_chars = chars;
+    }
+
+    /// Calibrated estimate of `chars` of text alone, in tokens.
+    pub fn tokens_of(&self, chars: usize) -> u64 {
+        self.calibrated((chars as u64).div_ceil(4))
     }
 
     /// Calibrated estimate, in tokens.
@@ -202,36 +213,6 @@ pub fn transcript(messages: &[ChatMessage], per: usize, max: usize) -> String {
     )
 }
 
-/// A deterministic summary: what the operator asked, what tools ran, what
-/// the assistant last said.
-pub fn extractive_summary(messages: &[ChatMessage]) -> String {
-    let mut out = String::from("Operator requests:\n");
-    for m in messages.iter().filter(|m| m.role == Role::User) {
-        out.push_str(&format!("- {}\n", cut(&m.content, 200)));
-    }
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for c in messages.iter().flat_map(|m| &m.tool_calls) {
-        match counts.iter_mut().find(|(n, _)| *n == c.function.name) {
-            Some((_, k)) => *k += 1,
-            None => counts.push((c.function.name.clone(), 1)),
-        }
-    }
-    if !counts.is_empty() {
-        out.push_str("Tool calls made: ");
-        let parts: Vec<String> = counts.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
-        out.push_str(&parts.join(", "));
-        out.push('\n');
-    }
-    let said: Vec<&ChatMessage> = messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant && !m.content.trim().is_empty())
-        .collect();
-    for m in said.iter().rev().take(3).rev() {
-        out.push_str(&format!("Assistant said: {}\n", cut(&m.content, 300)));
-    }
-    out
-}
-
 fn role_name(role: Role) -> &'static str {
     match role {
         Role::System => "system",
@@ -305,7 +286,5 @@ mod tests {
         let t = transcript(&m, 100, 2000);
         assert!(t.len() < 2600, "{}", t.len());
         assert!(t.contains("left out"));
-        let s = extractive_summary(&m);
-        assert!(s.contains("do it") && s.contains("step 49"));
     }
 }

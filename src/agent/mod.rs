@@ -16,4 +16,5 @@ pub mod runner;
 pub mod server;
 pub mod session;
 pub mod shared;
+pub mod tool_budget;
 pub mod turn;

@@ -22,6 +22,7 @@ use super::approval::ApprovalBroker;
 use super::context::ContextBudget;
 use super::conversation::Conversation;
 use super::model::ChatModel;
+use super::model::discover::Discovery;
 use super::model::retry::RetryPolicy;
 use super::model::types::{ChatMessage, Role};
 use super::restore::Restored;
@@ -57,7 +58,7 @@ pub struct AgentSetup {
     pub max_rounds: u32,
     pub retry: RetryPolicy,
     /// The model's context window, in tokens; None: as the server publishes
-    /// it ([`ChatModel::context_window`]), else [`DEFAULT_CONTEXT_LIMIT`].
+    /// it ([`ChatModel::discover`]), else [`DEFAULT_CONTEXT_LIMIT`].
     pub context_limit: Option<u64>,
     pub model_label: String,
     pub target: String,
@@ -136,6 +137,7 @@ async fn run_agent(
         session: setup.session,
         finished: Mutex::new(HashMap::new()),
         last_failed: AtomicBool::new(false),
+        tools_told: Mutex::new(None),
     });
     let system = ChatMessage::system(setup.system_prompt);
     match setup.restore {
@@ -264,16 +266,37 @@ async fn run_agent(
 }
 
 /// The configured context window, else the one the server publishes (told
-/// to the operator), else [`DEFAULT_CONTEXT_LIMIT`].
+/// to the operator), else [`DEFAULT_CONTEXT_LIMIT`]. The server is asked
+/// either way: a model list without the configured model is warned about.
+/// A server that cannot be reached gets no notice here (the turn's own
+/// error says so).
 async fn context_limit(setup: &AgentSetup, events: &mpsc::UnboundedSender<AgentEvent>) -> u64 {
+    let say = |text: String| {
+        let _ = events.send(AgentEvent::Notice { text });
+    };
+    let found = match tokio::time::timeout(DISCOVERY_TIMEOUT, setup.model.discover()).await {
+        Ok(Discovery::Answered(found)) => found,
+        Ok(Discovery::Unreachable(why)) => {
+            tracing::info!("model list not asked: {why}");
+            return setup.context_limit.unwrap_or(DEFAULT_CONTEXT_LIMIT);
+        }
+        Err(_) => {
+            tracing::info!("the model list did not come within {DISCOVERY_TIMEOUT:?}");
+            return setup.context_limit.unwrap_or(DEFAULT_CONTEXT_LIMIT);
+        }
+    };
+    let model = setup.model.model_name();
+    if found.lacks(model) {
+        say(format!(
+            "the model server does not list the model `{model}` (it lists: {}); check [model] \
+             model",
+            shown_list(&found.listed)
+        ));
+    }
     if let Some(limit) = setup.context_limit {
         return limit;
     }
-    let published = tokio::time::timeout(DISCOVERY_TIMEOUT, setup.model.context_window())
-        .await
-        .ok()
-        .flatten();
-    let text = match published {
+    say(match found.window {
         Some(n) => format!(
             "context window: {n} tokens, as the model server publishes it ([model] \
              context_limit is unset)"
@@ -282,9 +305,19 @@ async fn context_limit(setup: &AgentSetup, events: &mpsc::UnboundedSender<AgentE
             "the model server publishes no context window; assuming {DEFAULT_CONTEXT_LIMIT} \
              tokens (set [model] context_limit)"
         ),
-    };
-    let _ = events.send(AgentEvent::Notice { text });
-    published.unwrap_or(DEFAULT_CONTEXT_LIMIT)
+    });
+    found.window.unwrap_or(DEFAULT_CONTEXT_LIMIT)
+}
+
+/// At most five names, then how many more.
+fn shown_list(names: &[String]) -> String {
+    let mut shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
+    let more = names.len().saturating_sub(5);
+    let more_text = format!("and {more} more");
+    if more > 0 {
+        shown.push(&more_text);
+    }
+    shown.join(", ")
 }
 
 /// The operator's keystrokes go to the pane in order, on their own task (the

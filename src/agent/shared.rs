@@ -34,6 +34,9 @@ pub(crate) struct Shared {
     pub(crate) finished: Mutex<HashMap<String, String>>,
     /// The last turn failed on the model (so `Retry` has something to do).
     pub(crate) last_failed: AtomicBool,
+    /// What the operator was last told about shortened tool definitions
+    /// (told again only when it changes).
+    pub(crate) tools_told: Mutex<Option<String>>,
 }
 
 impl Shared {

@@ -16,9 +16,10 @@ use super::compact::maybe_compact;
 use super::model::retry::complete_with_retries;
 use super::model::types::{ChatMessage, ToolCall};
 use super::shared::{Shared, lock};
+use super::tool_budget::fit;
 use crate::event::{AgentEvent, FailureKind, OutputStream, ToolSummary, TurnOutcome};
 use crate::tools::visibility::Visibility;
-use crate::tools::{ApprovalDecision, ToolContext, ToolStream};
+use crate::tools::{ApprovalDecision, ToolContext, ToolDefinition, ToolStream};
 
 use super::model::{Completion, ModelError};
 
@@ -46,9 +47,8 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
     // and visibility only grows within the turn.
     let visibility = shared.registry.visibility();
     for _round in 0..shared.max_rounds {
-        let definitions = shared.registry.visible_definitions(&visibility);
         maybe_compact(shared, false).await;
-        let done = match ask_fitting(shared, &definitions).await {
+        let done = match ask_fitting(shared, &visibility).await {
             Ok(done) => done,
             Err(e) => return fail(shared, &e),
         };
@@ -89,22 +89,60 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
     TurnOutcome::Failed(message)
 }
 
+/// The visible definitions in the form that fits the context window (see
+/// [`super::tool_budget`]); what was shortened is logged and told when it
+/// changes.
+fn fitted_definitions(shared: &Shared, visibility: &Visibility) -> Vec<ToolDefinition> {
+    let visible = shared.registry.visible_definitions(visibility);
+    let registry = &shared.registry;
+    let domain_of = |name: &str| {
+        registry
+            .get(name)
+            .and_then(|t| t.domain())
+            .map(str::to_string)
+    };
+    let (fitted, limit) = {
+        let mut budget = lock(&shared.context);
+        let fitted = fit(visible, &budget, &domain_of);
+        budget.set_tools_chars(fitted.sent_chars);
+        (fitted, budget.limit)
+    };
+    let told = fitted.describe(limit);
+    let mut last = lock(&shared.tools_told);
+    if *last != told {
+        if let Some(text) = &told {
+            tracing::info!("{text}");
+            shared.emit(AgentEvent::Notice { text: text.clone() });
+        }
+        *last = told;
+    }
+    fitted.definitions
+}
+
 /// One round's request, with retries. The usage the server reports
 /// calibrates the context estimate. A refusal because the request does not
 /// fit the server's context teaches the budget the server's numbers,
-/// compacts, and asks once more; a second refusal is the round's error.
+/// compacts, and asks once more, unless compacting left the request as it
+/// was (the same request is never sent again); a second refusal is the
+/// round's error.
 async fn ask_fitting(
     shared: &Arc<Shared>,
-    definitions: &[crate::tools::ToolDefinition],
+    visibility: &Visibility,
 ) -> Result<Completion, ModelError> {
-    let mut refused = false;
+    // The refused request and its refusal.
+    let mut refused: Option<(String, ModelError)> = None;
     loop {
+        let definitions = fitted_definitions(shared, visibility);
         // A shared snapshot, not a copy; dropped with the round's request,
         // before anything is appended again.
         let (messages, chars) = {
             let convo = lock(&shared.conversation);
             (convo.snapshot(), convo.chars())
         };
+        let request = request_key(&messages, &definitions);
+        if let Some((_, e)) = refused.as_ref().filter(|(key, _)| *key == request) {
+            return Err(not_sent_again(e));
+        }
         let raw_estimate = lock(&shared.context).raw_chars(chars);
         let emitter = shared.events.clone();
         let emit = move |ev: AgentEvent| {
@@ -114,7 +152,7 @@ async fn ask_fitting(
             shared.model.as_ref(),
             &shared.retry,
             messages.messages(),
-            definitions,
+            &definitions,
             &emit,
         )
         .await;
@@ -126,12 +164,13 @@ async fn ask_fitting(
                 }
                 return Ok(done);
             }
-            Err(ModelError::ContextExceeded {
-                prompt_tokens,
-                context_size,
-                body,
-            }) if !refused => {
-                refused = true;
+            Err(
+                e @ ModelError::ContextExceeded {
+                    prompt_tokens,
+                    context_size,
+                    ..
+                },
+            ) if refused.is_none() => {
                 learn_context(shared, raw_estimate, prompt_tokens, context_size);
                 shared.emit(AgentEvent::Notice {
                     text: format!(
@@ -140,7 +179,8 @@ async fn ask_fitting(
                         sizes(prompt_tokens, context_size)
                     ),
                 });
-                tracing::warn!("context refused: {body}");
+                tracing::warn!("context refused: {e}");
+                refused = Some((request, e));
                 maybe_compact(shared, true).await;
             }
             Err(ModelError::ContextExceeded {
@@ -156,6 +196,36 @@ async fn ask_fitting(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// What identifies a request: its messages' wire form and its tools.
+fn request_key(messages: &super::conversation::Snapshot, definitions: &[ToolDefinition]) -> String {
+    let tools = serde_json::to_string(definitions).unwrap_or_default();
+    let wire = match messages.messages() {
+        super::model::types::Messages::Wire { json, .. } => json.to_string(),
+        other => serde_json::to_string(other.typed()).unwrap_or_default(),
+    };
+    format!("{wire}\u{0}{tools}")
+}
+
+/// The refusal again, for a request compacting could not change: it is
+/// not sent a second time.
+fn not_sent_again(refusal: &ModelError) -> ModelError {
+    match refusal {
+        ModelError::ContextExceeded {
+            prompt_tokens,
+            context_size,
+            body,
+        } => ModelError::ContextExceeded {
+            prompt_tokens: *prompt_tokens,
+            context_size: *context_size,
+            body: format!(
+                "{body}; still too long: compacting could not make it smaller, so the same \
+                 request was not sent again"
+            ),
+        },
+        other => other.clone(),
     }
 }
 

@@ -333,6 +333,15 @@ impl App {
             }
             AgentEvent::AssistantDelta { text } => self.conversation.delta(&text),
             AgentEvent::AssistantMessage { text } => self.conversation.message(&text),
+            AgentEvent::ToolCallDelta {
+                index,
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.conversation.end_stream();
+                self.tools.streaming(index, &call_id, &name, &arguments);
+            }
             AgentEvent::ToolCallRequested {
                 call_id,
                 name,
@@ -490,6 +499,10 @@ impl App {
                 }
             }
             other => {
+                if matches!(other, AgentEvent::AssistantDiscarded { .. }) {
+                    // Calls streamed by the broken attempt never ran.
+                    self.tools.drop_streaming();
+                }
                 if let Some(text) = other.notice_text() {
                     self.conversation.notice(&text);
                 }

@@ -22,6 +22,7 @@ pub mod request_tools;
 pub mod search;
 pub mod shell;
 mod shell_trial;
+pub mod shorten;
 pub mod ssrf;
 pub mod time;
 pub mod tmux_capture;

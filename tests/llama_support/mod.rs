@@ -32,6 +32,79 @@ use vigil::scripted::http;
 /// The context size the test server is started with.
 pub const N_CTX: u64 = 1024;
 
+/// The wire dialect a test speaks to the server: llama.cpp serves both
+/// `/v1/chat/completions` and `/v1/messages` from the same model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    OpenAi,
+    Anthropic,
+}
+
+/// One cell of the test matrix: a dialect against a server of `n_ctx`.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    pub dialect: Dialect,
+    pub n_ctx: u64,
+}
+
+impl Case {
+    /// The `[model]` line that selects the dialect.
+    pub fn api_line(&self) -> &'static str {
+        match self.dialect {
+            Dialect::OpenAi => "api = \"openai\"",
+            Dialect::Anthropic => "api = \"anthropic\"",
+        }
+    }
+
+    /// The shared server for this case's `n_ctx` (None when skipped).
+    pub fn server(&self) -> Option<&'static Llama> {
+        llama_at(self.n_ctx)
+    }
+
+    /// `Dirs::new` with this case's dialect and these extra `[model]` lines.
+    pub fn dirs(&self, model_lines: &str) -> Dirs {
+        Dirs::new(&format!("{}\n{model_lines}", self.api_line()))
+    }
+
+    /// The default configuration (every default tool) with this case's
+    /// dialect and these extra `[model]` lines.
+    pub fn default_dirs(&self, model_lines: &str) -> Dirs {
+        Dirs::with_default_tools(&format!("{}\n{model_lines}", self.api_line()))
+    }
+
+    /// The chat requests a proxy saw (not the model list).
+    pub fn is_chat(request: &Value) -> bool {
+        request["messages"].is_array()
+    }
+}
+
+/// One test per matrix cell (both dialects, at n_ctx 2048 and 8192) for
+/// each `async fn NAME(case: Case)`: `NAME::openai_2048`, ….
+#[macro_export]
+macro_rules! matrix {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::llama_support::{Case, Dialect};
+            #[tokio::test(flavor = "multi_thread")]
+            async fn openai_2048() {
+                super::$name(Case { dialect: Dialect::OpenAi, n_ctx: 2048 }).await
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn anthropic_2048() {
+                super::$name(Case { dialect: Dialect::Anthropic, n_ctx: 2048 }).await
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn openai_8192() {
+                super::$name(Case { dialect: Dialect::OpenAi, n_ctx: 8192 }).await
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn anthropic_8192() {
+                super::$name(Case { dialect: Dialect::Anthropic, n_ctx: 8192 }).await
+            }
+        }
+    )*};
+}
+
 /// The running server: its base URL (`http://127.0.0.1:PORT`).
 pub struct Llama {
     pub url: String,
@@ -44,18 +117,33 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The shared server, started on first use; None when the tests are
-/// skipped explicitly (`VIGIL_SKIP_LLAMA=1`).
+/// The shared server of [`N_CTX`], started on first use; None when the
+/// tests are skipped explicitly (`VIGIL_SKIP_LLAMA=1`).
 pub fn llama() -> Option<&'static Llama> {
+    llama_at(N_CTX)
+}
+
+/// The shared server of this context size (one per size per test binary),
+/// started on first use; None when skipped (`VIGIL_SKIP_LLAMA=1`).
+pub fn llama_at(n_ctx: u64) -> Option<&'static Llama> {
     if std::env::var("VIGIL_SKIP_LLAMA").is_ok_and(|v| v == "1") {
         eprintln!("VIGIL_SKIP_LLAMA=1: skipping a real llama.cpp test");
         return None;
     }
-    static SERVER: OnceLock<Llama> = OnceLock::new();
-    Some(SERVER.get_or_init(start))
+    static SERVERS: OnceLock<Mutex<Vec<(u64, &'static Llama)>>> = OnceLock::new();
+    let mut servers = SERVERS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some((_, server)) = servers.iter().find(|(n, _)| *n == n_ctx) {
+        return Some(server);
+    }
+    let server: &'static Llama = Box::leak(Box::new(start(n_ctx)));
+    servers.push((n_ctx, server));
+    Some(server)
 }
 
-fn start() -> Llama {
+fn start(n_ctx: u64) -> Llama {
     let python = repo().join("tests/.venv/bin/python");
     assert!(
         python.exists(),
@@ -65,7 +153,7 @@ fn start() -> Llama {
     );
     let mut child = Command::new(&python)
         .arg(repo().join("tests/llama/serve.py"))
-        .arg(N_CTX.to_string())
+        .arg(n_ctx.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -108,7 +196,7 @@ pub enum Action {
 }
 
 /// What the proxy saw: each request body (as forwarded) and the answer's
-/// status.
+/// status (POSTs only: the model list is not counted).
 #[derive(Default)]
 pub struct Seen {
     pub requests: Vec<Value>,
@@ -197,7 +285,9 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
         return;
     };
     let status = resp.status().as_u16();
-    state.seen.lock().unwrap().statuses.push(status);
+    if req.method != "GET" {
+        state.seen.lock().unwrap().statuses.push(status);
+    }
     let ct = resp
         .headers()
         .get("content-type")
@@ -217,10 +307,14 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
         if let Some(after) = cut_after {
             events += bytes.windows(6).filter(|w| w == b"data: ").count();
             if events > after {
-                let err = json!({"error": {"code": 500, "message": "injected by the test proxy", "type": "server_error"}});
-                let _ = stream
-                    .write_all(format!("data: {err}\n\n").as_bytes())
-                    .await;
+                // Each dialect's error event as llama.cpp sends it.
+                let err = json!({"code": 500, "message": "injected by the test proxy", "type": "server_error"});
+                let event = if req.path.ends_with("/messages") {
+                    format!("event: error\ndata: {err}\n\n")
+                } else {
+                    format!("data: {}\n\n", json!({ "error": err }))
+                };
+                let _ = stream.write_all(event.as_bytes()).await;
                 return;
             }
         }
@@ -231,6 +325,19 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     let _ = stream.flush().await;
 }
 
+/// A message's text: its string content, or its text blocks (Messages).
+pub fn message_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().or(b["content"].as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
 /// Applies the first matching action; returns the event count after which
 /// the answer is to be cut with an error event.
 fn apply(state: &State, body: &mut Value) -> Option<usize> {
@@ -238,7 +345,8 @@ fn apply(state: &State, body: &mut Value) -> Option<usize> {
     if last["role"] != "user" {
         return None;
     }
-    let content = last["content"].as_str().unwrap_or("");
+    let content = message_text(&last);
+    let content = content.as_str();
     let mut actions = state.actions.lock().unwrap();
     let pos = actions.iter().position(|a| match a {
         Action::Prefill { marker, .. } | Action::StreamError { marker, .. } => {
@@ -274,6 +382,22 @@ impl Dirs {
     /// fast retries, `max_tokens = 40` unless given, and these extra
     /// `[model]` lines.
     pub fn new(model_lines: &str) -> Dirs {
+        Dirs::written(
+            model_lines,
+            "[agent]\nsystem_prompt = \"You are a terse assistant.\"\nmax_rounds = 3\n\
+             [tools]\nshell_enabled = false\nfiles_enabled = false\nedit_enabled = false\n\
+             fetch_enabled = false\nsearch_enabled = false\n",
+        )
+    }
+
+    /// The default configuration (system prompt, every default tool) with
+    /// fast retries, `max_tokens = 40` unless given, and these `[model]`
+    /// lines.
+    pub fn with_default_tools(model_lines: &str) -> Dirs {
+        Dirs::written(model_lines, "[agent]\nmax_rounds = 3\n")
+    }
+
+    fn written(model_lines: &str, rest: &str) -> Dirs {
         let dir = tempfile::tempdir().expect("tempdir");
         let max_tokens = if model_lines.contains("max_tokens") {
             ""
@@ -281,10 +405,7 @@ impl Dirs {
             "max_tokens = 40\n"
         };
         let config = format!(
-            "[model]\nretry_base_ms = 50\nretry_attempts = 3\n{max_tokens}{model_lines}\n\
-             [agent]\nsystem_prompt = \"You are a terse assistant.\"\nmax_rounds = 3\n\
-             [tools]\nshell_enabled = false\nfiles_enabled = false\nedit_enabled = false\n\
-             fetch_enabled = false\nsearch_enabled = false\n"
+            "[model]\nretry_base_ms = 50\nretry_attempts = 3\n{max_tokens}{model_lines}\n{rest}"
         );
         std::fs::write(dir.path().join("config.toml"), config).expect("config");
         Dirs {
@@ -320,7 +441,7 @@ pub async fn exec(dirs: &Dirs, base_url: &str, args: &[&str]) -> std::process::O
         .env_remove("VIGIL_API_KEY")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(150), cmd.output())
+    tokio::time::timeout(Duration::from_secs(300), cmd.output())
         .await
         .expect("vigil exec finished in time")
         .expect("vigil exec ran")
@@ -347,6 +468,30 @@ pub fn report(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// A complete call: llama.cpp continues it, parses it and streams a `time`
+/// call (no arguments) as its own answer.
+pub const CALL: &str = "<tool_call>\n{\"name\": \"time\", \"arguments\": {}}\n</tool_call>";
+/// A call whose arguments the model finishes: llama.cpp streams the
+/// arguments `UTC"}`, which are not JSON.
+pub const BAD_ARGS: &str = "<tool_call>\n{\"name\": \"time\", \"arguments\": {\"timezone\": \"";
+
+/// The exit code of a turn that ended with the server's own text answer:
+/// 0, or 7 when that answer ran into `max_tokens` (the tiny model rambles).
+pub fn answered(out: &std::process::Output) {
+    assert!(
+        matches!(out.status.code(), Some(0 | 7)),
+        "the turn did not end with an answer: {}",
+        report(out)
+    );
+}
+
+/// `n` numbered lines of plain prose (about 28 tokens each).
+pub fn lines(tag: &str, n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("{tag} note {i}: the blue fox sleeps near the old stone wall.\n"))
+        .collect()
 }
 
 /// The texts of the notices among `events`.
@@ -387,7 +532,7 @@ pub fn assert_hopelessly_long(out: &std::process::Output, n_ctx: u64) {
     assert!(
         stderr.contains(&format!(
             "tokens but the model server's context holds {n_ctx}"
-        )) && stderr.contains("still too long after compacting once"),
+        )) && stderr.contains("still too long"),
         "{}",
         report(out)
     );

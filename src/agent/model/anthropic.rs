@@ -12,15 +12,14 @@ use eventsource_stream::Eventsource;
 use reqwest::header::ACCEPT;
 
 use super::anthropic_wire::{MessagesAssembler, parse_message, request_body};
-use super::chat::{self, ChatModel, Completion};
+use super::chat::{self, ChatModel, Completion, RoundSink, TextOnly};
 use super::error::ModelError;
 use super::http::{self, ModelClientConfig, is_json};
 use super::sse::StreamError;
 use super::types::{AssistantReply, ChatMessage, Messages};
 use crate::tools::ToolDefinition;
 
-/// The API version header value sent with every request.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub use super::http::ANTHROPIC_VERSION;
 
 /// A client for the Messages API. Cheap to clone.
 #[derive(Clone)]
@@ -94,11 +93,12 @@ impl AnthropicClient {
         &self,
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
-        on_text: &mut (dyn FnMut(&str) + Send),
+        sink: &mut (dyn RoundSink + Send),
     ) -> Result<AssistantReply, ModelError> {
         let resp = self.send(messages, tools, true).await?;
         if is_json(&resp) {
-            return Ok(chat::told(self.read_whole(resp).await?, on_text));
+            let mut on_text = |t: &str| sink.text(t);
+            return Ok(chat::told(self.read_whole(resp).await?, &mut on_text));
         }
         let mut events = resp.bytes_stream().eventsource();
         let mut asm = MessagesAssembler::new();
@@ -108,8 +108,15 @@ impl AnthropicClient {
                 break;
             };
             any = true;
+            if event.event == "error" {
+                // llama.cpp: `event: error` with the error object itself.
+                return Err(self.stream_error(StreamError::from_error_event(&event.data)));
+            }
             if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
-                on_text(&delta);
+                sink.text(&delta);
+            }
+            for call in asm.take_call_deltas() {
+                sink.call(&call);
             }
         }
         if !any {
@@ -143,16 +150,36 @@ impl ChatModel for AnthropicClient {
         tools: &[ToolDefinition],
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError> {
+        self.complete_streaming(messages, tools, &mut TextOnly(on_text))
+            .await
+    }
+
+    async fn complete_streaming(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        sink: &mut (dyn RoundSink + Send),
+    ) -> Result<Completion, ModelError> {
         let messages = messages.typed();
-        let streamed = self.streamed(messages, tools, on_text).await;
+        let streamed = self.streamed(messages, tools, sink).await;
         let whole = async {
             let resp = self.send(messages, tools, false).await?;
             self.read_whole(resp).await
         };
-        Completion::or_unstreamed(streamed, whole, on_text).await
+        let mut on_text = |t: &str| sink.text(t);
+        Completion::or_unstreamed(streamed, whole, &mut on_text).await
     }
 
     fn model_name(&self) -> &str {
         &self.config.model
+    }
+
+    async fn discover(&self) -> super::discover::Discovery {
+        super::discover::ask(
+            &self.http,
+            &self.config,
+            super::discover::KeyHeader::Anthropic,
+        )
+        .await
     }
 }

@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::sse::{StreamError, snippet};
-use super::types::{AssistantReply, ChatMessage, FunctionCall, Role, ToolCall, Usage};
+use super::types::{AssistantReply, CallDelta, ChatMessage, FunctionCall, Role, ToolCall, Usage};
 use crate::tools::ToolDefinition;
 
 /// The request body for `POST {base}/messages`.
@@ -114,6 +114,8 @@ pub struct MessagesAssembler {
     usage: Usage,
     started: bool,
     done: bool,
+    /// Tool-call pieces not yet taken ([`Self::take_call_deltas`]).
+    deltas: Vec<CallDelta>,
 }
 
 impl MessagesAssembler {
@@ -123,6 +125,27 @@ impl MessagesAssembler {
 
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// The tool-call pieces fed since the last call, in order.
+    pub fn take_call_deltas(&mut self) -> Vec<CallDelta> {
+        std::mem::take(&mut self.deltas)
+    }
+
+    /// A piece of the tool call in block `at` (none for a text block).
+    fn call_delta(&mut self, at: usize, piece: &str) {
+        let calls_before = self.blocks[..at]
+            .iter()
+            .filter(|(_, b)| b.tool.is_some())
+            .count();
+        if let Some((id, name)) = &self.blocks[at].1.tool {
+            self.deltas.push(CallDelta {
+                index: calls_before,
+                id: Some(id.clone()),
+                name: name.clone(),
+                arguments: piece.to_string(),
+            });
+        }
     }
 
     /// Feeds one SSE payload; returns the text delta to forward.
@@ -146,6 +169,9 @@ impl MessagesAssembler {
                     let id = b["id"].as_str().unwrap_or_default().to_string();
                     let name = b["name"].as_str().unwrap_or_default().to_string();
                     block.tool = Some((id, name));
+                    self.blocks.push((index, block));
+                    self.call_delta(self.blocks.len() - 1, "");
+                    return Ok(None);
                 } else if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
                     self.content.push_str(t);
                     self.blocks.push((index, block));
@@ -168,11 +194,11 @@ impl MessagesAssembler {
                         let piece = d["partial_json"].as_str().unwrap_or_default();
                         let slot = self
                             .blocks
-                            .iter_mut()
-                            .rev()
-                            .find(|(i, _)| index.is_none_or(|ix| *i == ix));
-                        if let Some((_, b)) = slot {
-                            b.json.push_str(piece);
+                            .iter()
+                            .rposition(|(i, _)| index.is_none_or(|ix| *i == ix));
+                        if let Some(at) = slot {
+                            self.blocks[at].1.json.push_str(piece);
+                            self.call_delta(at, piece);
                         }
                     }
                     _ => {}
@@ -180,25 +206,19 @@ impl MessagesAssembler {
             }
             "message_delta" => {
                 if let Some(r) = v["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(r.to_string());
+                    self.stop_reason = Some(finish_reason(r));
                 }
                 self.read_usage(&v["usage"]);
             }
             "message_stop" => self.done = true,
-            "error" => {
-                let msg = v["error"]["message"]
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| snippet(&v.to_string()));
-                return Err(StreamError::Server(msg));
-            }
+            "error" => return Err(StreamError::from_error_value(&v["error"])),
             _ => {}
         }
         Ok(None)
     }
 
     fn read_usage(&mut self, u: &Value) {
-        if let Some(n) = u["input_tokens"].as_u64() {
+        if let Some(n) = prompt_tokens(u) {
             self.usage.prompt_tokens = n;
         }
         if let Some(n) = u["output_tokens"].as_u64() {
@@ -242,6 +262,29 @@ impl MessagesAssembler {
     }
 }
 
+/// The prompt's size in a usage object: the uncached input plus what was
+/// read from and written to the prompt cache (Anthropic counts them apart;
+/// llama.cpp reports its reused prefix as `cache_read_input_tokens`). None
+/// when the object carries none of them.
+fn prompt_tokens(u: &Value) -> Option<u64> {
+    let fields = [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ];
+    let counts: Vec<u64> = fields.iter().filter_map(|k| u[*k].as_u64()).collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+/// A stop reason in the vocabulary the loop reads (OpenAI's): an answer cut
+/// at `max_tokens` is `length`, whichever dialect said so.
+fn finish_reason(stop_reason: &str) -> String {
+    match stop_reason {
+        "max_tokens" => "length".into(),
+        other => other.into(),
+    }
+}
+
 /// Parses a whole (non-streamed) Messages answer.
 pub fn parse_message(body: &str) -> Result<AssistantReply, StreamError> {
     if body.trim().is_empty() {
@@ -276,12 +319,12 @@ pub fn parse_message(body: &str) -> Result<AssistantReply, StreamError> {
         }
     }
     let u = &v["usage"];
-    let prompt = u["input_tokens"].as_u64().unwrap_or(0);
+    let prompt = prompt_tokens(u).unwrap_or(0);
     let completion = u["output_tokens"].as_u64().unwrap_or(0);
     Ok(AssistantReply {
         content,
         tool_calls,
-        finish_reason: v["stop_reason"].as_str().map(str::to_string),
+        finish_reason: v["stop_reason"].as_str().map(finish_reason),
         usage: Some(Usage {
             prompt_tokens: prompt,
             completion_tokens: completion,
@@ -348,9 +391,36 @@ mod tests {
             }
         }
         assert_eq!(text, "Hi there");
+        let pieces: Vec<String> = a
+            .take_call_deltas()
+            .into_iter()
+            .map(|d| d.arguments)
+            .collect();
+        assert_eq!(pieces, ["", "{\"format\":", "\"iso\"}"]);
         let r = a.finish().unwrap();
         assert_eq!(r.tool_calls[0].id, "tu1");
         assert_eq!(r.tool_calls[0].function.arguments, r#"{"format":"iso"}"#);
+        assert_eq!(r.usage.unwrap().prompt_tokens, 12);
+    }
+
+    #[test]
+    fn a_cut_answer_is_length_and_cached_input_counts() {
+        let mut a = MessagesAssembler::new();
+        for e in [
+            r#"{"type":"message_start","message":{"usage":{"cache_read_input_tokens":900,"cache_creation_input_tokens":40,"input_tokens":6,"output_tokens":0}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Once"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":5}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            a.feed(e).unwrap();
+        }
+        let r = a.finish().unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        let usage = r.usage.unwrap();
+        assert_eq!((usage.prompt_tokens, usage.completion_tokens), (946, 5));
+        let whole = r#"{"content":[{"type":"text","text":"x"}],"stop_reason":"max_tokens","usage":{"cache_read_input_tokens":11,"input_tokens":1,"output_tokens":5}}"#;
+        let r = parse_message(whole).unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
         assert_eq!(r.usage.unwrap().prompt_tokens, 12);
     }
 

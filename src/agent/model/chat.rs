@@ -3,8 +3,9 @@
 //! and what a round returns ([`Completion`]). Plain types and one shared
 //! ending of a round; no HTTP and no dialect lives here.
 
+use super::discover::{Discovery, ServerModels};
 use super::error::ModelError;
-use super::types::{AssistantReply, Messages};
+use super::types::{AssistantReply, CallDelta, Messages};
 use crate::tools::ToolDefinition;
 
 /// One model dialect (OpenAI Chat Completions, Anthropic Messages): one round
@@ -21,13 +22,41 @@ pub trait ChatModel: Send + Sync {
         on_text: &mut (dyn for<'s> FnMut(&'s str) + Send),
     ) -> Result<Completion, ModelError>;
 
+    /// [`Self::complete_round`] with the tool calls' arguments streamed to
+    /// `sink` as they arrive, as well as the text. A dialect that cannot
+    /// stream calls gives the text only (the default).
+    async fn complete_streaming(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        sink: &mut (dyn RoundSink + Send),
+    ) -> Result<Completion, ModelError> {
+        let mut on_text = |t: &str| sink.text(t);
+        self.complete_round(messages, tools, &mut on_text).await
+    }
+
     /// The model name sent with each request.
     fn model_name(&self) -> &str;
 
-    /// The context window the server says it serves, in tokens, when it
-    /// publishes one (asked once, when no `context_limit` is configured).
-    async fn context_window(&self) -> Option<u64> {
-        None
+    /// What the server says it serves (its model list and the context
+    /// window it publishes), asked once at the start of a session.
+    async fn discover(&self) -> Discovery {
+        Discovery::Answered(ServerModels::default())
+    }
+}
+
+/// Where a streamed round goes as it arrives: text, and tool-call pieces.
+pub trait RoundSink {
+    fn text(&mut self, text: &str);
+    fn call(&mut self, _delta: &CallDelta) {}
+}
+
+/// A sink that keeps only the text (for callers that want nothing else).
+pub(crate) struct TextOnly<'a>(pub &'a mut (dyn FnMut(&str) + Send));
+
+impl RoundSink for TextOnly<'_> {
+    fn text(&mut self, text: &str) {
+        (self.0)(text)
     }
 }
 

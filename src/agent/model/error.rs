@@ -46,6 +46,13 @@ pub enum ModelError {
     /// The server stopped answering (connect or idle timeout).
     #[error("the model server timed out")]
     Timeout,
+    /// The server could not read what the model produced as the format it
+    /// expects (llama.cpp: "The model produced output that does not match
+    /// the expected … format", in a stream or as HTTP 500). The model's
+    /// fault, not the server's: at temperature 0 it repeats, so the round is
+    /// tried again at most once. Carries the server's message.
+    #[error("the model's output did not match the format the server expects: {0}")]
+    ModelOutput(String),
 }
 
 fn context_text(prompt: Option<u64>, size: Option<u64>, body: &str) -> String {
@@ -70,7 +77,20 @@ impl ModelError {
             ModelError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 429) || *status >= 500
             }
-            ModelError::Protocol(_) | ModelError::ContextExceeded { .. } => false,
+            ModelError::Protocol(_)
+            | ModelError::ContextExceeded { .. }
+            | ModelError::ModelOutput(_) => false,
+        }
+    }
+
+    /// How many attempts a round that failed this way gets, out of the
+    /// configured `max`: all of them for a transient error, two for a model
+    /// output the server could not parse, one for anything else.
+    pub fn attempts(&self, max: u32) -> u32 {
+        match self {
+            ModelError::ModelOutput(_) => max.min(2),
+            e if e.is_transient() => max,
+            _ => 1,
         }
     }
 
@@ -92,6 +112,9 @@ impl ModelError {
         shown: String,
         retry_after: Option<u64>,
     ) -> ModelError {
+        if is_model_output_error(body) || is_model_output_error(&shown) {
+            return ModelError::ModelOutput(shown);
+        }
         match context_refusal(status, body) {
             Some((prompt_tokens, context_size)) => ModelError::ContextExceeded {
                 prompt_tokens,
@@ -105,6 +128,14 @@ impl ModelError {
             },
         }
     }
+}
+
+/// Whether a server's error text says the model's output did not match the
+/// format the server parses (llama.cpp's chat parsers, in every version's
+/// wording: "does not match the expected … format").
+pub fn is_model_output_error(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    text.contains("model produced output") || text.contains("does not match the expected")
 }
 
 /// `Some((prompt tokens, context size))` when an error answer says the
@@ -166,6 +197,21 @@ mod tests {
             text.contains("9000 tokens") && text.contains("holds 8192"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_model_format_error_is_the_model_s_and_gets_one_retry() {
+        let body = r#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format","type":"server_error"}}"#;
+        let e = ModelError::from_status(500, body, "shown".into(), None);
+        assert_eq!(e, ModelError::ModelOutput("shown".into()));
+        let streamed =
+            "The model produced output that does not match the expected peg-native format";
+        let e = ModelError::from_status(500, "", streamed.into(), None);
+        assert!(e.to_string().contains("peg-native format"), "{e}");
+        assert!(!e.is_transient());
+        assert_eq!((e.attempts(5), e.attempts(1)), (2, 1));
+        assert_eq!(ModelError::Timeout.attempts(5), 5);
+        assert_eq!(ModelError::Protocol("x".into()).attempts(5), 1);
     }
 
     #[test]

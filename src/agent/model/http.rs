@@ -14,6 +14,10 @@ use reqwest::header::CONTENT_TYPE;
 use super::error::ModelError;
 use super::sse::{StreamError, snippet};
 
+/// The Anthropic API version header value sent with every request (and
+/// with the model list).
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// Where and how to reach the model.
 #[derive(Clone)]
 pub struct ModelClientConfig {
@@ -122,6 +126,9 @@ pub(crate) fn stream_error(config: &ModelClientConfig, e: StreamError) -> ModelE
         // An error event carrying an HTTP status is treated like that status.
         StreamError::ServerStatus { status, message } => {
             ModelError::from_status(status, "", redact_key(config, &message), None)
+        }
+        StreamError::Server(message) if super::error::is_model_output_error(&message) => {
+            ModelError::ModelOutput(redact_key(config, &message))
         }
         other => ModelError::Protocol(redact_key(config, &other.to_string())),
     }

@@ -17,7 +17,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 
-use super::chat::{ChatModel, Completion, told};
+use super::chat::{ChatModel, Completion, RoundSink, TextOnly, told};
 use super::error::ModelError;
 use super::http::{
     ModelClientConfig, is_json, next_sse_event, redact_key, stream_error, success_or_status,
@@ -118,20 +118,21 @@ impl ModelClient {
         tools: &[ToolDefinition],
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, ModelError> {
-        self.complete_wire(Messages::Typed(messages), tools, on_text)
+        self.complete_wire(Messages::Typed(messages), tools, &mut TextOnly(on_text))
             .await
     }
 
     /// [`Self::complete_round`], sending the messages' wire form when they
-    /// carry one.
+    /// carry one; text and tool-call pieces go to `sink` as they arrive.
     async fn complete_wire(
         &self,
         messages: Messages<'_>,
         tools: &[ToolDefinition],
-        on_text: &mut (dyn FnMut(&str) + Send),
+        sink: &mut (dyn RoundSink + Send),
     ) -> Result<Completion, ModelError> {
-        let streamed = self.streamed(messages, tools, on_text).await;
-        Completion::or_unstreamed(streamed, self.unstreamed(messages, tools), on_text).await
+        let streamed = self.streamed(messages, tools, sink).await;
+        let mut on_text = |t: &str| sink.text(t);
+        Completion::or_unstreamed(streamed, self.unstreamed(messages, tools), &mut on_text).await
     }
 
     /// POSTs one request. A streaming request asks for a usage report; a
@@ -200,12 +201,13 @@ impl ModelClient {
         &self,
         messages: Messages<'_>,
         tools: &[ToolDefinition],
-        on_text: &mut (dyn FnMut(&str) + Send),
+        sink: &mut (dyn RoundSink + Send),
     ) -> Result<AssistantReply, ModelError> {
         let resp = self.send(messages, tools, true).await?;
         if is_json(&resp) {
             // The server ignored `stream: true`; take the whole answer.
-            return Ok(told(self.read_whole(resp).await?, on_text));
+            let mut on_text = |t: &str| sink.text(t);
+            return Ok(told(self.read_whole(resp).await?, &mut on_text));
         }
         let count = Arc::new(ByteCount::default());
         let counter = Arc::clone(&count);
@@ -226,7 +228,10 @@ impl ModelClient {
                 return Err(self.stream_error(StreamError::from_error_event(&event.data)));
             }
             if let Some(delta) = asm.feed(&event.data).map_err(|e| self.stream_error(e))? {
-                on_text(&delta);
+                sink.text(&delta);
+            }
+            for call in asm.take_call_deltas() {
+                sink.call(&call);
             }
         }
         if count.0.load(Ordering::Relaxed) == 0 {
@@ -292,15 +297,29 @@ impl ChatModel for ModelClient {
                 fell_back: false,
             });
         }
-        self.complete_wire(messages, tools, on_text).await
+        self.complete_wire(messages, tools, &mut TextOnly(on_text))
+            .await
+    }
+
+    async fn complete_streaming(
+        &self,
+        messages: Messages<'_>,
+        tools: &[ToolDefinition],
+        sink: &mut (dyn RoundSink + Send),
+    ) -> Result<Completion, ModelError> {
+        if self.protocol == ToolProtocol::JsonTags {
+            let mut on_text = |t: &str| sink.text(t);
+            return ChatModel::complete_round(self, messages, tools, &mut on_text).await;
+        }
+        self.complete_wire(messages, tools, sink).await
     }
 
     fn model_name(&self) -> &str {
         &self.config.model
     }
 
-    async fn context_window(&self) -> Option<u64> {
-        super::discover::context_window(&self.http, &self.config).await
+    async fn discover(&self) -> super::discover::Discovery {
+        super::discover::ask(&self.http, &self.config, super::discover::KeyHeader::Bearer).await
     }
 }
 

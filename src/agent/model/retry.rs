@@ -4,16 +4,17 @@
 //!
 //! Every retry is reported as [`AgentEvent::RetryScheduled`]; text already
 //! streamed from a broken attempt is declared void with
-//! [`AgentEvent::AssistantDiscarded`] before the round is asked again, so the
+//! [`AgentEvent::AssistantDiscarded`] before the round is asked again (tool
+//! calls streamed so far with it: they never ran), so the
 //! console never shows the same words twice unmarked. A cut round can always
 //! be retried: the round's tool calls only run after the round completed.
 //! This module never runs tools and never retries a permanent error.
 
 use std::time::Duration;
 
-use super::chat::{ChatModel, Completion};
+use super::chat::{ChatModel, Completion, RoundSink};
 use super::error::ModelError;
-use super::types::Messages;
+use super::types::{CallDelta, Messages};
 use crate::event::AgentEvent;
 use crate::tools::ToolDefinition;
 
@@ -63,6 +64,34 @@ fn jitter_fraction() -> f64 {
     (h.finish() % 1_000_000) as f64 / 1_000_000.0
 }
 
+/// A round's stream as events: text as `AssistantDelta`, tool-call pieces
+/// as `ToolCallDelta`; counts what was shown (text characters, call
+/// pieces), so a broken attempt can be declared void.
+struct Emitting<'a> {
+    emit: &'a (dyn Fn(AgentEvent) + Send + Sync),
+    shown: usize,
+    calls: usize,
+}
+
+impl RoundSink for Emitting<'_> {
+    fn text(&mut self, text: &str) {
+        self.shown += text.chars().count();
+        (self.emit)(AgentEvent::AssistantDelta {
+            text: text.to_string(),
+        });
+    }
+
+    fn call(&mut self, delta: &CallDelta) {
+        self.calls += 1;
+        (self.emit)(AgentEvent::ToolCallDelta {
+            index: delta.index,
+            call_id: delta.id.clone().unwrap_or_default(),
+            name: delta.name.clone(),
+            arguments: delta.arguments.clone(),
+        });
+    }
+}
+
 /// One round with retries. `emit` receives the streamed text
 /// (`AssistantDelta`), the retry notices and the discard markers.
 pub async fn complete_with_retries(
@@ -75,34 +104,35 @@ pub async fn complete_with_retries(
     let max = policy.max_attempts.max(1);
     let mut attempt = 1;
     loop {
-        let mut shown = 0usize;
-        let mut on_text = |t: &str| {
-            shown += t.chars().count();
-            emit(AgentEvent::AssistantDelta {
-                text: t.to_string(),
-            });
+        let mut sink = Emitting {
+            emit,
+            shown: 0,
+            calls: 0,
         };
-        let result = model.complete_round(messages, tools, &mut on_text).await;
+        let result = model.complete_streaming(messages, tools, &mut sink).await;
         let error = match result {
             Ok(done) => return Ok(done),
             Err(e) => e,
         };
-        if shown > 0 {
-            emit(AgentEvent::AssistantDiscarded { chars: shown });
+        if sink.shown > 0 || sink.calls > 0 {
+            emit(AgentEvent::AssistantDiscarded { chars: sink.shown });
         }
-        if !error.is_transient() || attempt >= max {
+        // A transient error gets every attempt, a model output the server
+        // could not parse one more, anything else none.
+        let allowed = error.attempts(max);
+        if attempt >= allowed {
             return Err(error);
         }
         let delay = policy.delay(attempt, &error);
         tracing::warn!(
             attempt,
-            max,
+            allowed,
             ?delay,
             "model round failed, retrying: {error}"
         );
         emit(AgentEvent::RetryScheduled {
             attempt,
-            max_attempts: max,
+            max_attempts: allowed,
             delay_ms: delay.as_millis() as u64,
             error: error.to_string(),
         });

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::types::{AssistantReply, FunctionCall, ToolCall, Usage};
+use super::types::{AssistantReply, CallDelta, FunctionCall, ToolCall, Usage};
 
 /// Process-wide counter for tool-call ids the server did not send.
 static GENERATED_IDS: AtomicU64 = AtomicU64::new(1);
@@ -62,11 +62,18 @@ pub struct StreamAssembler {
     usage: Option<Usage>,
     done: bool,
     chunks: usize,
+    /// Tool-call pieces not yet taken ([`Self::take_call_deltas`]).
+    deltas: Vec<CallDelta>,
 }
 
 impl StreamAssembler {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The tool-call pieces fed since the last call, in order.
+    pub fn take_call_deltas(&mut self) -> Vec<CallDelta> {
+        std::mem::take(&mut self.deltas)
     }
 
     /// Whether `[DONE]` has been seen (later payloads are ignored).
@@ -214,6 +221,7 @@ impl StreamAssembler {
                 entry.name.push_str(name);
             }
         }
+        let before = entry.arguments.len();
         match function.get("arguments") {
             Some(Value::String(piece)) => entry.arguments.push_str(piece),
             // Some servers send the arguments as a JSON object.
@@ -222,6 +230,13 @@ impl StreamAssembler {
             }
             _ => {}
         }
+        let delta = CallDelta {
+            index: slot,
+            id: entry.id.clone(),
+            name: entry.name.clone(),
+            arguments: entry.arguments[before..].to_string(),
+        };
+        self.deltas.push(delta);
     }
 
     /// Ends the stream and returns the assembled reply.

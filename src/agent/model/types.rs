@@ -207,6 +207,19 @@ pub fn request_body(
     body
 }
 
+/// A piece of a tool call's arguments, as the server streams it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallDelta {
+    /// The call's place in the round (0-based).
+    pub index: usize,
+    /// The call's id, once the server has sent it.
+    pub id: Option<String>,
+    /// The tool's name as known so far.
+    pub name: String,
+    /// The new piece of the arguments (may be empty when only the name came).
+    pub arguments: String,
+}
+
 /// Token counts, when the server reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {

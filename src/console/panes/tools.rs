@@ -31,6 +31,10 @@ pub const OPERATOR_MARK: &str = "⌨ operator typed: ";
 /// Longest operator entry shown (the rest continues in a new entry).
 const MAX_TYPED_CHARS: usize = 300;
 
+/// The id prefix of a call shown while its arguments stream, before the
+/// server named it.
+const STREAMING: &str = "streaming-";
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallStatus {
     /// The model asked; nothing has happened yet.
@@ -298,7 +302,32 @@ impl ToolsPane {
     }
 
     pub fn requested(&mut self, call_id: &str, name: &str, arguments: &str) {
+        self.drop_streaming();
         self.ensure(call_id, name, arguments);
+    }
+
+    /// A piece of a call's arguments as the model writes them: the call is
+    /// shown at once, its arguments growing. A call the server has not named
+    /// yet is shown under a placeholder id until it is requested whole.
+    pub fn streaming(&mut self, index: usize, call_id: &str, name: &str, piece: &str) {
+        let id = if call_id.is_empty() {
+            format!("{STREAMING}{index}")
+        } else {
+            call_id.to_string()
+        };
+        let call = self.ensure(&id, name, "");
+        if call.name != name && !name.is_empty() {
+            call.name = name.to_string();
+        }
+        if call.summary.chars().count() < 300 {
+            call.summary.push_str(&one_line(&sanitize(piece), 300));
+        }
+    }
+
+    /// Forget the calls shown while streaming under a placeholder id (the
+    /// round ended, or was discarded).
+    pub fn drop_streaming(&mut self) {
+        self.calls.retain(|c| !c.call_id.starts_with(STREAMING));
     }
 
     pub fn waiting_approval(&mut self, call_id: &str, tool: &str, action: &str) {
@@ -457,6 +486,21 @@ mod tests {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn streamed_arguments_show_as_they_arrive_and_placeholders_go() {
+        let mut p = ToolsPane::default();
+        p.streaming(0, "c1", "read_file", "");
+        p.streaming(0, "c1", "read_file", "{\"path\": \"/et");
+        p.streaming(0, "c1", "read_file", "c/hosts\"}");
+        let call = p.call("c1").unwrap();
+        assert_eq!(call.summary, "{\"path\": \"/etc/hosts\"}");
+        assert_eq!(call.status, CallStatus::Requested);
+        p.streaming(1, "", "time", "{}");
+        assert!(p.call("streaming-1").is_some());
+        p.requested("c2", "time", "{}");
+        assert!(p.call("streaming-1").is_none() && p.call("c1").is_some());
     }
 
     #[test]
