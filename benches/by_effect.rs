@@ -155,6 +155,7 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
     let reasons: Arc<Mutex<Vec<String>>> = Arc::default();
     let (answerer, seen) = (b.clone(), reasons.clone());
     tokio::spawn(async move {
+        let mut trying = std::collections::HashSet::new();
         while let Some(ev) = rx.recv().await {
             let (id, why) = match ev {
                 AgentEvent::ApprovalRequested { request } if !request.automatic => {
@@ -164,21 +165,26 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
                         .clone()
                         .unwrap_or_else(|| "asked".into());
                     if why == TRYING {
+                        trying.insert(request.id);
                         continue;
                     }
                     (request.id, why)
                 }
+                // Only a card shown while its trial ran waits for this.
                 AgentEvent::PreviewReady {
                     id,
                     outcome: PreviewOutcome::Report { report },
-                } => (
+                } if trying.remove(&id) => (
                     id,
                     format!("tried in the view: {}", report.effects().join("; ")),
                 ),
                 _ => continue,
             };
             seen.lock().unwrap().push(why);
-            while !answerer.resolve(id, ApprovalDecision::Deny) {
+            for _ in 0..1000 {
+                if answerer.resolve(id, ApprovalDecision::Deny) {
+                    break;
+                }
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
