@@ -196,6 +196,7 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
     };
     registry.register(RunShell::new(ExecutionContext::local(), config));
     registry.set_approver(b.clone());
+    registry.set_trial_approver(b.clone());
     let mut seen = Seen {
         tally: Tally::default(),
         classes: BTreeMap::new(),

@@ -41,8 +41,7 @@ use crate::config::approval::RuleDecision;
 use crate::event::{AgentEvent, DecidedBy, PreviewOutcome};
 use crate::exec::preview::PreviewReport;
 use crate::policy::gate::{
-    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk,
-    TrialVerdict, is_command,
+    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
 };
 use crate::policy::risk::{Assessment, assess_in};
 use crate::policy::rules::{Call, PolicyRules};
@@ -363,40 +362,6 @@ impl Approver for ApprovalBroker {
         }
         let preview = self.wants_preview(&request, script.as_ref());
         self.ask(request, preview, None).await
-    }
-
-    async fn ran_in_view(
-        &self,
-        call_id: &str,
-        tool: &str,
-        gate: &GateInfo,
-        facts: CallFacts,
-    ) -> ApprovalDecision {
-        self.record_trial(call_id, tool, gate, facts)
-    }
-
-    async fn decide_after_trial(
-        &self,
-        call_id: &str,
-        tool: &str,
-        gate: &GateInfo,
-        facts: CallFacts,
-        report: Option<Box<PreviewReport>>,
-    ) -> ApprovalDecision {
-        self.ask_after_trial(call_id, tool, gate, facts, report)
-            .await
-    }
-
-    async fn decide_during_trial(
-        &self,
-        call_id: &str,
-        tool: &str,
-        gate: &GateInfo,
-        facts: CallFacts,
-        verdict: tokio::sync::oneshot::Receiver<TrialVerdict>,
-    ) -> ApprovalDecision {
-        self.ask_during_trial(call_id, tool, gate, facts, verdict)
-            .await
     }
 }
 

@@ -416,16 +416,16 @@ pub async fn start_agent_with(
     broker.set_rules(crate::policy::rules::PolicyRules::from_config(
         &config.approval,
     ));
-    let registry = Arc::new(
-        build_registry_async(
-            config,
-            &exec,
-            tmux.as_ref(),
-            broker.clone(),
-            Some(mcp_events(event_tx.clone())),
-        )
-        .await,
-    );
+    let mut registry = build_registry_async(
+        config,
+        &exec,
+        tmux.as_ref(),
+        broker.clone(),
+        Some(mcp_events(event_tx.clone())),
+    )
+    .await;
+    registry.set_trial_approver(broker.clone());
+    let registry = Arc::new(registry);
     notices.append(&mut options.notices);
     let (session, restore) = open_session(config, &options, &broker, &model, &target)?;
     let session_id = session.as_ref().map(|s| s.id().to_string());

@@ -269,8 +269,8 @@ pub enum ApprovalDecision {
     /// Such a call runs in the kernel sandbox.
     ApproveUnasked(String),
     /// `approval = "by_effect"`: run it in the throwaway view first; the
-    /// registry then reports the trial back ([`Approver::ran_in_view`],
-    /// [`Approver::decide_after_trial`]). Never an answer to the operator.
+    /// registry then reports the trial back (`tools::TrialApprover`).
+    /// Never an answer to the operator.
     TryInView,
     /// Do not run it.
     Deny,
@@ -333,69 +333,6 @@ pub trait Approver: Send + Sync {
     ) -> ApprovalDecision {
         self.decide_change(call_id, tool, gate, change).await
     }
-
-    /// The call was tried in the view (after [`ApprovalDecision::TryInView`])
-    /// and the view saw no effect: its result stands, nothing else runs.
-    /// Returns the decision to record. By default nothing is recorded.
-    async fn ran_in_view(
-        &self,
-        _call_id: &str,
-        _tool: &str,
-        _gate: &GateInfo,
-        _facts: CallFacts,
-    ) -> ApprovalDecision {
-        ApprovalDecision::ApproveUnasked(RAN_IN_VIEW.into())
-    }
-
-    /// The trial showed effects or could not be made (`facts.trial` says
-    /// which): ask the operator, with the trial's report for the card.
-    async fn decide_after_trial(
-        &self,
-        call_id: &str,
-        tool: &str,
-        gate: &GateInfo,
-        facts: CallFacts,
-        _report: Option<Box<crate::exec::preview::PreviewReport>>,
-    ) -> ApprovalDecision {
-        self.decide_call(call_id, tool, gate, None, facts).await
-    }
-
-    /// A trial still runs after a moment: show the card now and decide by
-    /// whichever comes first, the operator's answer or the trial's
-    /// `verdict` (a clean trial withdraws the card and its result stands:
-    /// [`ApprovalDecision::ApproveUnasked`] naming [`RAN_IN_VIEW`]; one with
-    /// effects fills the card in and keeps waiting). By default the
-    /// verdict is awaited first.
-    async fn decide_during_trial(
-        &self,
-        call_id: &str,
-        tool: &str,
-        gate: &GateInfo,
-        mut facts: CallFacts,
-        verdict: tokio::sync::oneshot::Receiver<TrialVerdict>,
-    ) -> ApprovalDecision {
-        match verdict.await {
-            Ok(TrialVerdict::Clean) => self.ran_in_view(call_id, tool, gate, facts).await,
-            Ok(TrialVerdict::Asks { why, report }) => {
-                facts.trial = Some(why);
-                self.decide_after_trial(call_id, tool, gate, facts, report)
-                    .await
-            }
-            Err(_) => ApprovalDecision::DenyWithReason("the trial in the view ended unseen".into()),
-        }
-    }
-}
-
-/// What a trial found, for a card that appeared while it ran
-/// ([`Approver::decide_during_trial`]).
-pub enum TrialVerdict {
-    /// No effect: the trial's result stands.
-    Clean,
-    /// Asked: why, and the report for the card.
-    Asks {
-        why: String,
-        report: Option<Box<crate::exec::preview::PreviewReport>>,
-    },
 }
 
 /// How a call decided by its trial in the view is named.

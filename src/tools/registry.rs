@@ -113,6 +113,8 @@ struct Failures {
 pub struct ToolRegistry {
     tools: Vec<Box<dyn Tool>>,
     pub(super) approver: Arc<dyn Approver>,
+    /// Who hears of trials (`approval = "by_effect"`): the broker.
+    pub(super) trials: Option<Arc<dyn super::trial_approver::TrialApprover>>,
     failure_limit: u32,
     failures: Mutex<Failures>,
     domain_policy: DomainPolicy,
@@ -133,10 +135,17 @@ impl ToolRegistry {
             approver: Arc::new(FixedApprover(ApprovalDecision::DenyWithReason(
                 "no operator is available to approve this call".into(),
             ))),
+            trials: None,
             failure_limit: DEFAULT_FAILURE_LIMIT,
             failures: Mutex::default(),
             domain_policy: DomainPolicy::default(),
         }
+    }
+
+    /// The approver that hears of trials in the view (the broker, which
+    /// answers [`ApprovalDecision::TryInView`]).
+    pub fn set_trial_approver(&mut self, trials: Arc<dyn super::trial_approver::TrialApprover>) {
+        self.trials = Some(trials);
     }
 
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {

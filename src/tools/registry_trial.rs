@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::envelope;
 use super::registry::{ToolRegistry, ToolRun};
+use super::trial_approver::{TrialApprover, TrialVerdict};
 use super::{Tool, ToolContext, ToolOutput, ToolStream, Trial};
 use crate::policy::gate::ApprovalDecision;
 
@@ -27,6 +28,11 @@ impl ToolRegistry {
         ctx: &ToolContext,
     ) -> Result<ToolRun, ApprovalDecision> {
         let name = tool.name();
+        let Some(trials) = self.trials.clone() else {
+            let why = "by_effect: no approver takes trials here; nothing was run";
+            return Err(ApprovalDecision::DenyWithReason(why.into()));
+        };
+        let trials = trials.as_ref();
         let trying = ToolContext {
             sandboxed: true,
             asked: false,
@@ -41,7 +47,7 @@ impl ToolRegistry {
         let trial = tokio::select! {
             t = &mut trial => t,
             _ = tokio::time::sleep(CARD_AFTER) => {
-                let d = self.card_during_trial(trial, name, gate, facts, ctx).await;
+                let d = card_during_trial(trials, trial, name, gate, facts, ctx).await;
                 trying.emit(ToolStream::Completed);
                 return d;
             }
@@ -49,16 +55,12 @@ impl ToolRegistry {
         trying.emit(ToolStream::Completed);
         match trial {
             Trial::Clean(output) => {
-                let d = self
-                    .approver
-                    .ran_in_view(&ctx.call_id, name, gate, facts)
-                    .await;
+                let d = trials.ran_in_view(&ctx.call_id, name, gate, facts).await;
                 Ok(viewed_run(output, d))
             }
             Trial::Asks { why, report } => {
                 facts.trial = Some(why);
-                Err(self
-                    .approver
+                Err(trials
                     .decide_after_trial(&ctx.call_id, name, gate, facts, report)
                     .await)
             }
@@ -69,51 +71,46 @@ impl ToolRegistry {
 /// How long a trial runs before its card is shown anyway.
 const CARD_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 
-impl ToolRegistry {
-    /// A trial still running after [`CARD_AFTER`]: the card appears now
-    /// and the broker decides by the operator's answer or the trial's end,
-    /// whichever is first. A clean end returns the trial's result; an
-    /// answer first ends the trial (dropping it ends the view).
-    async fn card_during_trial(
-        &self,
-        trial: std::pin::Pin<&mut (impl std::future::Future<Output = Trial> + ?Sized)>,
-        name: &str,
-        gate: &crate::policy::gate::GateInfo,
-        facts: crate::policy::gate::CallFacts,
-        ctx: &ToolContext,
-    ) -> Result<ToolRun, ApprovalDecision> {
-        use crate::policy::gate::TrialVerdict;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let decide = self
-            .approver
-            .decide_during_trial(&ctx.call_id, name, gate, facts, rx);
-        tokio::pin!(decide);
-        let mut trial = Some(trial);
-        let mut tx = Some(tx);
-        let mut clean = None;
-        loop {
-            tokio::select! {
-                done = async { trial.as_mut().expect("guarded").as_mut().await }, if trial.is_some() => {
-                    trial = None;
-                    let verdict = match done {
-                        Trial::Clean(output) => {
-                            clean = Some(output);
-                            TrialVerdict::Clean
-                        }
-                        Trial::Asks { why, report } => TrialVerdict::Asks { why, report },
-                    };
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(verdict);
+/// A trial still running after [`CARD_AFTER`]: the card appears now
+/// and the broker decides by the operator's answer or the trial's end,
+/// whichever is first. A clean end returns the trial's result; an
+/// answer first ends the trial (dropping it ends the view).
+async fn card_during_trial(
+    trials: &dyn TrialApprover,
+    trial: std::pin::Pin<&mut (impl std::future::Future<Output = Trial> + ?Sized)>,
+    name: &str,
+    gate: &crate::policy::gate::GateInfo,
+    facts: crate::policy::gate::CallFacts,
+    ctx: &ToolContext,
+) -> Result<ToolRun, ApprovalDecision> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let decide = trials.decide_during_trial(&ctx.call_id, name, gate, facts, rx);
+    tokio::pin!(decide);
+    let mut trial = Some(trial);
+    let mut tx = Some(tx);
+    let mut clean = None;
+    loop {
+        tokio::select! {
+            done = async { trial.as_mut().expect("guarded").as_mut().await }, if trial.is_some() => {
+                trial = None;
+                let verdict = match done {
+                    Trial::Clean(output) => {
+                        clean = Some(output);
+                        TrialVerdict::Clean
                     }
+                    Trial::Asks { why, report } => TrialVerdict::Asks { why, report },
+                };
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(verdict);
                 }
-                d = &mut decide => {
-                    return match (d, clean) {
-                        (d @ ApprovalDecision::ApproveUnasked(_), Some(output)) => {
-                            Ok(viewed_run(output, d))
-                        }
-                        (d, _) => Err(d),
-                    };
-                }
+            }
+            d = &mut decide => {
+                return match (d, clean) {
+                    (d @ ApprovalDecision::ApproveUnasked(_), Some(output)) => {
+                        Ok(viewed_run(output, d))
+                    }
+                    (d, _) => Err(d),
+                };
             }
         }
     }

@@ -5,16 +5,17 @@
 //!
 //! A trial never runs anything outside the view: a command that is asked
 //! afterwards runs for real only on the operator's word, through
-//! [`RunShell`]'s ordinary execute path.
+//! `run_shell`'s ordinary execute path.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::live::LiveOutput;
-use super::shell::{RunShell, Wait, parse};
-use super::{ToolContext, Trial};
+use super::shell_args::{Wait, parse};
+use super::{ToolContext, ToolOutput, Trial};
+use crate::exec::capture::Retain;
 use crate::exec::preview::{self, PreviewOptions, PreviewReport, Run};
-use crate::exec::{RunOutcome, TrialShell};
+use crate::exec::{ExecutionContext, RunOutcome, TrialShell};
 use crate::policy::denylist::denied_by;
 
 /// Words in a trial's stderr that mean the view refused something a real
@@ -32,13 +33,22 @@ fn asks(why: impl Into<String>) -> Trial {
     }
 }
 
+/// What a trial needs of `run_shell`: where it runs, its denylist, how
+/// its output is kept and how a finished run becomes the model's result.
+pub(super) struct Host<'a> {
+    pub exec: &'a ExecutionContext,
+    pub denylist: &'a [String],
+    pub retain: Retain,
+    pub finish: &'a (dyn Fn(&RunOutcome) -> ToolOutput + Sync),
+}
+
 /// See the module doc.
-pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) -> Trial {
+pub(super) async fn trial(shell: Host<'_>, arguments: &str, ctx: &ToolContext) -> Trial {
     let args = match parse(arguments) {
         Ok(a) => a,
         Err(e) => return asks(format!("not tried in the view: {e}")),
     };
-    if denied_by(&args.command, &shell.config.denylist).is_some() {
+    if denied_by(&args.command, shell.denylist).is_some() {
         return asks("not tried in the view: the command is on the denylist");
     }
     if args.wait == Wait::Detach {
@@ -48,7 +58,7 @@ pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) 
     let Some(TrialShell {
         shell: program,
         env,
-    }) = shell.ctx.trial_shell(session, pane).await
+    }) = shell.exec.trial_shell(session, pane).await
     else {
         return asks(
             "not tried in the view: the view cannot stand in for this target here (another \
@@ -58,7 +68,7 @@ pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) 
     let in_pane = env.is_some();
     let cwd = match &ctx.approved_cwd {
         Some(dir) => dir.clone(),
-        None => match shell.ctx.workdir(session, pane).await {
+        None => match shell.exec.workdir(session, pane).await {
             Some(dir) => dir,
             None => return asks("not tried in the view: where it would run is not known"),
         },
@@ -68,10 +78,9 @@ pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) 
         opts.time_limit = opts.time_limit.min(limit);
     }
     let live: Option<Arc<LiveOutput>> = ctx.sink().cloned().map(LiveOutput::new);
-    let retain = shell.retain(ctx);
     let run = Run {
         env,
-        retain: Some(&retain),
+        retain: Some(&shell.retain),
         on_output: live.as_ref().map(LiveOutput::output_fn),
         shell: Some(program),
         ..Run::default()
@@ -83,18 +92,12 @@ pub(super) async fn trial(shell: &RunShell, arguments: &str, ctx: &ToolContext) 
     crate::exec::capture::release_memory();
     match result {
         Err(e) => asks(format!("the view could not run it: {e}")),
-        Ok((report, outcome)) => judge(shell, report, &outcome, in_pane, ctx),
+        Ok((report, outcome)) => judge(&shell, report, &outcome, in_pane),
     }
 }
 
 /// The call's result when the view saw no effect, else why it is asked.
-fn judge(
-    shell: &RunShell,
-    report: PreviewReport,
-    outcome: &RunOutcome,
-    in_pane: bool,
-    ctx: &ToolContext,
-) -> Trial {
+fn judge(shell: &Host<'_>, report: PreviewReport, outcome: &RunOutcome, in_pane: bool) -> Trial {
     let mut effects = report.effects();
     effects.extend(differences(outcome, in_pane));
     if let Some(what) = secret_in_output(outcome) {
@@ -103,7 +106,7 @@ fn judge(
         ));
     }
     if effects.is_empty() {
-        return Trial::Clean(shell.finish(outcome, ctx, &[]));
+        return Trial::Clean((shell.finish)(outcome));
     }
     // The trial's output is not the call's: its spill files go, so the
     // model cannot read them later.

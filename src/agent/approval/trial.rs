@@ -15,11 +15,12 @@ use super::{ApprovalBroker, Outcome, PendingGuard, WITHDRAWN, lock, named, opera
 use crate::event::{AgentEvent, PreviewOutcome};
 use crate::exec::preview::PreviewReport;
 use crate::policy::gate::{
-    ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_VIEW, TrialVerdict, is_command,
+    ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_VIEW, is_command,
 };
 use crate::policy::secret_reads::Scope;
 use crate::policy::view_eligible;
 use crate::shell;
+use crate::tools::{TrialApprover, TrialVerdict};
 
 /// What the operator is told, once, when `by_effect` cannot try commands.
 pub const NO_VIEW: &str = "by effect: this target cannot run the throwaway view (it needs this \
@@ -157,6 +158,43 @@ impl ApprovalBroker {
         self.remember(&request, &decision);
         self.announce(id, &decision, operator_record(&request, &decision));
         decision
+    }
+}
+
+#[async_trait::async_trait]
+impl TrialApprover for ApprovalBroker {
+    async fn ran_in_view(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+    ) -> ApprovalDecision {
+        self.record_trial(call_id, tool, gate, facts)
+    }
+
+    async fn decide_after_trial(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        report: Option<Box<PreviewReport>>,
+    ) -> ApprovalDecision {
+        self.ask_after_trial(call_id, tool, gate, facts, report)
+            .await
+    }
+
+    async fn decide_during_trial(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        verdict: tokio::sync::oneshot::Receiver<TrialVerdict>,
+    ) -> ApprovalDecision {
+        self.ask_during_trial(call_id, tool, gate, facts, verdict)
+            .await
     }
 }
 

@@ -23,6 +23,7 @@ pub mod disguise;
 pub mod effects;
 pub mod fence;
 pub mod limits;
+pub mod memory;
 pub mod mounts;
 pub mod netwatch;
 pub mod report;

@@ -27,6 +27,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::memory::read_memory;
 use super::report::RefusedConnection;
 use super::writewatch::{self, Writes};
 use crate::exec::sandbox::seccomp;
@@ -233,23 +234,6 @@ fn address(pid: libc::pid_t, ptr: u64, len: u64) -> Option<String> {
     }
     let raw = read_memory(pid, ptr, len.min(128) as usize);
     Some(raw.map_or("an unreadable address".into(), |b| describe(&b)))
-}
-
-/// `len` bytes at `addr` in process `pid`.
-pub fn read_memory(pid: libc::pid_t, addr: u64, len: usize) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; len];
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: len,
-    };
-    // SAFETY: the kernel writes at most `len` bytes into `buf` and reads
-    // the other process's memory, never ours.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    (n == len as isize).then_some(buf)
 }
 
 /// A socket address in words: `1.2.3.4:80`, `[::1]:22`, `unix:/path`.

@@ -158,7 +158,7 @@ fn read_path(pid: libc::pid_t, ptr: u64) -> Option<PathBuf> {
         // Never read across a page boundary in one go: the next page may
         // be unmapped although the string ends before it.
         let room = 4096 - (at % 4096) as usize;
-        let chunk = super::netwatch::read_memory(pid, at, room)?;
+        let chunk = super::memory::read_memory(pid, at, room)?;
         if let Some(end) = chunk.iter().position(|b| *b == 0) {
             out.extend_from_slice(&chunk[..end]);
             return Some(PathBuf::from(std::ffi::OsString::from_vec(out)));
