@@ -360,7 +360,24 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
         "exec 3<{}; echo changed > /proc/self/fd/3",
         target.display()
     );
+    // An abstract unix socket outside the view (a listener of this test):
+    // the trial's connect is refused and named.
+    use std::os::linux::net::SocketAddrExt;
+    let listener = std::os::unix::net::UnixListener::bind_addr(
+        &std::os::unix::net::SocketAddr::from_abstract_name(format!(
+            "vigil-abs-{}",
+            std::process::id()
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let abstract_connect = format!(
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"\\0vigil-abs-{}\")'",
+        std::process::id()
+    );
     for (command, effect) in [
+        (abstract_connect.as_str(), "tries the network"),
         ("cat deploy_backup", "a private key block"),
         ("git remote -v", "a password in a URL"),
         ("chmod 0777 .git/hooks", "mode 755 → 777"),
@@ -372,6 +389,10 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
         }
     }
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
+    assert!(
+        listener.accept().is_err(),
+        "the abstract socket was reached"
+    );
     assert!(
         matches!(trial("cat README"), Trial::Clean(_)),
         "the control"
