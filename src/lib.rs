@@ -1,35 +1,40 @@
 //! vigil: an operator console for supervising an AI agent that runs commands on
 //! real machines.
 //!
-//! Layers, each depending only on the ones listed before it (held true by
-//! `tests/layering.rs`, which reads every `crate::`/`super::` path):
-//! - plain utilities and data: [`shell`] (the one reader of shell text; every
-//!   safety decision reads its AST), [`config`] (the configuration as plain
-//!   data with the checks that need nothing else), [`http_date`], [`redact`].
+//! The layers are the crates of this workspace; each depends only on the ones
+//! listed before it, and the compiler keeps it so (a crate cannot name one it
+//! does not depend on):
+//! - [`protocol`] (`crates/protocol`): the contract between the agent and its
+//!   consoles. It owns every type that crosses the socket, the line framing
+//!   and the client a front end uses.
+//! - [`shell`] (the one reader of shell text; every safety decision reads its
+//!   AST), [`config`] (the configuration as plain data).
 //! - [`policy`]: approval policy — risk, the allow-list, the denylist, prefix
-//!   rules, the operator's rules and the gate types. Pure decisions.
-//! - [`exec`]: where and how processes run (local, tmux, container, SSH) and
-//!   the kernel sandbox.
+//!   rules, the operator's rules. Pure decisions.
+//! - [`exec`]: where and how processes run (local, tmux, container, SSH), the
+//!   kernel sandbox and the throwaway view.
 //! - [`tools`]: the Tool contract, registry, validation, truncation, envelope.
-//! - [`event`]: the one typed contract between the agent and its consoles;
-//!   every type the console needs from below arrives through it.
 //! - [`scripted`]: the scripted OpenAI-compatible model server shared by
 //!   `--demo` and the tests.
-//! - [`agent`]: the model dialects, the loop, the approval broker, sessions.
-//! - [`console`]: the ratatui front end. It reads only [`event`] and
-//!   [`config`]; it renders and sends commands and never executes anything.
-//! - [`cli`]: the run modes and the wiring that builds the layers from a
-//!   configuration (each layer checks its own part at start-up).
+//! - [`agent`]: the model dialects, the loop, the approval broker, sessions,
+//!   the agent process's socket server.
+//! - [`console`]: the ratatui front end, a client of [`protocol`]; it renders
+//!   and sends commands and never executes anything.
+//! - [`cli`] (this crate): the entry points and the wiring that builds the
+//!   layers from a configuration.
+//!
+//! The layers are re-exported here under their short names so the binaries,
+//! the integration tests and the benches name one crate.
 
-pub mod agent;
+pub use vigil_agent as agent;
+pub use vigil_config as config;
+pub use vigil_console as console;
+pub use vigil_exec as exec;
+pub use vigil_policy as policy;
+pub use vigil_protocol as event;
+pub use vigil_protocol as protocol;
+pub use vigil_scripted as scripted;
+pub use vigil_shell as shell;
+pub use vigil_tools as tools;
+
 pub mod cli;
-pub mod config;
-pub mod console;
-pub mod event;
-pub mod exec;
-pub mod http_date;
-pub mod policy;
-pub mod redact;
-pub mod scripted;
-pub mod shell;
-pub mod tools;

@@ -12,6 +12,7 @@ use crate::agent::model::ModelError;
 use crate::agent::model::anthropic::AnthropicClient;
 use crate::agent::model::retry::RetryPolicy;
 use crate::agent::model::{ChatModel, ModelClient, ModelClientConfig};
+use crate::agent::redact::Redactor;
 use crate::agent::restore::Restored;
 use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
 use crate::agent::session::SessionError;
@@ -28,7 +29,6 @@ use crate::exec::tmux::TmuxError;
 use crate::exec::tmux::manager::TmuxManager;
 use crate::exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
 use crate::exec::transport::{Local, Transport};
-use crate::redact::Redactor;
 use crate::scripted::{Scenario, ScriptedServer};
 use crate::tools::edit::{Edit, EditConfig};
 use crate::tools::fetch::{FetchConfig, FetchUrl};
@@ -404,7 +404,7 @@ pub async fn start_agent_with(
     let (inner_tx, inner_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let model = build_model(config, demo).await?;
-    crate::redact::set_global(model.redactor.clone());
+    crate::agent::redact::set_global(model.redactor.clone());
 
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(

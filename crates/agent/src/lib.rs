@@ -1,0 +1,21 @@
+//! The agent: the model clients (OpenAI and Anthropic dialects), retries,
+//! the loop that drives tools, context accounting and compaction, session
+//! files and resume, and the approval broker the console answers. It emits
+//! [`vigil_protocol::AgentEvent`]s and never renders anything.
+
+pub mod answers;
+pub mod approval;
+pub mod compact;
+pub mod context;
+pub mod conversation;
+pub mod model;
+pub mod notify;
+pub mod preview;
+pub mod redact;
+pub mod restore;
+pub mod runner;
+pub mod server;
+pub mod session;
+pub mod shared;
+pub mod tool_budget;
+pub mod turn;

@@ -1,0 +1,273 @@
+//! The operator console (ratatui). It renders agent events and sends
+//! commands; it never executes anything and never awaits the agent.
+//!
+//! - [`run`] sets up the terminal ([`terminal`]), runs the one event loop
+//!   ([`event_loop`]) and always restores the terminal.
+//! - [`app::App`] holds the pane states and all state transitions
+//!   (`app_keys` for operator input, `app_draw` for the layout); it is
+//!   testable without a terminal.
+//! - [`diff`] lays out what a file write or edit would change (the diff
+//!   review card under its approval).
+//! - [`panes`] has one file per pane, view and overlay; [`text`] neutralises
+//!   foreign text; [`markdown`] renders assistant text.
+//! - [`passthrough`] maps keys typed into the focused mirror to tmux keys
+//!   (sent as `AgentCommand::PaneKeys`; the agent side types them).
+//! - [`keys`] and [`theme`] hold the configurable bindings and colours;
+//!   [`io`] is the only file I/O, run off the UI task; [`fault`] is a
+//!   test-only fault-injection hook (a panic in a render).
+
+pub mod app;
+mod app_copy;
+mod app_draw;
+mod app_fleet;
+mod app_history;
+mod app_keys;
+mod app_leave;
+mod app_passthrough;
+mod app_restore;
+pub mod diff;
+pub mod event_loop;
+pub mod fault;
+pub mod io;
+pub mod keys;
+pub mod markdown;
+pub mod notify;
+pub mod panes;
+pub mod passthrough;
+pub mod preview_card;
+pub mod terminal;
+pub mod text;
+pub mod theme;
+
+#[cfg(test)]
+mod app_keys_tests;
+#[cfg(test)]
+mod app_tests;
+#[cfg(test)]
+mod attach_tests;
+#[cfg(test)]
+mod diff_snapshots;
+#[cfg(test)]
+mod event_loop_tests;
+#[cfg(test)]
+mod facts_snapshots;
+#[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
+mod footer_tests;
+#[cfg(test)]
+mod overlay_snapshots;
+#[cfg(test)]
+mod preview_snapshots;
+#[cfg(test)]
+mod restore_snapshots;
+#[cfg(test)]
+mod snapshot_tests;
+#[cfg(test)]
+mod style_tests;
+#[cfg(test)]
+mod view_tests;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
+
+use keys::Keymap;
+use theme::Theme;
+use vigil_config::ConsoleConfig;
+use vigil_protocol::OnExit;
+use vigil_protocol::fleet::{FleetAnswer, FleetView};
+use vigil_protocol::{AgentCommand, AgentEvent, ApprovalPolicy};
+
+/// How the console behaves. Model and target come from `SessionStarted`.
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    /// Sent as `AgentCommand::UserMessage` right after start (the demo uses it).
+    pub initial_message: Option<String>,
+    /// Draw at most this many frames per second.
+    pub fps_cap: u32,
+    /// Ring the terminal bell when an approval arrives.
+    pub bell: bool,
+    /// Key bindings in force.
+    pub keys: Keymap,
+    /// Themes the theme key cycles through; the first is used at start.
+    pub themes: Vec<Theme>,
+    /// The approval policy the agent started with (for the status bar).
+    pub initial_policy: Option<ApprovalPolicy>,
+    /// Where "save output" proposes to write (default: the current dir).
+    pub save_dir: Option<PathBuf>,
+    /// The latest capture of the managed pane, kept fresh by the agent side
+    /// (`app::Running::mirror`); the console only reads it.
+    pub mirror: Option<watch::Receiver<String>>,
+    /// Quitting leaves this behind (remote managed tmux sessions): ask the
+    /// operator to keep or remove it first. None: quit at once.
+    pub ask_on_exit: Option<String>,
+    /// A client of an agent process: the detach key works and `q` asks
+    /// detach / stop the agent / cancel. False: the agent lives in this
+    /// process and leaving stops it.
+    pub attached: bool,
+    /// Read-only (`vigil attach --watch`): approval keys, typing, pasting
+    /// and passthrough are refused with a visible "watching: read-only".
+    pub watch: bool,
+    /// The title with the waiting count and the desktop notification
+    /// (`[notify]`, see [`ConsoleOptions::apply_notify`]).
+    pub notify: notify::NotifyOptions,
+    /// The other agents (the agents overlay, their calls in the approval
+    /// queue). None: this console sees its own agent only.
+    pub fleet: Option<FleetFeed>,
+}
+
+/// The fleet client's feed (`cli::fleet` fills it): the latest
+/// [`FleetView`], and where answers to another agent's calls go.
+#[derive(Debug, Clone)]
+pub struct FleetFeed {
+    pub view: watch::Receiver<FleetView>,
+    pub answers: UnboundedSender<FleetAnswer>,
+}
+
+/// How the operator left the console.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leaving {
+    /// The agent keeps working (pending approvals wait); `vigil attach`
+    /// comes back.
+    Detach,
+    /// Stop the agent, doing this with remote managed sessions.
+    Stop(OnExit),
+    /// Detach and attach to the agent of this session instead (the agents
+    /// overlay).
+    Switch(String),
+    /// The agent was already gone (stopped elsewhere, or the connection
+    /// lost): nothing keeps working and nothing is left to stop.
+    AgentGone,
+}
+
+impl Default for ConsoleOptions {
+    fn default() -> Self {
+        ConsoleOptions {
+            initial_message: None,
+            fps_cap: 60,
+            bell: true,
+            keys: Keymap::default(),
+            themes: vec![Theme::default()],
+            initial_policy: None,
+            save_dir: None,
+            mirror: None,
+            ask_on_exit: None,
+            attached: false,
+            watch: false,
+            notify: notify::NotifyOptions::default(),
+            fleet: None,
+        }
+    }
+}
+
+impl ConsoleOptions {
+    /// Options from `[console]`: key bindings, the configured theme (from
+    /// `<config dir>/themes/` or the built-ins) followed by the other
+    /// built-ins for cycling; with `no_color` (or `NO_COLOR` set) only a
+    /// colourless version of the configured theme.
+    pub fn from_config(cfg: &ConsoleConfig, no_color: bool) -> Result<ConsoleOptions, String> {
+        let keys = Keymap::from_config(&cfg.keys).map_err(|e| e.to_string())?;
+        let dir = theme::user_config_dir();
+        let first = Theme::load(&cfg.theme, dir.as_deref()).map_err(|e| e.to_string())?;
+        let themes = if no_color || theme::no_color_env() {
+            vec![first.no_color()]
+        } else {
+            let mut themes = vec![first];
+            for (name, _) in theme::BUILTIN {
+                if name != cfg.theme {
+                    themes.push(Theme::load(name, dir.as_deref()).map_err(|e| e.to_string())?);
+                }
+            }
+            themes
+        };
+        Ok(ConsoleOptions {
+            fps_cap: cfg.fps,
+            bell: cfg.bell,
+            keys,
+            themes,
+            ..ConsoleOptions::default()
+        })
+    }
+
+    /// Take `[notify]` into account for the terminal this process runs in:
+    /// the bell rings only when both `[console] bell` and `[notify] bell`
+    /// allow it; the title and the desktop notification as configured.
+    pub fn apply_notify(&mut self, cfg: &vigil_config::NotifyConfig) {
+        self.bell &= cfg.bell;
+        self.notify = notify::NotifyOptions::resolve(cfg, &notify::TermEnv::from_process());
+    }
+}
+
+/// Run the console until the operator leaves or the terminal fails.
+///
+/// Takes over the terminal (alternate screen, raw mode, bracketed paste),
+/// restores it on every exit path including panics, and sends
+/// `AgentCommand::Quit` when the operator stops the agent (never on a
+/// detach). Returns how the operator left ([`Leaving`]: detach, or stop
+/// keeping remote managed sessions unless asked and answered "remove");
+/// the caller carries it out.
+pub async fn run(
+    mut events: UnboundedReceiver<AgentEvent>,
+    commands: UnboundedSender<AgentCommand>,
+    opts: ConsoleOptions,
+) -> std::io::Result<Leaving> {
+    let guard = terminal::TerminalGuard::enter()?;
+    let result = async {
+        let mut term = terminal::new_terminal()?;
+        let mut app = app::App::new(Instant::now());
+        app.set_keymap(opts.keys.clone());
+        app.set_themes(opts.themes.clone());
+        if let Some(p) = opts.initial_policy {
+            app.set_policy_shown(p);
+        }
+        app.set_save_dir(opts.save_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
+        app.set_ask_on_exit(opts.ask_on_exit.clone());
+        app.set_attached(opts.attached);
+        app.set_read_only(opts.watch);
+        if opts.fleet.is_some() {
+            app.enable_fleet();
+        }
+        if let Some(text) = opts.initial_message.clone().filter(|_| !opts.watch) {
+            app.note_sent(&text);
+            // The agent may already be gone; the console still shows why.
+            let _ = commands.send(AgentCommand::UserMessage { text });
+        }
+        let mut input = crossterm::event::EventStream::new();
+        if opts.notify.title {
+            event_loop::write_raw(&mut term, notify::PUSH_TITLE);
+            terminal::set_titled(true);
+        }
+        let ran = event_loop::run(
+            &mut term,
+            &mut app,
+            &mut input,
+            &mut events,
+            &commands,
+            &opts,
+        )
+        .await;
+        if opts.notify.title {
+            // Where the title stack is not kept, at least no stale count.
+            event_loop::write_raw(&mut term, &notify::set_title(0));
+            event_loop::write_raw(&mut term, notify::POP_TITLE);
+            terminal::set_titled(false);
+        }
+        ran?;
+        Ok(app.leaving())
+    }
+    .await;
+    // A terminal failure leaves like a killed console: an attached one
+    // detaches (nothing lost), an in-process one stops.
+    let stop = match &result {
+        Ok(how) => matches!(how, Leaving::Stop(_)),
+        Err(_) => !opts.attached,
+    };
+    if stop {
+        let _ = commands.send(AgentCommand::Quit);
+    }
+    drop(guard);
+    result
+}

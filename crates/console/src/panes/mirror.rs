@@ -1,0 +1,155 @@
+//! The tmux mirror pane: shows the managed pane the agent's commands run in,
+//! or says plainly that there is none. Captured pane text keeps its ANSI
+//! colours (converted with ansi-to-tui), unlike every other pane.
+//!
+//! While the operator types into the pane (key passthrough, see
+//! [`crate::passthrough`]) its border and title say so.
+//!
+//! It never captures, types into or otherwise touches tmux itself; whoever
+//! captures the pane hands the text to [`MirrorPane::set_content`], and the
+//! keys typed travel as `AgentCommand::PaneKeys` from the App.
+
+use ansi_to_tui::IntoText;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Text};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::pane_block;
+use crate::passthrough;
+use crate::text::{sanitize, truncate_chars};
+use crate::theme::Theme;
+use vigil_protocol::MirrorTarget;
+
+pub const NO_PANE: &str = "no managed tmux pane: commands run as local processes";
+
+#[derive(Debug, Default)]
+pub struct MirrorPane {
+    /// `None` until the session started; then the pane, if any.
+    target: Option<Option<MirrorTarget>>,
+    content: Option<Text<'static>>,
+    /// Keys go to the pane (passthrough on).
+    typing: bool,
+    /// The last key typed was a lone Esc (a second one leaves).
+    pub(crate) esc_pending: bool,
+    /// The agent's shell command running now, named in the title.
+    running: Option<String>,
+}
+
+impl MirrorPane {
+    pub fn set_target(&mut self, target: Option<MirrorTarget>) {
+        self.target = Some(target);
+        self.content = None;
+    }
+
+    pub fn target(&self) -> Option<&MirrorTarget> {
+        self.target.as_ref().and_then(Option::as_ref)
+    }
+
+    /// Replace the shown text with a fresh capture (`capture-pane -e -p`).
+    /// The blank rows below the cursor are dropped, so the bottom of the
+    /// mirror shows the pane's latest line.
+    pub fn set_content(&mut self, ansi: &str) {
+        let mut text = ansi
+            .into_text()
+            .unwrap_or_else(|_| Text::raw(sanitize(ansi)));
+        while text
+            .lines
+            .last()
+            .is_some_and(|l| l.spans.iter().all(|s| s.content.trim().is_empty()))
+        {
+            text.lines.pop();
+        }
+        self.content = Some(text);
+    }
+
+    /// Whether keys go to the pane.
+    pub fn typing(&self) -> bool {
+        self.typing
+    }
+
+    pub fn set_typing(&mut self, on: bool) {
+        self.typing = on;
+        self.esc_pending = false;
+    }
+
+    pub fn content(&self) -> Option<&Text<'static>> {
+        self.content.as_ref()
+    }
+
+    /// The agent's command running in the pane now (None: idle).
+    pub fn set_running(&mut self, command: Option<String>) {
+        self.running = command;
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+        let mut title = match self.target() {
+            Some(t) => format!("mirror {}", sanitize(&t.pane)),
+            None => "mirror".to_string(),
+        };
+        // The pane shows the script vigil sourced (`. /tmp/…/3.sh`); the
+        // title names the command being run instead, cut with a mark.
+        if let Some(cmd) = &self.running {
+            let room = (area.width as usize)
+                .saturating_sub(title.len() + 16)
+                .max(8);
+            title.push_str(&format!(" · running: {}", truncate_chars(cmd, room)));
+        }
+        let mut block = pane_block(title, focused, theme);
+        if self.typing {
+            let style = theme.warn.add_modifier(Modifier::BOLD);
+            block = block.border_style(style).title_bottom(Line::styled(
+                format!(" {} ", passthrough::BORDER_HINT),
+                style,
+            ));
+        }
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let dim = theme.dim;
+        let body: Paragraph<'_> = match (&self.target, &self.content) {
+            (None, _) => Paragraph::new(Line::styled("waiting for the session…", dim)),
+            (Some(None), _) => Paragraph::new(Line::styled(NO_PANE, dim)).wrap(Wrap { trim: true }),
+            (Some(Some(_)), Some(text)) => {
+                let skip = text.lines.len().saturating_sub(inner.height as usize);
+                Paragraph::new(Text::from(text.lines[skip..].to_vec()))
+            }
+            (Some(Some(t)), None) => Paragraph::new(vec![
+                Line::raw(format!("mirror: {}", sanitize(&t.pane))),
+                Line::styled("waiting for the first capture of the pane…", dim),
+            ])
+            .wrap(Wrap { trim: true }),
+        };
+        frame.render_widget(body, inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captured_text_keeps_colours() {
+        let mut m = MirrorPane::default();
+        m.set_target(Some(MirrorTarget {
+            server_args: vec!["-L".into(), "vigil".into()],
+            pane: "%3".into(),
+        }));
+        m.set_content("\x1b[31mred\x1b[0m plain\nnext");
+        let text = m.content().expect("content set");
+        assert_eq!(text.lines.len(), 2);
+        assert_eq!(text.lines[0].spans[0].content, "red");
+        assert_eq!(
+            text.lines[0].spans[0].style.fg,
+            Some(ratatui::style::Color::Red)
+        );
+    }
+
+    #[test]
+    fn blank_rows_below_the_cursor_are_dropped() {
+        let mut m = MirrorPane::default();
+        m.set_content("$ ls\na b\n$ \n\n   \n\x1b[0m\n");
+        let text = m.content().expect("content set");
+        assert_eq!(text.lines.len(), 3);
+    }
+}

@@ -1,0 +1,205 @@
+//! Running the previewed command as the view's PID 1: start it in a
+//! session of its own (no controlling terminal), without any capability
+//! (even as root), fenced by Landlock ([`super::fence`]), wait for it under
+//! the time limit, note what it left running, then end every process of
+//! the view.
+//!
+//! It must only run inside the view's PID namespace: "every other
+//! process" is `kill(-1)` there, which outside would mean every process
+//! the user may signal.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::report::Leftover;
+use crate::sandbox::{SAFE_PATH, clean_env, confine};
+
+/// How the command ended.
+#[derive(Debug)]
+pub struct Ended {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub hit_time_limit: bool,
+    pub leftovers: Vec<Leftover>,
+    pub duration: Duration,
+}
+
+/// Run `program` in `cwd`, confined by the Landlock `ruleset`, and wait at
+/// most `limit`. A preview gets the sandbox's clean environment and its
+/// stderr merged into stdout; a `trial` (whose output is the call's
+/// result) keeps the environment the helper was given, which is what a
+/// real run gets, and its stderr apart.
+pub fn run(
+    program: &[OsString],
+    cwd: &Path,
+    limit: Duration,
+    ruleset: &OwnedFd,
+    trial: bool,
+) -> Result<Ended, String> {
+    let started = Instant::now();
+    let mut cmd = Command::new(&program[0]);
+    cmd.args(&program[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null());
+    if !trial {
+        cmd.env_clear()
+            .envs(clean_env(std::env::vars_os()))
+            .env("PATH", SAFE_PATH)
+            .stderr(Stdio::from(merged_stderr()?));
+    }
+    let ruleset = ruleset.as_raw_fd();
+    // SAFETY: the closure only makes system calls (setsid, prctl, capset,
+    // landlock_restrict_self) and allocates nothing, as a child of a
+    // multi-threaded process must.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            confine::drop_capabilities()
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+            confine::restrict_self(ruleset)
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", program[0]))?;
+    let pid = child.id() as libc::pid_t;
+    let status = wait_until(pid, started + limit);
+    let leftovers = match status {
+        Some(_) => living(pid),
+        None => Vec::new(),
+    };
+    end_everything();
+    let (exit_code, signal) = match status {
+        Some(s) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
+        Some(s) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
+        _ => (None, None),
+    };
+    Ok(Ended {
+        exit_code,
+        signal,
+        hit_time_limit: status.is_none(),
+        leftovers,
+        duration: started.elapsed(),
+    })
+}
+
+/// The helper's stdout again, so the command's stderr interleaves with
+/// its stdout (the helper's own errors keep the real stderr).
+fn merged_stderr() -> Result<std::os::fd::OwnedFd, String> {
+    use std::os::fd::AsFd;
+    std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| format!("cannot share the output pipe: {e}"))
+}
+
+/// The wait status of `pid`, or `None` when `deadline` passed first.
+fn wait_until(pid: libc::pid_t, deadline: Instant) -> Option<libc::c_int> {
+    // SAFETY: pidfd_open takes a pid and flags.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes only to `status`.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            close(pidfd);
+            return Some(status);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            close(pidfd);
+            return None;
+        }
+        if pidfd < 0 {
+            std::thread::sleep(left.min(Duration::from_millis(2)));
+            continue;
+        }
+        let mut poll = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: one pollfd.
+        unsafe { libc::poll(&mut poll, 1, ms) };
+    }
+}
+
+fn close(fd: libc::c_int) {
+    if fd >= 0 {
+        // SAFETY: closing a descriptor this module opened.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Processes of the view still running (not zombies), besides PID 1 and
+/// `main`.
+fn living(main: libc::pid_t) -> Vec<Leftover> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == 1 || pid == main {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, None | Some('Z' | 'X')) {
+            continue;
+        }
+        let mut command = command_line(pid);
+        if command.is_empty() {
+            // Caught mid-exec: look again once.
+            std::thread::sleep(Duration::from_millis(5));
+            command = command_line(pid);
+        }
+        if command.is_empty() {
+            // Between fork and exec: name it by what it was forked from.
+            let comm = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')'));
+            command = format!("({})", comm.map_or("?", |(c, _)| c));
+        }
+        found.push(Leftover { pid, command });
+    }
+    found.sort_by_key(|l| l.pid);
+    found
+}
+
+/// `/proc/PID/cmdline` as words, cut at 200 characters; empty while the
+/// process is between fork and exec.
+fn command_line(pid: i32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut command = String::from_utf8_lossy(&cmdline)
+        .split('\0')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some((i, _)) = command.char_indices().nth(200) {
+        command.truncate(i);
+    }
+    command
+}
+
+/// SIGKILL every other process of the view and reap them all.
+fn end_everything() {
+    // SAFETY: in the view's PID namespace, -1 means every process but us.
+    unsafe { libc::kill(-1, libc::SIGKILL) };
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes only to `status`.
+        let got = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if got < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! [`TmuxBackend`]: the [`Backend`] whose commands run in the managed pane.
+//!
+//! Commands go to [`super::run`]; files go out of band through the same
+//! transport (a [`CommandBackend`]: `tokio::fs` locally, `cat` elsewhere),
+//! so their content is byte-exact and never passes through the screen.
+//! This module adds no behaviour of its own beyond wiring.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::manager::TmuxManager;
+use super::{TmuxError, TmuxOptions};
+use crate::backend::CommandBackend;
+use crate::transport::Transport;
+use crate::{Backend, ExecError, MirrorTarget, OutputFn, RunOutcome, RunRequest};
+
+/// Runs commands in a managed tmux pane on any transport.
+pub struct TmuxBackend<T: Transport> {
+    manager: Arc<TmuxManager>,
+    files: CommandBackend<Arc<dyn Transport>>,
+    _transport: PhantomData<fn() -> T>,
+}
+
+impl<T: Transport> TmuxBackend<T> {
+    /// Start (or adopt) the private server and the default session.
+    pub async fn start(transport: T, opts: TmuxOptions) -> Result<Arc<Self>, TmuxError> {
+        let shared: Arc<dyn Transport> = Arc::new(transport);
+        let manager = TmuxManager::start(shared.clone(), opts).await?;
+        Ok(Arc::new(TmuxBackend {
+            manager,
+            files: CommandBackend::new(shared),
+            _transport: PhantomData,
+        }))
+    }
+
+    /// The handle the tmux tools and the console use.
+    pub fn manager(&self) -> Arc<TmuxManager> {
+        self.manager.clone()
+    }
+
+    /// How to attach, for the startup line.
+    pub fn startup_notice(&self) -> String {
+        self.manager.startup_notice()
+    }
+}
+
+#[async_trait]
+impl<T: Transport> Backend for TmuxBackend<T> {
+    fn target(&self) -> String {
+        let t = self.manager.transport();
+        if t.is_local() {
+            format!("tmux {}", self.manager.default_session())
+        } else {
+            format!("tmux {} ({})", self.manager.default_session(), t.label())
+        }
+    }
+
+    fn mirror(&self) -> Option<MirrorTarget> {
+        Some(self.manager.mirror_target())
+    }
+
+    fn supports_detach(&self) -> bool {
+        true
+    }
+
+    /// The pane's current directory (`pane_current_path`): where the
+    /// shell's next command, or a sandboxed run, starts.
+    /// A session vigil has not made yet is not made for the card (that
+    /// would start a shell before anyone approved anything): `None`.
+    async fn workdir(&self, session: Option<&str>, pane: Option<&str>) -> Option<String> {
+        let name = self.manager.session_name(session);
+        let known = self
+            .manager
+            .known_sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&name);
+        if !known {
+            return None;
+        }
+        let pane = self.manager.resolve(session, pane).await.ok()?;
+        let line = pane
+            .control
+            .cmd(&format!(
+                "display -p -t {} \"#{{pane_current_path}}\"",
+                pane.id
+            ))
+            .await
+            .ok()?
+            .join("");
+        let dir = line.trim();
+        (!dir.is_empty()).then(|| dir.to_string())
+    }
+
+    /// The pane's shell (its executable) with the environment it started
+    /// with, filtered like every tool process's. What the shell exported
+    /// later is not known here; a command that expands a variable in a
+    /// pane is not tried (`policy::view_eligible`).
+    async fn trial_shell(
+        &self,
+        session: Option<&str>,
+        pane: Option<&str>,
+    ) -> Option<crate::TrialShell> {
+        if !self.can_sandbox() {
+            return None;
+        }
+        self.workdir(session, pane).await?;
+        let pane = self.manager.resolve(session, pane).await.ok()?;
+        let line = pane
+            .control
+            .cmd(&format!("display -p -t {} \"#{{pane_pid}}\"", pane.id))
+            .await
+            .ok()?
+            .join("");
+        let pid: u32 = line.trim().parse().ok()?;
+        let shell = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let vars = environ.split(|b| *b == 0).filter_map(|kv| {
+            use std::os::unix::ffi::OsStrExt;
+            let eq = kv.iter().position(|b| *b == b'=')?;
+            let (k, v) = (&kv[..eq], &kv[eq + 1..]);
+            Some((
+                std::ffi::OsStr::from_bytes(k).to_os_string(),
+                std::ffi::OsStr::from_bytes(v).to_os_string(),
+            ))
+        });
+        let env = crate::env::current().filter(vars);
+        Some(crate::TrialShell {
+            shell,
+            env: Some(env),
+        })
+    }
+
+    /// Files go through the same transport: on this machine, paths can
+    /// be resolved here (symlinks followed for the card and the rules).
+    fn is_local(&self) -> bool {
+        self.manager.transport().is_local()
+    }
+
+    fn can_sandbox(&self) -> bool {
+        self.manager.transport().is_local() && crate::sandbox::available()
+    }
+
+    async fn run(
+        &self,
+        req: RunRequest,
+        on_output: Option<OutputFn>,
+    ) -> Result<RunOutcome, ExecError> {
+        if req.sandbox {
+            return super::sandboxed::run_sandboxed(&self.manager, req, on_output).await;
+        }
+        super::run::run_in_pane(&self.manager, req, on_output).await
+    }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.manager.transport().take_notices()
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, ExecError> {
+        self.files.read_file(path).await
+    }
+
+    async fn write_file(&self, path: &str, content: &[u8]) -> Result<u64, ExecError> {
+        self.files.write_file(path, content).await
+    }
+}

@@ -1,0 +1,365 @@
+//! The tool contract: the [`Tool`] trait, its context, output and errors.
+//!
+//! A tool turns the model's JSON arguments into an action on the execution
+//! backend and a JSON result. Tools never talk to the console and never ask the
+//! operator themselves: they describe gated calls through [`Tool::gate`] and the
+//! [`ToolRegistry`] asks the approver before executing. One file per built-in.
+
+pub mod edit;
+pub mod envelope;
+pub mod failure;
+pub mod fetch;
+pub mod file_target;
+pub mod files;
+pub mod live;
+pub mod mcp;
+pub mod output_view;
+pub mod own_addrs;
+pub mod paths;
+pub mod registry;
+mod registry_trial;
+pub use trial_approver::{TrialApprover, TrialVerdict};
+pub mod request_tools;
+pub mod search;
+pub mod shell;
+mod shell_args;
+mod shell_trial;
+pub mod shorten;
+pub mod ssrf;
+pub mod time;
+pub mod tmux_capture;
+pub mod tmux_keys;
+pub mod tmux_manage;
+mod trial_approver;
+pub mod truncate;
+pub mod validate;
+pub mod visibility;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use failure::FailureClass;
+pub use registry::{ToolRegistry, ToolRun};
+pub use vigil_policy::gate::{ApprovalDecision, Approver, GateInfo};
+
+/// OpenAI-compatible function definition sent with every request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    #[serde(rename = "type")]
+    pub tool_type: String,
+    pub function: FunctionDefinition,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDefinition {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+impl ToolDefinition {
+    pub fn function(name: &str, description: &str, parameters: Value) -> Self {
+        ToolDefinition {
+            tool_type: "function".into(),
+            function: FunctionDefinition {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+            },
+        }
+    }
+}
+
+/// Incremental events a running tool reports (consumed by the console).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolStream {
+    Started {
+        summary: String,
+    },
+    Stdout(String),
+    Stderr(String),
+    Info(String),
+    /// A notice from the execution target (see
+    /// [`vigil_protocol::AgentEvent::TargetNotice`]).
+    TargetNotice(String),
+    Completed,
+}
+
+/// A callback receiving [`ToolStream`] events.
+pub type StreamSink = Arc<dyn Fn(ToolStream) + Send + Sync>;
+
+/// Per-call context handed to [`Tool::execute`].
+#[derive(Clone, Default)]
+pub struct ToolContext {
+    /// The model's id for this call (empty outside the agent loop).
+    pub call_id: String,
+    sink: Option<StreamSink>,
+    /// Directory where full outputs are kept when the model sees a cut view.
+    pub spill_dir: Option<PathBuf>,
+    /// The turn's visible tool domains (`None`: everything, e.g. the CLI).
+    visibility: Option<visibility::Visibility>,
+    /// The call was approved without a fresh operator decision (the policy,
+    /// a session or policy rule): it must run in the kernel sandbox. The
+    /// registry sets it from [`ApprovalDecision::ApproveUnasked`].
+    pub sandboxed: bool,
+    /// For a gated call: the canonical paths the approval named (its
+    /// [`CallFacts::paths`](vigil_policy::gate::CallFacts::paths)). A file
+    /// tool writes only there: a path that resolves elsewhere by the time
+    /// it runs is refused.
+    pub approved_paths: Option<Vec<String>>,
+    /// For a gated command: the directory its approval said it would run
+    /// in (the card's `in:` line). A command whose pane has moved since is
+    /// refused rather than run elsewhere.
+    pub approved_cwd: Option<String>,
+    /// The operator (or the operator's blanket policy) approved this very
+    /// call: what only a fresh decision may do (reading a secret place)
+    /// is allowed. The registry sets it; it is never set for an unasked
+    /// approval or an ungated call.
+    pub asked: bool,
+}
+
+impl ToolContext {
+    pub fn new(call_id: impl Into<String>) -> Self {
+        ToolContext {
+            call_id: call_id.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn with_sink(mut self, sink: StreamSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    pub fn with_spill_dir(mut self, dir: PathBuf) -> Self {
+        self.spill_dir = Some(dir);
+        self
+    }
+
+    pub fn with_visibility(mut self, visibility: visibility::Visibility) -> Self {
+        self.visibility = Some(visibility);
+        self
+    }
+
+    pub fn visibility(&self) -> Option<&visibility::Visibility> {
+        self.visibility.as_ref()
+    }
+
+    /// Refuse a call that would run something on the target outside the
+    /// kernel sandbox while [`ToolContext::sandboxed`] is set (typing
+    /// into a shell, starting a pane): such a call needs the operator.
+    pub fn refuse_unsandboxable(&self, tool: &str) -> Result<(), ToolError> {
+        if !self.sandboxed {
+            return Ok(());
+        }
+        Err(ToolError::failed(
+            FailureClass::PermissionDenied,
+            format!(
+                "refused: `{tool}` cannot run under the kernel sandbox, and this call was not \
+                 approved by the operator; it needs an operator's approval"
+            ),
+        ))
+    }
+
+    /// Report an event to the sink, if any.
+    pub fn emit(&self, event: ToolStream) {
+        if let Some(sink) = &self.sink {
+            sink(event);
+        }
+    }
+
+    pub fn sink(&self) -> Option<&StreamSink> {
+        self.sink.as_ref()
+    }
+
+    /// Take the target's notices since the last call (a re-established ssh
+    /// connection…), tell the operator each one as a
+    /// [`ToolStream::TargetNotice`], and return them for the tool's result.
+    /// The one path every tool that touches the target forwards them by.
+    pub fn forward_target_notices(&self, from: &dyn NoticeSource) -> Vec<String> {
+        let notices = from.take_target_notices();
+        for n in &notices {
+            self.emit(ToolStream::TargetNotice(n.clone()));
+        }
+        notices
+    }
+
+    /// Run a tool's `work` on the target, then forward the target's notices
+    /// ([`ToolContext::forward_target_notices`]) whether it succeeded or not,
+    /// so they arrive with this call rather than with a later one.
+    pub async fn with_target_notices<T>(
+        &self,
+        from: &dyn NoticeSource,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let out = work.await;
+        self.forward_target_notices(from);
+        out
+    }
+}
+
+/// Where a tool's target keeps its notices for the operator (the execution
+/// context for commands and files, the tmux manager for the tmux tools).
+pub trait NoticeSource: Send + Sync {
+    /// The notices since the last call, oldest first.
+    fn take_target_notices(&self) -> Vec<String>;
+}
+
+impl NoticeSource for vigil_exec::ExecutionContext {
+    fn take_target_notices(&self) -> Vec<String> {
+        self.backend().take_notices()
+    }
+}
+
+impl NoticeSource for vigil_exec::tmux::TmuxManager {
+    fn take_target_notices(&self) -> Vec<String> {
+        self.transport().take_notices()
+    }
+}
+
+/// What a tool produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// The `result` member of the envelope the model sees.
+    pub result: Value,
+    /// Exit code, for tools that run processes.
+    pub exit_code: Option<i32>,
+    /// True when anything in `result` was cut for the model.
+    pub truncated: bool,
+    /// Files holding the full text of anything that was cut.
+    pub spill: Vec<PathBuf>,
+    /// What the model saw of each file in `spill` (same order; shorter when
+    /// not known).
+    pub seen: Vec<truncate::ModelSaw>,
+    /// What the console's timeline shows instead of the full result (e.g.
+    /// `read /etc/motd (120 bytes)` rather than the content). `None`: the
+    /// console shows the result itself.
+    pub timeline: Option<String>,
+}
+
+impl ToolOutput {
+    pub fn new(result: Value) -> Self {
+        ToolOutput {
+            result,
+            ..Default::default()
+        }
+    }
+
+    pub fn text(s: impl Into<String>) -> Self {
+        ToolOutput::new(Value::String(s.into()))
+    }
+
+    /// Set the timeline view.
+    pub fn with_timeline(mut self, line: impl Into<String>) -> Self {
+        self.timeline = Some(line.into());
+        self
+    }
+}
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// The model's arguments were unusable.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The action was attempted and failed.
+    #[error("execution failed: {0}")]
+    ExecutionFailed(String),
+    /// The action was attempted and failed in a way with a known class
+    /// (built with [`ToolError::failed`]; see [`ToolError::class`]).
+    #[error("execution failed: {message}")]
+    Failed {
+        class: FailureClass,
+        message: String,
+    },
+}
+
+/// The tool contract.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Unique name the model uses when calling this tool.
+    fn name(&self) -> &str;
+
+    /// OpenAI-compatible function definition sent with every request.
+    fn definition(&self) -> ToolDefinition;
+
+    /// The lazy-visibility domain this tool belongs to (`web`, `mcp:NAME`,
+    /// ...). `None`: a core tool, always visible.
+    fn domain(&self) -> Option<&str> {
+        None
+    }
+
+    /// A call these (already parsed) arguments make that is refused before
+    /// anyone is asked (the operator's shell denylist): why. `None`: the
+    /// call goes on to the gate.
+    fn refusal(&self, _args: &Value) -> Option<ToolError> {
+        None
+    }
+
+    /// When a call with these (already parsed) arguments needs the operator's
+    /// approval, what to show. `None`: the call runs without asking.
+    fn gate(&self, _args: &Value) -> Option<GateInfo> {
+        None
+    }
+
+    /// For a gated call that changes a file: what it would change, read on
+    /// the target (the approval card shows it as a diff). `None`: nothing
+    /// to show.
+    async fn preview(&self, _args: &Value) -> Option<vigil_policy::gate::FileChange> {
+        None
+    }
+
+    /// For a gated call: what vigil itself establishes about it before
+    /// asking (the canonical paths it writes and where a symlink leads,
+    /// every argument when the action line cannot show them, the directory
+    /// a command runs in). The registry adds the digest of the call.
+    async fn facts(&self, _args: &Value) -> vigil_policy::gate::CallFacts {
+        vigil_policy::gate::CallFacts::default()
+    }
+
+    /// One line naming what a call does, for the timeline's Started entry
+    /// (e.g. the command). `None`: the registry summarises the arguments.
+    fn summary(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
+    /// Execute with the raw JSON argument string the model provided.
+    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Run the call in the throwaway view instead of for real
+    /// (`approval = "by_effect"`): its output when the view saw no effect,
+    /// else the report and why it must be asked. By default a tool cannot
+    /// be tried.
+    async fn trial(&self, _arguments: &str, _ctx: &ToolContext) -> Trial {
+        Trial::Asks {
+            why: format!("{} cannot be tried in the view", self.name()),
+            report: None,
+        }
+    }
+}
+
+/// The outcome of [`Tool::trial`].
+pub enum Trial {
+    /// The view saw no effect: this is the call's result.
+    Clean(ToolOutput),
+    /// Ask the operator: why, and the view's report when it ran.
+    Asks {
+        why: String,
+        report: Option<Box<vigil_exec::preview::PreviewReport>>,
+    },
+}
+
+/// Parse a raw argument string into `T`, mapping failures to
+/// [`ToolError::InvalidArguments`]. An empty string counts as `{}`.
+pub fn parse_args<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, ToolError> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    serde_json::from_str(text).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
