@@ -281,9 +281,9 @@ async fn parallel_calls_with_mixed_approvals_keep_the_model_order() {
     let t0 = Instant::now();
     for r in &requests {
         let decision = if r.gate.action == "echo B" {
-            ApprovalDecision::Deny
+            vigil::event::Answer::Deny
         } else {
-            ApprovalDecision::ApproveOnce
+            vigil::event::Answer::ApproveOnce
         };
         h.running
             .commands
@@ -542,7 +542,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
         .commands
         .send(AgentCommand::Approval {
             id: request.id,
-            decision: ApprovalDecision::ApproveSession,
+            decision: vigil::event::Answer::ApproveSession,
         })
         .unwrap();
     until(&mut h.running.events, finished).await;
@@ -639,7 +639,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
             .commands
             .send(AgentCommand::Approval {
                 id: request.id,
-                decision: ApprovalDecision::ApproveOnce,
+                decision: vigil::event::Answer::ApproveOnce,
             })
             .unwrap();
         until(&mut resumed.events, finished).await;

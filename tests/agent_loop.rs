@@ -11,7 +11,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::cli::wiring::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, OutputStream, TurnOutcome};
+use vigil::event::{AgentCommand, AgentEvent, OutputStream, TurnOutcome};
 use vigil::scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
@@ -125,7 +125,7 @@ async fn approved_run_shell_streams_and_returns_the_envelope() {
         &h,
         AgentCommand::Approval {
             id: request.id,
-            decision: ApprovalDecision::ApproveOnce,
+            decision: vigil::event::Answer::ApproveOnce,
         },
     );
     let after = until(&mut h.running.events, |e| {
@@ -212,7 +212,7 @@ async fn denied_run_shell_never_runs_and_the_model_is_told() {
         &h,
         AgentCommand::Approval {
             id: request.id,
-            decision: ApprovalDecision::Deny,
+            decision: vigil::event::Answer::Deny,
         },
     );
     let after = until(&mut h.running.events, |e| {
@@ -260,7 +260,7 @@ async fn cancel_kills_the_running_command_and_the_session_goes_on() {
         &h,
         AgentCommand::Approval {
             id: request.id,
-            decision: ApprovalDecision::ApproveOnce,
+            decision: vigil::event::Answer::ApproveOnce,
         },
     );
     until(&mut h.running.events, |e| {

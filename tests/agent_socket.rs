@@ -132,7 +132,7 @@ fn two_consoles_share_an_approval_the_second_answers_and_a_watcher_cannot() {
     // The watcher is refused by the agent itself, and the call still waits.
     let approve = AgentCommand::Approval {
         id,
-        decision: vigil::event::ApprovalDecision::ApproveOnce,
+        decision: vigil::event::Answer::ApproveOnce,
     };
     w.command(approve.clone());
     let why = w.refused();
@@ -467,7 +467,7 @@ fn a_client_killed_mid_stream_does_not_hurt_the_agent() {
     let id = requested(&c.until("the flood's approval", is_request));
     c.command(AgentCommand::Approval {
         id,
-        decision: vigil::event::ApprovalDecision::ApproveOnce,
+        decision: vigil::event::Answer::ApproveOnce,
     });
     c.until("the flood running", |e| {
         matches!(e, AgentEvent::ToolOutput { .. })
@@ -555,7 +555,7 @@ fn mirror_frames_follow_the_managed_pane_and_sighup_does_not_end_the_agent() {
     let id = requested(&c.until("the request", is_request));
     c.command(AgentCommand::Approval {
         id,
-        decision: vigil::event::ApprovalDecision::ApproveOnce,
+        decision: vigil::event::Answer::ApproveOnce,
     });
     mirror_until(&mut c, "the command's output", |t| t.contains("gated-ran"));
 

@@ -227,20 +227,20 @@ async fn run_case(seed: u64, rng: &mut Rng) -> usize {
                         continue;
                     }
                     let decision = match rng.below(5) {
-                        0 => ApprovalDecision::ApproveOnce,
-                        1 => ApprovalDecision::ApproveSession,
-                        2 => ApprovalDecision::Deny,
-                        3 => ApprovalDecision::DenyWithReason("no".into()),
-                        _ => ApprovalDecision::ApproveEdited("echo edited".into()),
+                        0 => vigil::event::Answer::ApproveOnce,
+                        1 => vigil::event::Answer::ApproveSession,
+                        2 => vigil::event::Answer::Deny,
+                        3 => vigil::event::Answer::DenyWithReason("no".into()),
+                        _ => vigil::event::Answer::ApproveEdited("echo edited".into()),
                     };
-                    if decision == ApprovalDecision::ApproveSession {
+                    if decision == vigil::event::Answer::ApproveSession {
                         session_approved.insert(request.gate.action.clone());
                     }
                     decided.insert(
                         request.id,
                         Decided {
                             action: request.gate.action.clone(),
-                            decision: decision.clone(),
+                            decision: decision.clone().into(),
                             at: tick(),
                             by_operator: true,
                         },

@@ -10,7 +10,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::cli::wiring::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
+use vigil::event::{AgentCommand, AgentEvent, TurnOutcome};
 use vigil::scripted::{Scenario, ScriptedServer};
 
 struct Harness {
@@ -57,7 +57,7 @@ async fn turn(h: &mut Harness, text: &str) -> Vec<AgentEvent> {
                 .commands
                 .send(AgentCommand::Approval {
                     id: request.id,
-                    decision: ApprovalDecision::ApproveOnce,
+                    decision: vigil::event::Answer::ApproveOnce,
                 })
                 .unwrap();
         }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::cli::wiring::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, McpState};
+use vigil::event::{AgentCommand, AgentEvent, McpState};
 use vigil::scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
@@ -119,7 +119,7 @@ async fn turn(h: &mut Harness, text: &str) -> (Vec<AgentEvent>, Vec<String>) {
                     .commands
                     .send(AgentCommand::Approval {
                         id: request.id,
-                        decision: ApprovalDecision::ApproveOnce,
+                        decision: vigil::event::Answer::ApproveOnce,
                     })
                     .unwrap();
             }

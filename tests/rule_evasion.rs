@@ -151,7 +151,12 @@ enum Seen {
 
 impl Harness {
     /// Run one call; an operator who is asked answers `answer`.
-    async fn call(&mut self, tool: &str, args: &Value, answer: ApprovalDecision) -> (Seen, bool) {
+    async fn call(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        answer: vigil::event::Answer,
+    ) -> (Seen, bool) {
         let reg = self.registry.clone();
         let (tool, args) = (tool.to_string(), args.to_string());
         let task = tokio::spawn(async move { reg.execute(&tool, &args).await });
@@ -169,7 +174,7 @@ impl Harness {
                 }
                 AgentEvent::ApprovalRequested { request } => {
                     // The request is announced just before it is queued.
-                    while !self.broker.resolve(request.id, answer.clone()) {
+                    while !self.broker.resolve(request.id, answer.clone().into()) {
                         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                     }
                     break Seen::Asked;
@@ -194,13 +199,17 @@ async fn a_session_rule_approves_only_the_exact_call_the_operator_saw() {
             serde_json::from_str(&fill(t, &d).replace("LONG", LONG)).unwrap()
         };
         let (seen, _) = h
-            .call(row.tool, &args(row.first), ApprovalDecision::ApproveSession)
+            .call(
+                row.tool,
+                &args(row.first),
+                vigil::event::Answer::ApproveSession,
+            )
             .await;
         assert_eq!(seen, Seen::Asked, "[{}] the first call is asked", row.class);
         // The control: the very same call again runs unasked.
         if row.between.is_none() {
             let (again, _) = h
-                .call(row.tool, &args(row.first), ApprovalDecision::Deny)
+                .call(row.tool, &args(row.first), vigil::event::Answer::Deny)
                 .await;
             if again != Seen::Unasked {
                 failures.push(format!("[control] {} {} → {again:?}", row.tool, row.first));
@@ -210,7 +219,7 @@ async fn a_session_rule_approves_only_the_exact_call_the_operator_saw() {
             change(&d);
         }
         let (seen, ran) = h
-            .call(row.tool, &args(row.second), ApprovalDecision::Deny)
+            .call(row.tool, &args(row.second), vigil::event::Answer::Deny)
             .await;
         if seen != Seen::Asked || ran || !intact(&d) {
             failures.push(format!(
@@ -287,7 +296,9 @@ async fn path_rules_see_canonical_paths_through_the_broker() {
         layout(&d);
         let mut h = harness(&d, row.rule);
         let args = json!({"path": d.join(row.path), "content": "evil\n"});
-        let (seen, ran) = h.call("write_file", &args, ApprovalDecision::Deny).await;
+        let (seen, ran) = h
+            .call("write_file", &args, vigil::event::Answer::Deny)
+            .await;
         let want = match row.expect {
             Expect::Asked => Seen::Asked,
             Expect::Denied => Seen::Denied,
@@ -307,7 +318,9 @@ async fn path_rules_see_canonical_paths_through_the_broker() {
     layout(&d);
     let mut h = harness(&d, ALLOW_NOTES);
     let args = json!({"path": d.join("notes/new.txt"), "content": "fine\n"});
-    let (seen, ran) = h.call("write_file", &args, ApprovalDecision::Deny).await;
+    let (seen, ran) = h
+        .call("write_file", &args, vigil::event::Answer::Deny)
+        .await;
     assert_eq!((seen, ran), (Seen::Unasked, true));
     assert_eq!(
         std::fs::read_to_string(d.join("notes/new.txt")).unwrap(),
@@ -479,7 +492,7 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
     let mut running = start_agent(&config, false, Policy::Ask).await.unwrap();
     // One turn; the operator answers a request with `answer`. Returns the
     // request (None: nobody was asked) and whether it was decided unasked.
-    let mut turn = async |text: &str, answer: ApprovalDecision| {
+    let mut turn = async |text: &str, answer: vigil::event::Answer| {
         running
             .commands
             .send(AgentCommand::UserMessage { text: text.into() })
@@ -512,7 +525,7 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
             }
         }
     };
-    let (first, _) = turn("mcp-a", ApprovalDecision::ApproveSession).await;
+    let (first, _) = turn("mcp-a", vigil::event::Answer::ApproveSession).await;
     let first = first.expect("the first call is asked");
     // The action line is cut; the card's arguments are whole.
     assert!(!first.gate.action.contains("-AAA"), "{}", first.gate.action);
@@ -520,13 +533,13 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
     assert!(all.contains("-AAA"), "{all}");
     assert_eq!(first.facts.digest.len(), 64);
     // The same call again: covered, unasked (the control).
-    let (again, unasked) = turn("mcp-a again", ApprovalDecision::Deny).await;
+    let (again, unasked) = turn("mcp-a again", vigil::event::Answer::Deny).await;
     assert!(
         again.is_none() && unasked,
         "the exact call is covered: {again:?} {unasked}"
     );
     // Differs only after character 160: asked.
-    let (other, unasked) = turn("mcp-b", ApprovalDecision::Deny).await;
+    let (other, unasked) = turn("mcp-b", vigil::event::Answer::Deny).await;
     let other = other.expect("a call differing after character 160 is asked");
     assert!(!unasked);
     assert_eq!(

@@ -380,14 +380,14 @@ mod tests {
         state.route(FleetAnswer {
             agent: "b".into(),
             id: 7,
-            decision: crate::event::ApprovalDecision::Deny,
+            decision: crate::event::Answer::Deny,
         });
         assert_eq!(
             b.try_recv().ok(),
             Some(ClientMsg::Command {
                 command: AgentCommand::Approval {
                     id: 7,
-                    decision: crate::event::ApprovalDecision::Deny
+                    decision: crate::event::Answer::Deny
                 }
             })
         );
@@ -396,7 +396,7 @@ mod tests {
         state.route(FleetAnswer {
             agent: "gone".into(),
             id: 7,
-            decision: crate::event::ApprovalDecision::ApproveOnce,
+            decision: crate::event::Answer::ApproveOnce,
         });
         assert!(a.try_recv().is_err() && b.try_recv().is_err());
     }

@@ -42,6 +42,7 @@ use vigil_exec::preview::PreviewReport;
 use vigil_policy::gate::{
     ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
 };
+use vigil_policy::prefix_rule;
 use vigil_policy::risk::{Assessment, assess_in};
 use vigil_policy::rules::{Call, PolicyRules};
 use vigil_policy::secret_reads::Scope;
@@ -217,6 +218,10 @@ impl ApprovalBroker {
         facts: CallFacts,
     ) -> (ApprovalRequest, Assessment) {
         let a = assessment(tool, gate, script, facts.cwd.as_deref());
+        let mut facts = facts;
+        if script.is_some() {
+            facts.prefix_rules = prefix_rule::choices(&gate.action);
+        }
         let request = ApprovalRequest {
             id,
             call_id: call_id.to_string(),

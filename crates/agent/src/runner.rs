@@ -171,7 +171,7 @@ async fn run_agent(
                     queue.push_back(text);
                 }
                 Some(AgentCommand::Approval { id, decision }) => {
-                    if !broker.resolve(id, decision) {
+                    if !broker.resolve(id, decision.into()) {
                         shared.emit(AgentEvent::Notice {
                             text: format!("approval #{id} is no longer pending"),
                         });

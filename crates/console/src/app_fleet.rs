@@ -12,7 +12,7 @@ use super::Leaving;
 use super::app::{App, Overlay};
 use super::keys::Action;
 use vigil_protocol::fleet::{FleetAnswer, FleetView, short_id};
-use vigil_protocol::{AgentCommand, ApprovalDecision};
+use vigil_protocol::{AgentCommand, Answer};
 
 impl App {
     /// The fleet client's latest view, seen at `now_ms` (wall clock): the
@@ -45,7 +45,7 @@ impl App {
     }
 
     /// Answer another agent's call `id`.
-    pub(crate) fn answer_elsewhere(&mut self, agent: String, id: u64, decision: ApprovalDecision) {
+    pub(crate) fn answer_elsewhere(&mut self, agent: String, id: u64, decision: Answer) {
         self.flash = Some(format!(
             "answered #{id} of agent {} (it runs there)",
             short_id(&agent)

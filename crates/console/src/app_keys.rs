@@ -31,7 +31,7 @@ use super::keys::{Action, Scope};
 use super::panes::approvals::Answered;
 use super::panes::leave::Answer;
 use super::panes::modal::{Modal, Outcome};
-use vigil_protocol::{AgentCommand, ApprovalDecision, ApprovalPolicy};
+use vigil_protocol::{AgentCommand, Answer as OperatorAnswer, ApprovalPolicy};
 
 /// Lines one mouse-wheel notch scrolls.
 const WHEEL_LINES: isize = 3;
@@ -365,7 +365,7 @@ impl App {
             return Vec::new();
         };
         let decision = match action {
-            Action::Approve => ApprovalDecision::ApproveOnce,
+            Action::Approve => OperatorAnswer::ApproveOnce,
             Action::ApproveSession => {
                 // Shell commands may be approved by a prefix the operator
                 // confirms; other actions only exactly.
@@ -373,12 +373,17 @@ impl App {
                     || request.gate.editable_field.as_deref() == Some("command")
                 {
                     let high = request.estimate == vigil_protocol::Risk::High;
-                    self.modal = Some(Modal::session(id, &request.gate.action, high));
+                    self.modal = Some(Modal::session(
+                        id,
+                        &request.gate.action,
+                        high,
+                        request.facts.prefix_rules.clone(),
+                    ));
                     return Vec::new();
                 }
-                ApprovalDecision::ApproveSession
+                OperatorAnswer::ApproveSession
             }
-            Action::Deny => ApprovalDecision::Deny,
+            Action::Deny => OperatorAnswer::Deny,
             Action::DenyReason => {
                 // A preview the operator saw is offered as the reason.
                 let quoted = self.approvals.selected().and_then(|p| p.preview.as_deref());
@@ -408,7 +413,7 @@ impl App {
         self.answer(decision)
     }
 
-    fn answer(&mut self, decision: ApprovalDecision) -> Vec<AgentCommand> {
+    fn answer(&mut self, decision: OperatorAnswer) -> Vec<AgentCommand> {
         match self.approvals.answer(decision.clone()) {
             Some(Answered { agent: None, id }) => vec![AgentCommand::Approval { id, decision }],
             Some(Answered {
@@ -434,24 +439,24 @@ impl App {
             Outcome::Stay | Outcome::Close => Vec::new(),
             Outcome::Reason(id, reason) => {
                 let decision = if reason.is_empty() {
-                    ApprovalDecision::Deny
+                    OperatorAnswer::Deny
                 } else {
-                    ApprovalDecision::DenyWithReason(reason)
+                    OperatorAnswer::DenyWithReason(reason)
                 };
                 self.answer_id(id, decision)
             }
             Outcome::Edited(id, text, changed) => {
                 let decision = if changed {
-                    ApprovalDecision::ApproveEdited(text)
+                    OperatorAnswer::ApproveEdited(text)
                 } else {
-                    ApprovalDecision::ApproveOnce
+                    OperatorAnswer::ApproveOnce
                 };
                 self.answer_id(id, decision)
             }
             Outcome::Session(id, prefix) => {
                 let decision = match prefix {
-                    None => ApprovalDecision::ApproveSession,
-                    Some(p) => ApprovalDecision::ApprovePrefix(p),
+                    None => OperatorAnswer::ApproveSession,
+                    Some(p) => OperatorAnswer::ApprovePrefix(p),
                 };
                 self.answer_id(id, decision)
             }
@@ -495,7 +500,7 @@ impl App {
     }
 
     /// Answer request `id` (selecting it first: the modal was about it).
-    fn answer_id(&mut self, id: u64, decision: ApprovalDecision) -> Vec<AgentCommand> {
+    fn answer_id(&mut self, id: u64, decision: OperatorAnswer) -> Vec<AgentCommand> {
         if !self.approvals.select_local(id) {
             return Vec::new();
         }

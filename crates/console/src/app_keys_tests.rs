@@ -22,7 +22,7 @@ fn waiting(app: &mut super::app::App, id: u64, call: &str, action: &str) {
 }
 
 /// What answering request `id` sends to the agent.
-fn sent(id: u64, decision: ApprovalDecision) -> Vec<AgentCommand> {
+fn sent(id: u64, decision: vigil_protocol::Answer) -> Vec<AgentCommand> {
     vec![AgentCommand::Approval { id, decision }]
 }
 
@@ -124,7 +124,7 @@ fn approval_keys_answer_only_in_the_approvals_pane() {
     look_at_approvals(&mut app);
     assert_eq!(
         press(&mut app, KeyCode::Char('y')),
-        sent(7, ApprovalDecision::ApproveOnce)
+        sent(7, vigil_protocol::Answer::ApproveOnce)
     );
 }
 
@@ -155,7 +155,7 @@ fn a_call_arriving_never_moves_the_focus_and_an_unseen_card_is_not_answered() {
     assert!(app.flash.as_deref().unwrap_or("").contains("not on screen"));
     assert_eq!(
         press(&mut app, KeyCode::Char('n')),
-        sent(2, ApprovalDecision::Deny)
+        sent(2, vigil_protocol::Answer::Deny)
     );
 }
 

@@ -7,7 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::app::{App, Focus};
 use super::panes::conversation::EntryKind;
 use super::panes::tools::CallStatus;
-use vigil_policy::gate::GateInfo;
+use vigil_protocol::GateInfo;
 use vigil_protocol::{AgentCommand, AgentEvent, ApprovalDecision, ApprovalRequest, Risk};
 
 pub(crate) fn key(code: KeyCode) -> KeyEvent {
@@ -32,8 +32,10 @@ pub(crate) fn request(id: u64, call_id: &str, action: &str) -> ApprovalRequest {
         estimate_reason: String::new(),
         automatic: false,
         change: None,
-        facts: Box::new(vigil_policy::gate::CallFacts {
+        facts: Box::new(vigil_protocol::CallFacts {
             cwd: Some("/home/ops".into()),
+            // As the agent sends them with every shell command.
+            prefix_rules: vigil_policy::prefix_rule::choices(action),
             ..Default::default()
         }),
     }
@@ -119,14 +121,14 @@ fn y_and_n_answer_the_selected_approval_with_its_id() {
         press(&mut app, KeyCode::Char('y')),
         vec![AgentCommand::Approval {
             id: 7,
-            decision: ApprovalDecision::ApproveOnce
+            decision: vigil_protocol::Answer::ApproveOnce
         }]
     );
     assert_eq!(
         press(&mut app, KeyCode::Char('n')),
         vec![AgentCommand::Approval {
             id: 8,
-            decision: ApprovalDecision::Deny
+            decision: vigil_protocol::Answer::Deny
         }]
     );
     assert!(
@@ -158,7 +160,7 @@ fn typing_y_into_the_input_box_does_not_approve() {
         press(&mut app, KeyCode::Char('y')),
         vec![AgentCommand::Approval {
             id: 1,
-            decision: ApprovalDecision::ApproveOnce
+            decision: vigil_protocol::Answer::ApproveOnce
         }]
     );
 }

@@ -8,7 +8,7 @@ use crossterm::event::KeyCode;
 use super::app::{App, Focus};
 use super::app_tests::{app, key, request};
 use super::view_tests::screen;
-use vigil_policy::gate::CallFacts;
+use vigil_protocol::CallFacts;
 use vigil_protocol::{AgentEvent, ApprovalRequest, FileChange};
 
 fn waiting(r: ApprovalRequest) -> App {

@@ -109,7 +109,7 @@ fn another_agents_call_is_answered_through_the_fleet_never_as_this_agents_comman
         vec![FleetAnswer {
             agent: OTHER.into(),
             id: 1,
-            decision: ApprovalDecision::ApproveOnce,
+            decision: vigil_protocol::Answer::ApproveOnce,
         }]
     );
     // This agent's resolution of its own #1 leaves the other's alone.
@@ -139,7 +139,7 @@ fn this_agents_call_still_goes_to_this_agent() {
         press(&mut app, KeyCode::Char('n')),
         vec![AgentCommand::Approval {
             id: 1,
-            decision: ApprovalDecision::Deny
+            decision: vigil_protocol::Answer::Deny
         }]
     );
     assert!(app.take_fleet_answers().is_empty());

@@ -180,7 +180,7 @@ fn type_text(app: &mut App, text: &str) {
     }
 }
 
-fn approval(cmds: &[AgentCommand], want: &ApprovalDecision) -> bool {
+fn approval(cmds: &[AgentCommand], want: &vigil_protocol::Answer) -> bool {
     cmds.iter()
         .any(|c| matches!(c, AgentCommand::Approval { decision, .. } if decision == want))
 }
@@ -226,8 +226,8 @@ fn check(state: State, label: &str, what: &str, k: KeyEvent) {
             let cmds = press(&mut app, k);
             app.should_quit() && cmds.contains(&AgentCommand::Quit)
         }
-        "once" | "approve" => approval(&press(&mut app, k), &ApprovalDecision::ApproveOnce),
-        "deny" => approval(&press(&mut app, k), &ApprovalDecision::Deny),
+        "once" | "approve" => approval(&press(&mut app, k), &vigil_protocol::Answer::ApproveOnce),
+        "deny" => approval(&press(&mut app, k), &vigil_protocol::Answer::Deny),
         "session" | "deny+why" | "edit" | "policy" | "search" | "save" => {
             press(&mut app, k);
             app.modal.is_some()

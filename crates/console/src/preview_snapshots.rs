@@ -115,7 +115,7 @@ fn a_second_v_sends_nothing_and_r_quotes_the_preview() {
     let [AgentCommand::Approval { id: 1, decision }] = sent.as_slice() else {
         panic!("{sent:?}");
     };
-    let vigil_protocol::ApprovalDecision::DenyWithReason(reason) = decision else {
+    let vigil_protocol::Answer::DenyWithReason(reason) = decision else {
         panic!("{decision:?}");
     };
     assert!(

@@ -76,7 +76,7 @@ fn finished_call(
                 .iter()
                 .map(|_| {
                     let cfg = vigil_tools::shell::ShellConfig::default();
-                    vigil_protocol::ModelSaw::of(cfg.stdout_limit, cfg.keep)
+                    vigil_tools::truncate::model_saw(cfg.stdout_limit, cfg.keep)
                 })
                 .collect(),
             spill,
@@ -100,7 +100,7 @@ fn r_denies_with_the_typed_reason() {
         app.on_key(key(KeyCode::Enter)),
         vec![AgentCommand::Approval {
             id: 5,
-            decision: ApprovalDecision::DenyWithReason("not on prod, y".into())
+            decision: vigil_protocol::Answer::DenyWithReason("not on prod, y".into())
         }]
     );
     assert!(app.modal.is_none());
@@ -122,7 +122,7 @@ fn e_runs_the_edited_command() {
         app.on_key(key(KeyCode::Enter)),
         vec![AgentCommand::Approval {
             id: 6,
-            decision: ApprovalDecision::ApproveEdited("rm -rf /tmp/old".into())
+            decision: vigil_protocol::Answer::ApproveEdited("rm -rf /tmp/old".into())
         }]
     );
 }

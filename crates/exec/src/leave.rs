@@ -14,19 +14,7 @@ use std::sync::Arc;
 use super::tmux::TmuxManager;
 use super::transport::Transport;
 
-/// What to do with the remote managed sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnExit {
-    /// The operator said nothing: local sessions this agent created are
-    /// removed, remote ones are kept (nothing there is lost).
-    #[default]
-    Unsaid,
-    /// Leave them running.
-    Keep,
-    /// Kill every session this agent owns there.
-    Remove,
-}
+pub use vigil_protocol::tool::OnExit;
 
 /// The target as vigil leaves it.
 #[derive(Clone)]

@@ -30,24 +30,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
-/// Which stream a chunk of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputStream {
-    Stdout,
-    Stderr,
-}
-
-/// A tmux pane the console may mirror.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MirrorTarget {
-    /// tmux arguments that select the server (e.g. `["-L", "vigil"]`).
-    pub server_args: Vec<String>,
-    /// The pane target (`%3` or `session:window.pane`).
-    pub pane: String,
-}
+pub use vigil_protocol::pane::MirrorTarget;
+pub use vigil_protocol::tool::OutputStream;
 
 /// Receives output chunks as they arrive (already valid UTF-8).
 pub type OutputFn = Arc<dyn Fn(OutputStream, &str) + Send + Sync>;

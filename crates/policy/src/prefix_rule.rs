@@ -18,6 +18,7 @@
 //! broker also asks for anything vigil rates high) and never runs anything.
 
 use super::allow_list;
+use vigil_protocol::{PrefixChoice, PrefixChoices};
 use vigil_shell::{self as shell, Redirect, Script, SimpleCommand};
 
 /// Programs whose arguments can make them run other code (or that run
@@ -216,18 +217,36 @@ pub fn rule_error(prefix: &str, command: &str) -> Option<String> {
     None
 }
 
-/// The word prefixes of `command` a rule may use, shortest first (the last
-/// is the command itself; empty when no rule can cover it).
-pub fn candidates(command: &str) -> Vec<String> {
+/// Every shorter prefix of `command`'s words as written (shortest first)
+/// with why it cannot be a rule: what the card offers
+/// ([`PrefixChoices`]), judged here so no console needs a parser.
+pub fn choices(command: &str) -> PrefixChoices {
     let Some((cmd, _)) = plain_command(command) else {
-        return Vec::new();
+        let why = shell::parse(command)
+            .not_plain_reason()
+            .unwrap_or_else(|| "it assigns or redirects".into());
+        return PrefixChoices {
+            prefixes: Vec::new(),
+            none_because: Some(format!("no rule can cover this command: {why}")),
+        };
     };
     let raw: Vec<&str> = cmd.words.iter().map(|w| w.raw.as_str()).collect();
-    let mut out: Vec<String> = (1..raw.len()).map(|n| raw[..n].join(" ")).collect();
-    out.push(command.trim().to_string());
-    out.retain(|p| rule_error(p, command).is_none());
-    out.dedup();
-    out
+    let prefixes = (1..raw.len())
+        .map(|n| raw[..n].join(" "))
+        .map(|prefix| PrefixChoice {
+            refused: rule_error(&prefix, command),
+            prefix,
+        })
+        .collect();
+    PrefixChoices {
+        prefixes,
+        none_because: None,
+    }
+}
+
+/// The prefixes of `command` that can be rules, then the command itself.
+pub fn candidates(command: &str) -> Vec<String> {
+    choices(command).candidates(command)
 }
 
 /// Why a rule `prefix` does not cover `command` (for `vigil policy check`).

@@ -7,7 +7,7 @@
 //! opens a socket, renders or decides.
 
 use super::wire::AgentInfo;
-use super::{ApprovalDecision, ApprovalRequest};
+use super::{Answer, ApprovalRequest};
 
 /// Every live agent and every call another agent waits on, as of now.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -43,7 +43,7 @@ pub struct FleetPending {
 pub struct FleetAnswer {
     pub agent: String,
     pub id: u64,
-    pub decision: ApprovalDecision,
+    pub decision: Answer,
 }
 
 /// How the queue labels an agent: the id's last 6 characters (session

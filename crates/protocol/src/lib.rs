@@ -1,28 +1,31 @@
-//! The typed contract between the agent task and the console.
+//! The contract between a vigil agent and its consoles: every type that
+//! crosses the socket, defined here and nowhere else.
 //!
-//! The agent emits [`AgentEvent`]s and receives [`AgentCommand`]s; both travel over
-//! tokio channels. Nothing in here renders or executes: it is data only.
+//! The agent emits [`AgentEvent`]s and receives [`AgentCommand`]s; a client
+//! and the agent's server exchange them inside the [`wire`] messages, one
+//! JSON object per line (docs/protocol.md, checked against these types by
+//! `tests/protocol_doc.rs`). The layers below (policy, exec, tools) build
+//! these types; none of them is re-exported from a layer, so editing a
+//! layer cannot change the protocol unseen.
 //!
-//! Every type the console needs from the layers below arrives through this
-//! module: defined here, or re-exported from the one layer that owns it
-//! (never both ways). One piece of logic is part of the contract too: the
-//! grammar of session prefix rules ([`prefix_rule`]), so the console checks
-//! a rule the operator types exactly as the broker will.
+//! Nothing in here renders, executes or decides: data and pure helpers.
 
 use serde::{Deserialize, Serialize};
 
+pub mod approval;
 pub mod fleet;
+pub mod pane;
+pub mod preview;
+pub mod tool;
 pub mod wire;
 
-pub use vigil_exec::leave::OnExit;
-pub use vigil_exec::preview::{EffectKind, FileEffect, PreviewReport, RefusedConnection};
-pub use vigil_exec::tmux::pane_key::PaneKey;
-pub use vigil_exec::{MirrorTarget, OutputStream};
-
-pub use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, CallFacts, FileChange, Risk};
-pub use vigil_policy::prefix_rule;
-pub use vigil_tools::mcp::McpState;
-pub use vigil_tools::truncate::ModelSaw;
+pub use approval::{
+    Answer, ApprovalDecision, ApprovalRequest, CallFacts, FileChange, GateInfo, PrefixChoice,
+    PrefixChoices, Risk,
+};
+pub use pane::{MirrorTarget, PaneKey};
+pub use preview::{EffectKind, FileEffect, PreviewReport, RefusedConnection};
+pub use tool::{McpState, ModelSaw, OnExit, OutputStream};
 
 /// Identifies one tool call within a session (the model's call id).
 pub type CallId = String;
@@ -404,7 +407,7 @@ pub enum AgentCommand {
     /// A message from the operator; queued if a turn is running.
     UserMessage { text: String },
     /// The operator's answer to an approval request.
-    Approval { id: u64, decision: ApprovalDecision },
+    Approval { id: u64, decision: Answer },
     /// Preview what a waiting command would do, in a throwaway view;
     /// answered by [`AgentEvent::PreviewReady`].
     Preview { id: u64 },

@@ -184,7 +184,7 @@ impl Tool for ReadFile {
             exit_code: None,
             seen: spill
                 .iter()
-                .map(|_| truncate::ModelSaw::of(READ_LIMIT, Keep::Head))
+                .map(|_| truncate::model_saw(READ_LIMIT, Keep::Head))
                 .collect(),
             spill: spill.into_iter().collect(),
             timeline: Some(format!("read {path} ({} bytes)", bytes.len())),

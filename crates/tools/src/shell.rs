@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::live::LiveOutput;
 use super::output_view::{self, StreamView};
-use super::truncate::{Keep, ModelSaw};
+use super::truncate::Keep;
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use vigil_exec::capture::{Captured, Retain};
 use vigil_exec::{ExecError, ExecutionContext, RunOutcome, RunRequest, humanize};
@@ -361,7 +361,7 @@ impl RunShell {
             ]
             .into_iter()
             .filter(|(spill, _)| spill.is_some())
-            .map(|(_, limit)| ModelSaw::of(limit, keep))
+            .map(|(_, limit)| super::truncate::model_saw(limit, keep))
             .collect(),
             spill: out.spill.into_iter().chain(err.spill).collect(),
             timeline: None,

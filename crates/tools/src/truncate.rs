@@ -20,32 +20,20 @@ pub enum Keep {
     HeadTail,
 }
 
-/// Which part of a cut text the model saw: what the console's full-output
-/// viewer marks as seen. It travels with the call's summary, so it is right
-/// whatever limits the operator configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ModelSaw {
-    /// The first this many chars.
-    Head { chars: usize },
-    /// The first `head` and the last `tail` chars.
-    HeadTail { head: usize, tail: usize },
-}
+pub use vigil_protocol::tool::ModelSaw;
 
-impl ModelSaw {
-    /// What a cut to `limit` chars keeping `keep` leaves the model.
-    pub fn of(limit: usize, keep: Keep) -> ModelSaw {
-        match keep {
-            Keep::Head => ModelSaw::Head { chars: limit },
-            Keep::Tail => ModelSaw::HeadTail {
-                head: 0,
-                tail: limit,
-            },
-            Keep::HeadTail => ModelSaw::HeadTail {
-                head: limit / 2,
-                tail: limit - limit / 2,
-            },
-        }
+/// What a cut to `limit` chars keeping `keep` leaves the model.
+pub fn model_saw(limit: usize, keep: Keep) -> ModelSaw {
+    match keep {
+        Keep::Head => ModelSaw::Head { chars: limit },
+        Keep::Tail => ModelSaw::HeadTail {
+            head: 0,
+            tail: limit,
+        },
+        Keep::HeadTail => ModelSaw::HeadTail {
+            head: limit / 2,
+            tail: limit - limit / 2,
+        },
     }
 }
 

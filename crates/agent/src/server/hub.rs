@@ -331,7 +331,7 @@ mod tests {
         );
         let approve = |id| AgentCommand::Approval {
             id,
-            decision: ApprovalDecision::ApproveOnce,
+            decision: vigil_protocol::Answer::ApproveOnce,
         };
         hub.command(&two, approve(7)).unwrap();
         assert_eq!(commands.try_recv().unwrap(), approve(7));

@@ -2,7 +2,7 @@
 //! first, with what the call wants to do and what the model claims about it.
 //!
 //! It never decides anything by itself: it only turns the operator's key on
-//! the selected request into an [`ApprovalDecision`] for the App to send.
+//! the selected request into an [`Answer`] for the App to send.
 
 use std::cell::RefCell;
 
@@ -18,7 +18,7 @@ use crate::preview_card;
 use crate::text::{one_line, sanitize, wrap};
 use crate::theme::Theme;
 use vigil_protocol::fleet::FleetPending;
-use vigil_protocol::{ApprovalDecision, ApprovalRequest, PreviewOutcome, PreviewReport, Risk};
+use vigil_protocol::{Answer, ApprovalRequest, PreviewOutcome, PreviewReport, Risk};
 
 /// Lines of action text shown for the selected request.
 const ACTION_LINES: usize = 3;
@@ -29,7 +29,7 @@ const WHY_LINES: usize = 2;
 pub struct Pending {
     pub request: ApprovalRequest,
     /// The operator answered; waiting for the agent to confirm.
-    pub answered: Option<ApprovalDecision>,
+    pub answered: Option<Answer>,
     /// What a file-changing call would do, laid out once; for a command,
     /// its preview card once the operator asked for one.
     pub diff: Option<DiffCard>,
@@ -201,7 +201,7 @@ impl ApprovalsPane {
 
     /// Answer the selected request; returns its id when there was one to
     /// answer. Moves the selection to the next unanswered request.
-    pub fn answer(&mut self, decision: ApprovalDecision) -> Option<Answered> {
+    pub fn answer(&mut self, decision: Answer) -> Option<Answered> {
         let pending = self.queue.get_mut(self.selected)?;
         if pending.answered.is_some() {
             return None;
@@ -539,7 +539,7 @@ fn yes_no(v: Option<bool>, theme: &Theme) -> Span<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vigil_policy::gate::GateInfo;
+    use vigil_protocol::GateInfo;
 
     pub(crate) fn request(id: u64, action: &str) -> ApprovalRequest {
         ApprovalRequest {
@@ -569,17 +569,17 @@ mod tests {
         p.push(request(1, "rm a"));
         p.push(request(2, "rm b"));
         assert_eq!(p.selected().map(|s| s.request.id), Some(1));
-        let answered = p.answer(ApprovalDecision::ApproveOnce);
+        let answered = p.answer(Answer::ApproveOnce);
         assert_eq!(answered.map(|a| (a.agent, a.id)), Some((None, 1)));
         assert_eq!(p.selected().map(|s| s.request.id), Some(2));
         p.select_prev();
-        assert_eq!(p.answer(ApprovalDecision::Deny), None, "already answered");
+        assert_eq!(p.answer(Answer::Deny), None, "already answered");
         assert_eq!(p.unanswered(), 1);
         assert!(p.resolve(1).is_some());
         assert_eq!(p.selected().map(|s| s.request.id), Some(2));
         assert!(p.resolve(99).is_none());
         assert!(p.resolve(2).is_some());
         assert!(p.is_empty());
-        assert_eq!(p.answer(ApprovalDecision::Deny), None);
+        assert_eq!(p.answer(Answer::Deny), None);
     }
 }

@@ -120,7 +120,7 @@ pub fn arguments_card(facts: &CallFacts) -> Option<DiffCard> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vigil_policy::gate::{GateInfo, Risk};
+    use vigil_protocol::{GateInfo, Risk};
 
     fn request(tool: &str, facts: CallFacts) -> ApprovalRequest {
         ApprovalRequest {

@@ -18,7 +18,7 @@ use ratatui_textarea::TextArea;
 use super::status::policy_label;
 use crate::theme::Theme;
 use vigil_protocol::ApprovalPolicy;
-use vigil_protocol::prefix_rule;
+use vigil_protocol::PrefixChoices;
 
 /// The policy menu's entries (the timed one takes its minutes from the menu).
 pub const POLICIES: [ApprovalPolicy; 6] = [
@@ -50,6 +50,8 @@ pub enum Modal {
         command: String,
         /// vigil rates this command high (a prefix rule never covers such).
         high: bool,
+        /// The rules the agent said this command can have.
+        choices: PrefixChoices,
         area: TextArea<'static>,
     },
     Policy {
@@ -125,11 +127,12 @@ impl Modal {
         }
     }
 
-    pub fn session(id: u64, command: &str, high: bool) -> Modal {
+    pub fn session(id: u64, command: &str, high: bool, choices: PrefixChoices) -> Modal {
         Modal::Session {
             id,
             command: command.to_string(),
             high,
+            choices,
             area: text_area(command),
         }
     }
@@ -218,11 +221,15 @@ impl Modal {
                 }
             }
             Modal::Session {
-                id, command, area, ..
+                id,
+                command,
+                area,
+                choices,
+                ..
             } => match key.code {
                 KeyCode::Enter => {
                     let text = session_text(area);
-                    if session_error(&text, command).is_some() {
+                    if choices.error(&text, command).is_some() {
                         return Outcome::Stay;
                     }
                     let prefix = (text != command.trim()).then_some(text);
@@ -230,7 +237,7 @@ impl Modal {
                 }
                 KeyCode::Tab | KeyCode::BackTab => {
                     let text = session_text(area);
-                    let candidates = prefix_rule::candidates(command);
+                    let candidates = choices.candidates(command);
                     let next = if key.code == KeyCode::Tab {
                         candidates.iter().rev().find(|c| c.len() < text.len())
                     } else {
@@ -331,6 +338,7 @@ impl Modal {
                 command,
                 area,
                 high,
+                choices,
                 ..
             } => {
                 let [text, _, note] = Layout::vertical([
@@ -341,7 +349,7 @@ impl Modal {
                 .areas(inner);
                 frame.render_widget(area, text);
                 let typed = session_text(area);
-                let line = match session_error(&typed, command) {
+                let line = match choices.error(&typed, command) {
                     Some(e) => Line::styled(format!("✗ {e}"), theme.error),
                     None if typed == *command => {
                         Line::styled("✓ this exact command, whenever it is asked for", theme.ok)
@@ -408,14 +416,6 @@ fn session_text(area: &TextArea<'static>) -> String {
     area.lines().join(" ").trim().to_string()
 }
 
-/// Why `text` cannot be confirmed as the session rule for `command`.
-fn session_error(text: &str, command: &str) -> Option<String> {
-    if text == command.trim() {
-        return None;
-    }
-    prefix_rule::rule_error(text, command)
-}
-
 fn choice(selected: usize, minutes: u32) -> ApprovalPolicy {
     match POLICIES.get(selected) {
         Some(ApprovalPolicy::ApproveAllFor { .. }) => ApprovalPolicy::ApproveAllFor { minutes },
@@ -476,7 +476,12 @@ mod tests {
 
     #[test]
     fn session_box_shortens_to_word_prefixes_and_refuses_others() {
-        let mut m = Modal::session(7, "git status -s", false);
+        let session = |id, command: &str| {
+            // The choices as the agent sends them with the request.
+            let choices = vigil_policy::prefix_rule::choices(command);
+            Modal::session(id, command, false, choices)
+        };
+        let mut m = session(7, "git status -s");
         m.on_key(key(KeyCode::Tab));
         assert_eq!(
             m.on_key(key(KeyCode::Enter)),
@@ -489,7 +494,8 @@ mod tests {
             Outcome::Session(7, Some("git status".into())),
             "the shortest prefix stays: a rule on bare `git` is refused"
         );
-        let refused = session_error("git", "git status -s").expect("bare git");
+        let choices = vigil_policy::prefix_rule::choices("git status -s");
+        let refused = choices.error("git", "git status -s").expect("bare git");
         assert!(refused.contains("run any code"), "{refused}");
         m.on_key(key(KeyCode::BackTab));
         assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(7, None));
@@ -500,7 +506,7 @@ mod tests {
         assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(7, None));
         assert_eq!(m.on_key(key(KeyCode::Esc)), Outcome::Close);
         // A chained command can be approved exactly, never by a prefix.
-        let mut m = Modal::session(8, "make && rm x", false);
+        let mut m = session(8, "make && rm x");
         assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(8, None));
         m.on_key(key(KeyCode::Tab));
         assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(8, None));

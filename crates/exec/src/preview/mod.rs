@@ -26,7 +26,6 @@ pub mod limits;
 pub mod memory;
 pub mod mounts;
 pub mod netwatch;
-pub mod report;
 pub mod supervise;
 pub mod view;
 pub mod writewatch;
@@ -35,7 +34,10 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use report::{Blob, EffectKind, FileEffect, Leftover, PreviewReport, RefusedConnection};
+pub use vigil_protocol::preview as report;
+pub use vigil_protocol::preview::{
+    Blob, EffectKind, FileEffect, Leftover, PreviewReport, RefusedConnection,
+};
 
 use super::capture::Retain;
 use super::sandbox;

@@ -26,7 +26,7 @@ pub mod leftovers;
 pub mod manager;
 pub mod names;
 pub mod ops;
-pub mod pane_key;
+pub use vigil_protocol::pane as pane_key;
 pub mod run;
 pub mod sandboxed;
 pub mod script;

@@ -15,8 +15,6 @@ pub mod tool;
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 pub use client::{McpError, McpServer};
 pub use tool::McpTool;
 pub use vigil_config::mcp::{McpConfig, McpServerConfig};
@@ -42,32 +40,7 @@ pub fn namespaced(server: &str, tool: &str) -> String {
         .collect()
 }
 
-/// What state a server is in, as the console shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
-pub enum McpState {
-    Starting,
-    Running,
-    /// It could not be started (the reason).
-    Failed(String),
-    /// It exited or closed the connection; restarted on the next call.
-    Crashed(String),
-    /// A start or call took longer than `timeout_secs`; it was stopped and
-    /// is restarted on the next call.
-    TimedOut(String),
-}
-
-impl std::fmt::Display for McpState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            McpState::Starting => f.write_str("starting"),
-            McpState::Running => f.write_str("running"),
-            McpState::Failed(why) => write!(f, "failed: {why}"),
-            McpState::Crashed(why) => write!(f, "crashed: {why}"),
-            McpState::TimedOut(why) => write!(f, "timed out: {why}"),
-        }
-    }
-}
+pub use vigil_protocol::tool::McpState;
 
 /// Receives `(server, state, tool count)` reports.
 pub type StateSink = Arc<dyn Fn(&str, McpState, usize) + Send + Sync>;

@@ -40,3 +40,12 @@ impl PaneKey {
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
     }
 }
+
+/// A tmux pane the console may mirror.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorTarget {
+    /// tmux arguments that select the server (e.g. `["-L", "vigil"]`).
+    pub server_args: Vec<String>,
+    /// The pane target (`%3` or `session:window.pane`).
+    pub pane: String,
+}
