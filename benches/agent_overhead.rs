@@ -10,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use vigil::agent::approval::Policy;
+use vigil::agent::assemble::start_agent;
 use vigil::agent::model::types::{ChatMessage, ChatRequest, FunctionCall, ToolCall};
-use vigil::cli::wiring::start_agent;
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent};
 use vigil::scripted::{Scenario, ScriptedServer};

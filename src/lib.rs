@@ -20,8 +20,10 @@
 //!   the agent process's socket server.
 //! - [`console`]: the ratatui front end, a client of [`protocol`]; it renders
 //!   and sends commands and never executes anything.
-//! - [`cli`] (this crate): the entry points and the wiring that builds the
-//!   layers from a configuration.
+//! - this crate: the entry points ([`cli`], one file a command), starting
+//!   and reaching agent processes ([`launch`]) and loading and checking the
+//!   configuration ([`startup`]). Building the layers from a configuration
+//!   is `agent::assemble`.
 //!
 //! The layers are re-exported here under their short names so the binaries,
 //! the integration tests and the benches name one crate.
@@ -38,3 +40,5 @@ pub use vigil_shell as shell;
 pub use vigil_tools as tools;
 
 pub mod cli;
+pub mod launch;
+pub mod startup;

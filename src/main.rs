@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     keep_memory_private();
     hide_api_key_from_argv();
     let cli = Cli::parse_args();
-    let loaded = vigil::cli::configload::load(cli.config.as_deref());
+    let loaded = vigil::startup::configload::load(cli.config.as_deref());
     let mut config = match loaded {
         Ok(c) => c,
         Err(e) => {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use vigil::agent::approval::Policy;
-use vigil::cli::wiring::{Running, StartOptions, start_agent_with};
+use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::{ApiDialect, Config};
 use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, FailureKind, TurnOutcome};
 use vigil::scripted::{Scenario, ScriptedServer};

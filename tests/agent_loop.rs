@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use vigil::agent::approval::Policy;
-use vigil::cli::wiring::{Running, start_agent};
+use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, OutputStream, TurnOutcome};
 use vigil::scripted::{Scenario, ScriptedServer};

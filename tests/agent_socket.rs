@@ -317,7 +317,7 @@ fn a_second_agent_on_the_session_is_refused_with_the_pid_and_stop_says_bye() {
     }
     assert_eq!(agent.wait_exit(), Some(0));
     assert!(!agent.socket.exists(), "the socket is removed");
-    let lock = vigil::agent::server::runtime::lock_path(&dirs.runtime(), &agent.id);
+    let lock = vigil::protocol::runtime::lock_path(&dirs.runtime(), &agent.id);
     assert!(!lock.exists(), "the lock file is removed");
 }
 
@@ -411,7 +411,7 @@ fn prune_removes_only_sockets_whose_agent_is_gone_for_sure() {
     // starting, or one stuck): stale to a connect, but not ours to remove.
     let rt = dirs.runtime();
     let held_id = "held-session";
-    let held_sock = vigil::agent::server::runtime::socket_path(&rt, held_id);
+    let held_sock = vigil::protocol::runtime::socket_path(&rt, held_id);
     drop(std::os::unix::net::UnixListener::bind(&held_sock).unwrap());
     let lock = vigil::agent::server::lock::SessionLock::acquire(&rt, held_id).unwrap();
     // Not a socket at all, named like one: never removed.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 use vigil::agent::approval::Policy;
-use vigil::cli::wiring::{StartOptions, start_agent_with};
+use vigil::agent::assemble::{StartOptions, start_agent_with};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
 use vigil::exec::{

@@ -1,6 +1,6 @@
 //! The checks of the configuration that belong to the layers above it (key
 //! names are the console's, the tool environment is exec's), run through
-//! `vigil::cli::check_config` as the binary does at start-up.
+//! `vigil::startup::check_config` as the binary does at start-up.
 
 use std::path::Path;
 
@@ -14,7 +14,9 @@ fn parse(text: &str) -> Result<Config, ConfigError> {
 fn bad_key_names_are_clear_errors() {
     // Key names are the console's to check, at start-up.
     let parsed = parse("[console.keys]\nzoom = \"ctrl-banana\"\n").unwrap();
-    let err = vigil::cli::check_config(&parsed).unwrap_err().to_string();
+    let err = vigil::startup::check_config(&parsed)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("console.keys.zoom"), "{err}");
     assert!(err.contains("ctrl-banana"), "{err}");
     let c = parse("[console]\ntheme = \"light\"\n[console.keys]\nzoom = \"F2\"\n").unwrap();
@@ -24,7 +26,8 @@ fn bad_key_names_are_clear_errors() {
 #[test]
 fn tool_environment_settings_are_checked_and_used() {
     // The tool environment is exec's to check, at start-up.
-    let checked = |text: &str| parse(text).and_then(|c| vigil::cli::check_config(&c).map(|()| c));
+    let checked =
+        |text: &str| parse(text).and_then(|c| vigil::startup::check_config(&c).map(|()| c));
     let err = checked("[tools]\nenv_exclude = [\"A B\"]\n")
         .unwrap_err()
         .to_string();

@@ -12,7 +12,7 @@ use std::process::Command;
 use mcp_support::{everything_js, everything_toml, until};
 use serde_json::Value;
 use vigil::agent::approval::Policy;
-use vigil::cli::wiring::{Running, start_agent};
+use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, McpState};
 use vigil::scripted::{Scenario, ScriptedServer};

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::until;
 use serde_json::Value;
 use vigil::agent::approval::Policy;
-use vigil::cli::wiring::{Running, StartOptions, start_agent_with};
+use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent};
 use vigil::scripted::{Scenario, ScriptedServer};

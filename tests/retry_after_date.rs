@@ -8,7 +8,7 @@ mod common;
 
 use common::until;
 use vigil::agent::approval::Policy;
-use vigil::cli::wiring::{Running, StartOptions, start_agent_with};
+use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, TurnOutcome};
 use vigil::scripted::{Scenario, ScriptedServer};

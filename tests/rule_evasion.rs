@@ -464,7 +464,7 @@ async fn a_path_rule_on_an_mcp_tool_stops_vigil_exec_with_the_reason() {
 /// messages that differ only after character 160.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
-    use vigil::cli::wiring::start_agent;
+    use vigil::agent::assemble::start_agent;
     use vigil::event::AgentCommand;
     // This test process is not vigil: the sandbox (what an unasked call
     // needs) is the real binary's helper mode.

@@ -15,16 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::approval::Policy;
+use crate::agent::assemble::{self, Running, StartError, StartOptions};
 use crate::agent::server::accept;
 use crate::agent::server::hub::{self, Hub, Identity, StopRequest, now_ms};
 use crate::agent::server::journal::Journal;
 use crate::agent::server::listener::{self, BindError};
 use crate::agent::server::lock::{LockError, SessionLock};
-use crate::agent::server::runtime::{self, RuntimeError};
 use crate::cli::headless::exit;
-use crate::cli::wiring::{self, Running, StartError, StartOptions};
 use crate::config::Config;
 use crate::event::{AgentCommand, OnExit};
+use crate::protocol::runtime::{self, RuntimeError};
 
 /// How long the agent may take to start its session.
 const START_WAIT: Duration = Duration::from_secs(30);
@@ -87,7 +87,7 @@ async fn start(
         Some(id) => Some(SessionLock::acquire(&dir, id)?),
         None => None,
     };
-    let mut running = wiring::start_agent_with(config, demo, policy, options).await?;
+    let mut running = assemble::start_agent_with(config, demo, policy, options).await?;
     let id = running
         .session_id
         .clone()

@@ -9,14 +9,16 @@
 //! agent in this process (`vigil exec` does, in [`super::run`]).
 
 use crate::agent::approval::Policy;
-use crate::cli::attach::{self, AttachError, Connection};
+use crate::cli::fleetcmd;
 use crate::cli::headless::exit;
-use crate::cli::spawn::{AgentArgs, spawn_agent};
-use crate::cli::{bridge, fleet, fleetcmd, remote};
 use crate::config::Config;
 use crate::console::{self, ConsoleOptions, Leaving};
 use crate::event::ApprovalPolicy;
 use crate::event::wire::Role;
+use crate::launch::remote;
+use crate::launch::spawn::{AgentArgs, spawn_agent};
+use crate::protocol::client::attach::{self, AttachError, Connection};
+use crate::protocol::client::{bridge, fleet};
 
 /// What the demo's console says first.
 pub const DEMO_MESSAGE: &str = "Show me what you can do.";

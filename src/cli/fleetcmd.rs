@@ -16,11 +16,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::server::lock::SessionLock;
-use crate::agent::server::runtime;
-use crate::cli::attach::{self, AttachError, Connection};
 use crate::cli::headless::exit;
 use crate::event::OnExit;
 use crate::event::wire::{AgentInfo, Role};
+use crate::protocol::client::attach::{self, AttachError, Connection};
+use crate::protocol::runtime;
 
 /// A socket nobody answers on (its agent died).
 #[derive(Debug, Clone, Serialize, Deserialize)]

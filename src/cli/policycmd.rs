@@ -46,14 +46,7 @@ pub fn command_line(words: &[String]) -> String {
 
 /// The gate a `run_shell` call of `command` shows.
 pub fn shell_gate(command: &str) -> GateInfo {
-    GateInfo {
-        action: command.to_string(),
-        model_risk: None,
-        mutation: None,
-        privesc: None,
-        why: None,
-        editable_field: Some("command".into()),
-    }
+    GateInfo::shell(command)
 }
 
 /// How the parser reads `command`, in one line.

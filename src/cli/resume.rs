@@ -7,9 +7,9 @@
 //! It only reads the session's meta data and changes a [`Config`]; it
 //! starts nothing.
 
+use crate::agent::assemble::{DEMO_MODEL, StartOptions};
 use crate::agent::session::{Launch, SessionError, SessionMeta, SessionStore};
 use crate::cli::args::Cli;
-use crate::cli::wiring::{DEMO_MODEL, StartOptions};
 use crate::config::{Config, TmuxMode};
 
 /// What the command line (or the environment, through clap) set itself.

@@ -6,15 +6,16 @@
 //! printed here, once, and never panic.
 
 use crate::agent::approval::Policy;
+use crate::agent::assemble;
+use crate::agent::assemble::StartOptions;
 use crate::agent::session::SessionStore;
 use crate::cli::args::{Cli, Command, ExecArgs, PolicyAction, ToolAction};
 use crate::cli::consolecmd::{AttachHow, ConsoleStart, attach_console, run_console};
 use crate::cli::headless::exit;
-use crate::cli::spawn::AgentArgs;
-use crate::cli::wiring::StartOptions;
-use crate::cli::{fleetcmd, headless, toolcmd, wiring};
+use crate::cli::{fleetcmd, headless, toolcmd};
 use crate::config::{ApprovalMode, Config};
 use crate::exec::leave::OnExit;
+use crate::launch::spawn::AgentArgs;
 
 pub async fn run(cli: Cli, mut config: Config) -> i32 {
     let given = crate::cli::resume::Given::from_cli(&cli);
@@ -107,7 +108,7 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
             target: Some(target),
             remote_vigil,
             ..
-        }) => crate::cli::remote::ps_remote(&config, &target, &remote_vigil, json).await,
+        }) => crate::launch::remote::ps_remote(&config, &target, &remote_vigil, json).await,
         Some(Command::Ps { json, prune, .. }) => fleetcmd::ps(json, prune).await,
         Some(Command::Stop {
             id,
@@ -302,7 +303,7 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
 
 /// Take session `id`'s lock in the runtime directory, or say who holds it.
 fn hold_session(id: &str) -> Result<crate::agent::server::lock::SessionLock, i32> {
-    let dir = crate::agent::server::runtime::dir().map_err(|e| {
+    let dir = crate::protocol::runtime::dir().map_err(|e| {
         eprintln!("vigil: {e}");
         exit::FAILED
     })?;
@@ -346,14 +347,14 @@ fn list_sessions(config: &Config) -> i32 {
 }
 
 async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i32 {
-    let target = match wiring::build_exec(config).await {
+    let target = match assemble::build_exec(config).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("vigil: {e}");
             return exit::FAILED;
         }
     };
-    let registry = wiring::build_registry_async(
+    let registry = assemble::build_registry_async(
         config,
         &target.exec,
         target.tmux.as_ref(),
@@ -389,8 +390,8 @@ async fn start_or_say(
     demo: bool,
     policy: Policy,
     options: StartOptions,
-) -> Option<wiring::Running> {
-    match wiring::start_agent_with(config, demo, policy, options).await {
+) -> Option<assemble::Running> {
+    match assemble::start_agent_with(config, demo, policy, options).await {
         Ok(r) => Some(r),
         Err(e) => {
             eprintln!("vigil: {e}");

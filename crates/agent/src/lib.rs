@@ -5,6 +5,7 @@
 
 pub mod answers;
 pub mod approval;
+pub mod assemble;
 pub mod compact;
 pub mod context;
 pub mod conversation;

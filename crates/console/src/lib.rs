@@ -77,8 +77,7 @@ use tokio::sync::watch;
 use keys::Keymap;
 use theme::Theme;
 use vigil_config::ConsoleConfig;
-use vigil_protocol::OnExit;
-use vigil_protocol::fleet::{FleetAnswer, FleetView};
+pub use vigil_protocol::client::{FleetFeed, Leaving};
 use vigil_protocol::{AgentCommand, AgentEvent, ApprovalPolicy};
 
 /// How the console behaves. Model and target come from `SessionStarted`.
@@ -117,30 +116,6 @@ pub struct ConsoleOptions {
     /// The other agents (the agents overlay, their calls in the approval
     /// queue). None: this console sees its own agent only.
     pub fleet: Option<FleetFeed>,
-}
-
-/// The fleet client's feed (`cli::fleet` fills it): the latest
-/// [`FleetView`], and where answers to another agent's calls go.
-#[derive(Debug, Clone)]
-pub struct FleetFeed {
-    pub view: watch::Receiver<FleetView>,
-    pub answers: UnboundedSender<FleetAnswer>,
-}
-
-/// How the operator left the console.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Leaving {
-    /// The agent keeps working (pending approvals wait); `vigil attach`
-    /// comes back.
-    Detach,
-    /// Stop the agent, doing this with remote managed sessions.
-    Stop(OnExit),
-    /// Detach and attach to the agent of this session instead (the agents
-    /// overlay).
-    Switch(String),
-    /// The agent was already gone (stopped elsewhere, or the connection
-    /// lost): nothing keeps working and nothing is left to stop.
-    AgentGone,
 }
 
 impl Default for ConsoleOptions {

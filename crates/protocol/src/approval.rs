@@ -49,6 +49,20 @@ pub struct GateInfo {
     pub editable_field: Option<String>,
 }
 
+impl GateInfo {
+    /// A shell command's gate: the command, editable, with no claims.
+    pub fn shell(command: &str) -> GateInfo {
+        GateInfo {
+            action: command.to_string(),
+            model_risk: None,
+            mutation: None,
+            privesc: None,
+            why: None,
+            editable_field: Some("command".into()),
+        }
+    }
+}
+
 /// One pending approval as the console shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {

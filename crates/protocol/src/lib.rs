@@ -13,9 +13,12 @@
 use serde::{Deserialize, Serialize};
 
 pub mod approval;
+pub mod client;
 pub mod fleet;
+pub mod lines;
 pub mod pane;
 pub mod preview;
+pub mod runtime;
 pub mod tool;
 pub mod wire;
 

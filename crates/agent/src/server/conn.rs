@@ -16,9 +16,9 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
 use super::hub::Hub;
-use super::lines::{self, LineError};
 use super::writer::{self, Ctl};
 use vigil_protocol::AgentCommand;
+use vigil_protocol::lines::{self, LineError};
 use vigil_protocol::wire::{ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
 
 /// How long a new connection may take to say hello.

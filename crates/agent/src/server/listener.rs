@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
 
-use super::runtime;
+use vigil_protocol::runtime;
 
 /// Why the socket could not be bound.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use super::runtime;
+use vigil_protocol::runtime;
 
 /// Why the session lock could not be taken.
 #[derive(Debug, thiserror::Error)]

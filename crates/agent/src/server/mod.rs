@@ -14,8 +14,6 @@ pub mod accept;
 pub mod conn;
 pub mod hub;
 pub mod journal;
-pub mod lines;
 pub mod listener;
 pub mod lock;
-pub mod runtime;
 pub mod writer;

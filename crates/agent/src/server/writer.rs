@@ -16,7 +16,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 use super::hub::Hub;
-use super::lines::message_line;
+use vigil_protocol::lines::message_line;
 use vigil_protocol::wire::{Role, ServerMsg};
 
 /// How long one write may wait for a client that reads nothing.

@@ -18,11 +18,11 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::agent::server::lines::read_line;
-use crate::cli::attach::{Connection, Link, STOP_WAIT, clip};
-use crate::console::Leaving;
-use crate::event::wire::{ClientMsg, ServerMsg};
-use crate::event::{AgentCommand, AgentEvent};
+use super::Leaving;
+use super::attach::{Connection, Link, STOP_WAIT, clip};
+use crate::lines::read_line;
+use crate::wire::{ClientMsg, ServerMsg};
+use crate::{AgentCommand, AgentEvent};
 
 /// How long the last line (`Detach`, `Stop`) may take to go out.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);

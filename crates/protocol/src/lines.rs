@@ -6,7 +6,7 @@
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
-use vigil_protocol::wire::{MAX_LINE, ServerMsg};
+use crate::wire::{MAX_LINE, ServerMsg};
 
 /// Why no line could be read.
 #[derive(Debug, thiserror::Error)]

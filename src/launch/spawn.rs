@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::io::BufReader;
 
-use crate::agent::server::lines::read_line;
 use crate::cli::args::Cli;
+use crate::protocol::lines::read_line;
 
 /// How long an agent may take to say it is ready (connecting to an ssh
 /// target and starting MCP servers happen before).
@@ -170,7 +170,7 @@ pub async fn spawn_agent(
         Ok(ReadyLine::Ready(ready)) => Ok(ready),
         Ok(ReadyLine::Error(message)) => Err(SpawnError::Failed { message, log }),
         Err(_) => Err(SpawnError::Garbled {
-            line: crate::cli::attach::clip(&line),
+            line: crate::protocol::client::attach::clip(&line),
             log,
         }),
     }
@@ -179,7 +179,7 @@ pub async fn spawn_agent(
 /// Open a fresh log for a starting agent (renamed after its pid once
 /// known).
 fn open_log(data_dir: &Path) -> Result<(std::fs::File, PathBuf), SpawnError> {
-    crate::cli::agentlogs::prune_now(data_dir);
+    crate::launch::agentlogs::prune_now(data_dir);
     let path = data_dir.join(format!("agent-starting-{}.log", std::process::id()));
     let opened = std::fs::create_dir_all(data_dir).and_then(|()| {
         std::fs::OpenOptions::new()
@@ -214,7 +214,7 @@ fn log_tail(log: &Path) -> String {
     if tail.is_empty() {
         String::new()
     } else {
-        format!(": {}", crate::cli::attach::clip(&tail))
+        format!(": {}", crate::protocol::client::attach::clip(&tail))
     }
 }
 

@@ -5,7 +5,7 @@
 //! an agent that died and left its socket, a refused hello, a connection
 //! lost). The console side of a connection is [`super::bridge`].
 //!
-//! It never starts an agent (that is [`super::spawn`]) and never renders.
+//! It never starts an agent (that is `vigil::launch::spawn`) and never renders.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,10 +14,10 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use crate::agent::server::lines::{LineError, read_line};
-use crate::agent::server::runtime::{self, RuntimeError};
-use crate::event::OnExit;
-use crate::event::wire::{AgentInfo, ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
+use crate::OnExit;
+use crate::lines::{LineError, read_line};
+use crate::runtime::{self, RuntimeError};
+use crate::wire::{AgentInfo, ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
 
 /// How long the agent may take to answer a hello or a status request.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(10);

@@ -20,13 +20,13 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::agent::server::lines::read_line;
-use crate::agent::server::runtime;
-use crate::cli::attach::{self, Link};
-use crate::console::FleetFeed;
-use crate::event::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView, label};
-use crate::event::wire::{AgentInfo, ClientMsg, Role, ServerMsg};
-use crate::event::{AgentCommand, AgentEvent, ApprovalRequest};
+use super::FleetFeed;
+use super::attach::{self, Link};
+use crate::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView, label};
+use crate::lines::read_line;
+use crate::runtime;
+use crate::wire::{AgentInfo, ClientMsg, Role, ServerMsg};
+use crate::{AgentCommand, AgentEvent, ApprovalRequest};
 
 /// How often the runtime directory is looked at for new agents.
 const SCAN_EVERY: Duration = Duration::from_secs(1);
@@ -287,8 +287,8 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Risk;
-    use crate::event::wire::AgentState;
+    use crate::Risk;
+    use crate::wire::AgentState;
 
     fn info(id: &str, started_ms: u64) -> AgentInfo {
         AgentInfo {
@@ -314,7 +314,7 @@ mod tests {
             call_id: format!("c{id}"),
             tool: "run_shell".into(),
             target: "local".into(),
-            gate: crate::cli::policycmd::shell_gate("touch x"),
+            gate: crate::GateInfo::shell("touch x"),
             estimate: Risk::Medium,
             estimate_reason: String::new(),
             automatic: false,
@@ -380,14 +380,14 @@ mod tests {
         state.route(FleetAnswer {
             agent: "b".into(),
             id: 7,
-            decision: crate::event::Answer::Deny,
+            decision: crate::Answer::Deny,
         });
         assert_eq!(
             b.try_recv().ok(),
             Some(ClientMsg::Command {
                 command: AgentCommand::Approval {
                     id: 7,
-                    decision: crate::event::Answer::Deny
+                    decision: crate::Answer::Deny
                 }
             })
         );
@@ -396,7 +396,7 @@ mod tests {
         state.route(FleetAnswer {
             agent: "gone".into(),
             id: 7,
-            decision: crate::event::Answer::ApproveOnce,
+            decision: crate::Answer::ApproveOnce,
         });
         assert!(a.try_recv().is_err() && b.try_recv().is_err());
     }
@@ -438,8 +438,8 @@ mod tests {
                 4,
                 AgentEvent::ApprovalResolved {
                     id: 2,
-                    decision: crate::event::ApprovalDecision::Deny,
-                    decided_by: crate::event::DecidedBy::Operator,
+                    decision: crate::ApprovalDecision::Deny,
+                    decided_by: crate::DecidedBy::Operator,
                     previewed: false,
                     answered_by: None,
                 },

@@ -7,43 +7,43 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::agent::approval::{ApprovalBroker, Policy};
-use crate::agent::model::ModelError;
-use crate::agent::model::anthropic::AnthropicClient;
-use crate::agent::model::retry::RetryPolicy;
-use crate::agent::model::{ChatModel, ModelClient, ModelClientConfig};
-use crate::agent::redact::Redactor;
-use crate::agent::restore::Restored;
-use crate::agent::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
-use crate::agent::session::SessionError;
-use crate::agent::session::{Launch, SessionStore, SessionWriter, tee};
-use crate::config::ConfigError;
-use crate::config::{ApiDialect, Config, TmuxMode};
-use crate::event::{AgentCommand, AgentEvent};
-use crate::exec::ExecutionContext;
-use crate::exec::backend::CommandBackend;
-use crate::exec::container::ContainerError;
-use crate::exec::leave::Leave;
-use crate::exec::ssh::SshError;
-use crate::exec::tmux::TmuxError;
-use crate::exec::tmux::manager::TmuxManager;
-use crate::exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
-use crate::exec::transport::{Local, Transport};
-use crate::scripted::{Scenario, ScriptedServer};
-use crate::tools::edit::{Edit, EditConfig};
-use crate::tools::fetch::{FetchConfig, FetchUrl};
-use crate::tools::files::{ReadFile, WriteFile};
-use crate::tools::mcp::{self, McpState, StateSink};
-use crate::tools::paths::PathPolicy;
-use crate::tools::request_tools::RequestTools;
-use crate::tools::search::{SearchConfig, WebSearch};
-use crate::tools::shell::{RunShell, ShellConfig};
-use crate::tools::time::TimeTool;
-use crate::tools::tmux_capture::CapturePane;
-use crate::tools::tmux_keys::SendKeys;
-use crate::tools::tmux_manage::TmuxManage;
-use crate::tools::visibility::DomainPolicy;
-use crate::tools::{Approver, ToolRegistry};
+use crate::approval::{ApprovalBroker, Policy};
+use crate::model::ModelError;
+use crate::model::anthropic::AnthropicClient;
+use crate::model::retry::RetryPolicy;
+use crate::model::{ChatModel, ModelClient, ModelClientConfig};
+use crate::redact::Redactor;
+use crate::restore::Restored;
+use crate::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
+use crate::session::SessionError;
+use crate::session::{Launch, SessionStore, SessionWriter, tee};
+use vigil_config::ConfigError;
+use vigil_config::{ApiDialect, Config, TmuxMode};
+use vigil_exec::ExecutionContext;
+use vigil_exec::backend::CommandBackend;
+use vigil_exec::container::ContainerError;
+use vigil_exec::leave::Leave;
+use vigil_exec::ssh::SshError;
+use vigil_exec::tmux::TmuxError;
+use vigil_exec::tmux::manager::TmuxManager;
+use vigil_exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
+use vigil_exec::transport::{Local, Transport};
+use vigil_protocol::{AgentCommand, AgentEvent};
+use vigil_scripted::{Scenario, ScriptedServer};
+use vigil_tools::edit::{Edit, EditConfig};
+use vigil_tools::fetch::{FetchConfig, FetchUrl};
+use vigil_tools::files::{ReadFile, WriteFile};
+use vigil_tools::mcp::{self, McpState, StateSink};
+use vigil_tools::paths::PathPolicy;
+use vigil_tools::request_tools::RequestTools;
+use vigil_tools::search::{SearchConfig, WebSearch};
+use vigil_tools::shell::{RunShell, ShellConfig};
+use vigil_tools::time::TimeTool;
+use vigil_tools::tmux_capture::CapturePane;
+use vigil_tools::tmux_keys::SendKeys;
+use vigil_tools::tmux_manage::TmuxManage;
+use vigil_tools::visibility::DomainPolicy;
+use vigil_tools::{Approver, ToolRegistry};
 
 /// Why the agent could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +91,7 @@ pub fn build_registry(
     }
     // The one list of secret places, for the risk estimate and the file tools.
     let secrets = config.secret_places();
-    crate::policy::secret_reads::install(secrets.clone());
+    vigil_policy::secret_reads::install(secrets.clone());
     let paths = PathPolicy {
         allowed_roots: t.files_allowed_paths.clone(),
         secrets,
@@ -205,7 +205,7 @@ pub struct Running {
     /// remote managed sessions; close the connection).
     pub leave: Leave,
     /// Who answered which approval (the consoles note, the record names).
-    pub answers: Arc<crate::agent::answers::AnswerBook>,
+    pub answers: Arc<crate::answers::AnswerBook>,
 }
 
 /// What to start beyond the config.
@@ -267,14 +267,14 @@ impl From<ExecutionContext> for Target {
 /// is enabled). Connecting happens here, so a host-key, authentication or
 /// stopped-container problem is reported before the console opens.
 pub async fn build_exec(config: &Config) -> Result<Target, StartError> {
-    use crate::config::EngineSetting;
-    use crate::exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
-    use crate::exec::ssh::{SshOptions, SshTransport};
+    use vigil_config::EngineSetting;
+    use vigil_exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
+    use vigil_exec::ssh::{SshOptions, SshTransport};
 
     // Every process started from here on gets the filtered environment.
-    crate::exec::env::install(crate::exec::env::EnvPolicy::from_config(config)?);
+    vigil_exec::env::install(vigil_exec::env::EnvPolicy::from_config(config)?);
     // Runs nobody approved (sandbox, preview) mask the configured secrets.
-    crate::exec::sandbox::set_secret_places(config.secret_places());
+    vigil_exec::sandbox::set_secret_places(config.secret_places());
     match (&config.ssh.target, &config.container.name) {
         (Some(_), Some(_)) => Err(StartError::TwoTargets),
         (Some(target), None) => {
@@ -370,7 +370,7 @@ async fn has_tmux<T: Transport + ?Sized>(transport: &T) -> bool {
         return false;
     }
     let cmd = transport.shell("command -v tmux >/dev/null 2>&1", false);
-    let probe = crate::exec::process::run(cmd, None, Some(Duration::from_secs(20)), None);
+    let probe = vigil_exec::process::run(cmd, None, Some(Duration::from_secs(20)), None);
     matches!(probe.await, Ok(outcome) if outcome.exit_code == Some(0))
 }
 
@@ -404,7 +404,7 @@ pub async fn start_agent_with(
     let (inner_tx, inner_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let model = build_model(config, demo).await?;
-    crate::agent::redact::set_global(model.redactor.clone());
+    crate::redact::set_global(model.redactor.clone());
 
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(
@@ -413,7 +413,7 @@ pub async fn start_agent_with(
         policy,
     ));
     broker.set_can_sandbox(exec.can_sandbox());
-    broker.set_rules(crate::policy::rules::PolicyRules::from_config(
+    broker.set_rules(vigil_policy::rules::PolicyRules::from_config(
         &config.approval,
     ));
     let mut registry = build_registry_async(
@@ -437,7 +437,7 @@ pub async fn start_agent_with(
         Some(n) => n.relay(inner_rx),
         None => inner_rx,
     };
-    let answers = Arc::new(crate::agent::answers::AnswerBook::default());
+    let answers = Arc::new(crate::answers::AnswerBook::default());
     tokio::spawn(tee(inner_rx, session.clone(), event_tx, answers.clone()));
 
     let setup = AgentSetup {
@@ -488,15 +488,15 @@ fn notifier(
     model: &str,
     target: &str,
     session: Option<String>,
-) -> Option<Arc<crate::agent::notify::Notifier>> {
-    let agent = crate::agent::notify::AgentLabel {
+) -> Option<Arc<crate::notify::Notifier>> {
+    let agent = crate::notify::AgentLabel {
         name: config.agent.name.clone(),
         model: model.to_string(),
         target: target.to_string(),
         pid: std::process::id(),
     };
     let timeout = Duration::from_secs(config.notify.command_timeout_secs);
-    crate::agent::notify::Notifier::new(&config.notify.command, timeout, agent, session)
+    crate::notify::Notifier::new(&config.notify.command, timeout, agent, session)
 }
 
 /// The model the agent talks to, with what goes along with it.
@@ -577,7 +577,7 @@ fn open_session(
             let restored = Restored::load(&store, id)?;
             // The log is a file anyone with access can append to: what it
             // says approves nothing until the operator confirms it.
-            broker.hold_restored(crate::agent::approval::Restored {
+            broker.hold_restored(crate::approval::Restored {
                 standing: restored.standing.clone(),
                 prefixes: restored.prefixes.clone(),
             });
