@@ -237,10 +237,33 @@ fn bad_lines_are_refused_with_a_reason_and_the_agent_carries_on() {
     c.send(&ClientMsg::Status);
     assert!(refused_then_closed(&mut c).contains("must be a hello"));
 
-    // After a good hello: garbage, a second hello, an over-long line.
+    // After a good hello: a message of this version the agent does not
+    // know (a newer client's type, a decision no client may send) is
+    // answered and the connection stays open; what is not JSON closes it.
     let mut c = agent.connect();
     c.attach(Role::Console, 0, "g");
     c.send_raw("{\"type\":\"nonsense\"}\n");
+    let why = c.refused();
+    assert!(
+        why.contains("unknown message type `nonsense`") && why.contains("stays open"),
+        "{why}"
+    );
+    c.send_raw(concat!(
+        r#"{"type":"command","command":{"type":"approval","id":1,"#,
+        r#""decision":{"decision":"approve_unasked","value":"me"}}}"#,
+        "\n"
+    ));
+    let why = c.refused();
+    assert!(why.contains("a `command` this agent cannot read"), "{why}");
+    c.send(&ClientMsg::Status);
+    loop {
+        match c.expect() {
+            ServerMsg::Status { .. } => break,
+            ServerMsg::Event { .. } | ServerMsg::Mirror { .. } => {}
+            other => panic!("the connection should still answer: {other:?}"),
+        }
+    }
+    c.send_raw("this is not json\n");
     assert!(c.refused().contains("not a protocol message"));
     assert!(c.closed());
 

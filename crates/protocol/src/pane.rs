@@ -1,6 +1,6 @@
 //! What the operator (or the model) types into a managed pane, as tmux takes
 //! it: literal text or a tmux key name. Plain data with its checks; sending
-//! keys is [`super::ops`]'s job.
+//! keys is `vigil_exec::tmux::ops`'s job.
 
 use serde::{Deserialize, Serialize};
 

@@ -174,11 +174,7 @@ fn check_hello(line: Result<Option<String>, LineError>) -> Result<Hello, String>
 fn handle(hub: &Hub, tag: &ConsoleTag, role: Role, text: &str) -> Reply {
     let msg = match serde_json::from_str::<ClientMsg>(text) {
         Ok(m) => m,
-        Err(e) => {
-            return Reply::Close(Some(refused(format!(
-                "not a protocol message ({e}): closing this connection"
-            ))));
-        }
+        Err(e) => return not_understood(text, &e),
     };
     match (msg, role) {
         (ClientMsg::Hello { .. }, _) => Reply::Close(Some(refused(
@@ -228,6 +224,33 @@ async fn send<W: AsyncWrite + Unpin>(w: &mut W, msg: &ServerMsg) -> std::io::Res
         Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
     }
 }
+
+/// A line that is not a message this agent reads. A JSON object is a
+/// message of this protocol version the agent does not know (a newer
+/// client's type, command or field value): it is answered and the
+/// connection stays open. Anything else is not the protocol: closed.
+fn not_understood(text: &str, error: &serde_json::Error) -> Reply {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(text) else {
+        return Reply::Close(Some(refused(format!(
+            "not a protocol message ({error}): closing this connection"
+        ))));
+    };
+    let kind = object.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    let what = if KNOWN_TYPES.contains(&kind) {
+        format!("a `{kind}` this agent cannot read ({error})")
+    } else {
+        format!(
+            "an unknown message type `{kind}` (protocol {PROTOCOL_VERSION} knows {})",
+            KNOWN_TYPES.join(", ")
+        )
+    };
+    Reply::Send(refused(format!(
+        "{what}: ignored; the connection stays open"
+    )))
+}
+
+/// The client message types of this protocol version.
+const KNOWN_TYPES: &[&str] = &["hello", "command", "status", "detach", "stop"];
 
 /// Say why, and close.
 pub async fn refuse<W: AsyncWrite + Unpin>(w: &mut W, reason: String) {
