@@ -18,7 +18,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use vigil::console::app::{App, Focus};
-use vigil::console::theme::Theme;
+use vigil::console::style::theme::Theme;
 use vigil::event::{AgentEvent, OutputStream, ToolSummary};
 
 const LINES: u64 = 2_000_000;

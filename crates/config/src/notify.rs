@@ -17,7 +17,7 @@ pub const MAX_COMMAND_SECS: u64 = 300;
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum DesktopMode {
-    /// Pick by `TERM_PROGRAM` / `TERM` (see `console::notify`).
+    /// Pick by `TERM_PROGRAM` / `TERM` (see `console::terminal::notify`).
     #[default]
     Auto,
     /// `ESC ] 9 ; text BEL` (iTerm2, Windows Terminal, WezTerm).

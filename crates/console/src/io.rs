@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::panes::viewer::{Content, ModelView, Section, build};
+use crate::panes::viewer::{Content, ModelView, Section, build};
 
 /// Spill files bigger than this are shown up to this size.
 pub const MAX_READ: u64 = 256 * 1024 * 1024;

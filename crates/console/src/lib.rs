@@ -17,56 +17,15 @@
 //!   test-only fault-injection hook (a panic in a render).
 
 pub mod app;
-mod app_copy;
-mod app_draw;
-mod app_fleet;
-mod app_history;
-mod app_keys;
-mod app_leave;
-mod app_passthrough;
-mod app_restore;
-pub mod diff;
-pub mod event_loop;
-pub mod fault;
 pub mod io;
 pub mod keys;
-pub mod markdown;
-pub mod notify;
 pub mod panes;
-pub mod passthrough;
-pub mod preview_card;
+pub mod style;
 pub mod terminal;
-pub mod text;
-pub mod theme;
+pub mod views;
 
 #[cfg(test)]
-mod app_keys_tests;
-#[cfg(test)]
-mod app_tests;
-#[cfg(test)]
-mod attach_tests;
-#[cfg(test)]
-mod diff_snapshots;
-#[cfg(test)]
-mod event_loop_tests;
-#[cfg(test)]
-mod facts_snapshots;
-#[cfg(test)]
-mod fleet_tests;
-#[cfg(test)]
-mod footer_tests;
-#[cfg(test)]
-mod overlay_snapshots;
-#[cfg(test)]
-mod preview_snapshots;
-#[cfg(test)]
-mod restore_snapshots;
-#[cfg(test)]
-mod snapshot_tests;
-#[cfg(test)]
-mod style_tests;
-#[cfg(test)]
-mod view_tests;
+mod tests;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -75,7 +34,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
 use keys::Keymap;
-use theme::Theme;
+use style::theme::{self, Theme};
+use terminal::{event_loop, notify};
 use vigil_config::ConsoleConfig;
 pub use vigil_protocol::client::{FleetFeed, Leaving};
 use vigil_protocol::{AgentCommand, AgentEvent, ApprovalPolicy};

@@ -12,8 +12,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::pane_block;
-use crate::text::{fit_line, sanitize};
-use crate::theme::Theme;
+use crate::style::text::{fit_line, sanitize};
+use crate::style::theme::Theme;
 use vigil_protocol::fleet::{FleetAgent, FleetView, short_id};
 use vigil_protocol::wire::AgentState;
 

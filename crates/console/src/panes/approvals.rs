@@ -13,10 +13,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{card_facts, diff_card, pane_block};
-use crate::diff::DiffCard;
-use crate::preview_card;
-use crate::text::{one_line, sanitize, wrap};
-use crate::theme::Theme;
+use crate::style::text::{one_line, sanitize, wrap};
+use crate::style::theme::Theme;
+use crate::views::diff::DiffCard;
+use crate::views::preview_card;
 use vigil_protocol::fleet::FleetPending;
 use vigil_protocol::{Answer, ApprovalRequest, PreviewOutcome, PreviewReport, Risk};
 

@@ -7,8 +7,8 @@
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::text::{one_line, sanitize};
-use crate::theme::Theme;
+use crate::style::text::{one_line, sanitize};
+use crate::style::theme::Theme;
 use vigil_protocol::ApprovalRequest;
 
 /// The banner for `waiting` approvals, `oldest` first, at `width`.

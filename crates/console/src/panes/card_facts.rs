@@ -11,9 +11,9 @@
 
 use ratatui::text::{Line, Span};
 
-use crate::diff::{DiffCard, DiffKind, line};
-use crate::text::{sanitize, wrap};
-use crate::theme::Theme;
+use crate::style::text::{sanitize, wrap};
+use crate::style::theme::Theme;
+use crate::views::diff::{DiffCard, DiffKind, line};
 use vigil_protocol::ApprovalRequest;
 use vigil_protocol::CallFacts;
 

@@ -13,9 +13,9 @@ use ratatui::widgets::Paragraph;
 
 use super::heights::{Heights, estimate};
 use super::{Scroll, pane_block};
-use crate::markdown;
-use crate::text::{sanitize, wrap};
-use crate::theme::Theme;
+use crate::style::text::{sanitize, wrap};
+use crate::style::theme::Theme;
+use crate::views::markdown;
 use vigil_protocol::TurnOutcome;
 
 /// Keep at most this many entries (oldest dropped first).
@@ -256,7 +256,7 @@ impl ConversationPane {
     /// the first one.
     pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let shown = self.entries.iter().map(|e| e.text.as_str());
-        crate::fault::check_render(shown.chain(self.queued.iter().map(String::as_str)));
+        crate::terminal::fault::check_render(shown.chain(self.queued.iter().map(String::as_str)));
         let mut block = pane_block("conversation".into(), focused, theme);
         let mut inner = block.inner(area);
         let mut banner = None;

@@ -8,9 +8,9 @@
 
 use ratatui::text::{Line, Span};
 
-use crate::diff::{DiffCard, DiffKind};
-use crate::text::{fit_line, wrap};
-use crate::theme::Theme;
+use crate::style::text::{fit_line, wrap};
+use crate::style::theme::Theme;
+use crate::views::diff::{DiffCard, DiffKind};
 
 /// Diff rows the pane asks for when it is not zoomed.
 pub const PREFERRED_ROWS: usize = 8;

@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 
 use super::modal::centered;
 use crate::keys::{Action, Keymap, Scope};
-use crate::theme::Theme;
+use crate::style::theme::Theme;
 
 /// (section, [(key, what)]) for every binding.
 pub fn sections(map: &Keymap) -> Vec<(&'static str, Vec<(String, String)>)> {

@@ -15,8 +15,8 @@ use ratatui::widgets::Paragraph;
 
 use super::tools::{CallStatus, format_duration, status_label};
 use super::{Scroll, pane_block};
-use crate::text::{fit_line, truncate_chars};
-use crate::theme::Theme;
+use crate::style::text::{fit_line, truncate_chars};
+use crate::style::theme::Theme;
 
 /// Records kept (oldest dropped first).
 pub const MAX_RECORDS: usize = 100_000;

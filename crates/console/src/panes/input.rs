@@ -11,7 +11,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui_textarea::TextArea;
 
 use super::pane_block;
-use crate::theme::Theme;
+use crate::style::theme::Theme;
 
 const PLACEHOLDER: &str = "type a message · Enter sends";
 

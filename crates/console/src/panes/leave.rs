@@ -11,8 +11,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 
 use super::modal::centered;
-use crate::text::{one_line, sanitize};
-use crate::theme::Theme;
+use crate::style::text::{one_line, sanitize};
+use crate::style::theme::Theme;
 use vigil_protocol::OnExit;
 
 /// The footer's hint while the question is open.

@@ -3,7 +3,7 @@
 //! colours (converted with ansi-to-tui), unlike every other pane.
 //!
 //! While the operator types into the pane (key passthrough, see
-//! [`crate::passthrough`]) its border and title say so.
+//! [`crate::terminal::passthrough`]) its border and title say so.
 //!
 //! It never captures, types into or otherwise touches tmux itself; whoever
 //! captures the pane hands the text to [`MirrorPane::set_content`], and the
@@ -17,9 +17,9 @@ use ratatui::text::{Line, Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane_block;
-use crate::passthrough;
-use crate::text::{sanitize, truncate_chars};
-use crate::theme::Theme;
+use crate::style::text::{sanitize, truncate_chars};
+use crate::style::theme::Theme;
+use crate::terminal::passthrough;
 use vigil_protocol::MirrorTarget;
 
 pub const NO_PANE: &str = "no managed tmux pane: commands run as local processes";

@@ -31,7 +31,7 @@ use std::cell::Cell;
 use ratatui::style::Modifier;
 use ratatui::widgets::{Block, BorderType};
 
-use super::theme::Theme;
+use crate::style::theme::Theme;
 
 /// The bordered block every pane sits in; the focused one stands out (thick
 /// border and bold title, so it shows without colour too).

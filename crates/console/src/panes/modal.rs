@@ -16,7 +16,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 use ratatui_textarea::TextArea;
 
 use super::status::policy_label;
-use crate::theme::Theme;
+use crate::style::theme::Theme;
 use vigil_protocol::ApprovalPolicy;
 use vigil_protocol::PrefixChoices;
 

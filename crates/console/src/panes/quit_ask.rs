@@ -8,8 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use crate::text::{one_line, sanitize};
-use crate::theme::Theme;
+use crate::style::text::{one_line, sanitize};
+use crate::style::theme::Theme;
 
 /// The footer's hint while the question is open.
 pub const HINT: &str = "d detach (Enter) · s stop the agent · Esc cancel";

@@ -14,8 +14,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::pane_block;
-use crate::text::{fit_line, plural, sanitize};
-use crate::theme::Theme;
+use crate::style::text::{fit_line, plural, sanitize};
+use crate::style::theme::Theme;
 
 /// One standing rule.
 #[derive(Debug, Clone, PartialEq, Eq)]

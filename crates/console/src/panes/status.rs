@@ -13,8 +13,8 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::text::{one_line, sanitize};
-use crate::theme::Theme;
+use crate::style::text::{one_line, sanitize};
+use crate::style::theme::Theme;
 use vigil_protocol::ApprovalPolicy;
 
 #[derive(Debug, Default)]

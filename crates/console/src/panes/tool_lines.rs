@@ -12,7 +12,7 @@
 use std::cell::{Ref, RefCell};
 use std::collections::VecDeque;
 
-use crate::text::{is_plain, sanitize, truncate_chars};
+use crate::style::text::{is_plain, sanitize, truncate_chars};
 
 pub const MAX_LINES_PER_CALL: usize = 500;
 pub const MAX_LINE_CHARS: usize = 2_000;

@@ -14,8 +14,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{Scroll, pane_block};
-use crate::text::{sanitize, truncate_chars};
-use crate::theme::Theme;
+use crate::style::text::{sanitize, truncate_chars};
+use crate::style::theme::Theme;
 
 /// Which part of a section the model saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,178 @@
+//! Copying for the [`App`] (the selected command, an output line range or a
+//! whole output, put on the system clipboard through OSC 52 — which works
+//! over ssh, and in tmux with `set-clipboard on`) and the standing-approvals
+//! view's keys (select, revoke).
+//!
+//! It only prepares text and commands; the event loop writes the OSC 52
+//! sequence to the terminal.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use crate::app::{App, Focus, Overlay};
+use crate::keys::{Action, Scope};
+use vigil_protocol::AgentCommand;
+
+/// Largest text put on the clipboard (terminals refuse bigger OSC 52).
+pub const MAX_COPY: usize = 100_000;
+
+impl App {
+    /// The copy key outside the viewer: the selected approval's command, the
+    /// selected history call's arguments, else the newest call's command.
+    pub(crate) fn copy_selected(&mut self) {
+        let text = match (&self.overlay, self.focus) {
+            (Overlay::History { viewer: None }, _) => {
+                self.history.selected().map(|r| r.summary.clone())
+            }
+            (_, Focus::Approvals) => self
+                .approvals
+                .selected()
+                .map(|p| p.request.gate.action.clone()),
+            _ => self
+                .tools
+                .calls()
+                .rev()
+                .find(|c| !c.operator)
+                .map(|c| c.summary.clone()),
+        };
+        match text {
+            Some(t) => self.copy("command", t),
+            None => self.flash = Some("nothing to copy here".into()),
+        }
+    }
+
+    /// The copy key in the viewer: the marked line range, else all of it.
+    pub(crate) fn copy_from_viewer(&mut self) {
+        let Overlay::History { viewer: Some(v) } = &mut self.overlay else {
+            return;
+        };
+        let top = v.scroll.current_top();
+        let (what, text) = match v.mark.take() {
+            Some(m) => {
+                let (a, b) = (m.min(top), m.max(top));
+                (format!("lines {}–{}", a + 1, b + 1), v.output_text(a, b))
+            }
+            None => ("the whole output".to_string(), v.whole_output()),
+        };
+        match text {
+            Some(t) => self.copy(&what, t),
+            None => self.flash = Some("the output is still loading".into()),
+        }
+    }
+
+    /// The mark key in the viewer: the top line starts a range.
+    pub(crate) fn mark_in_viewer(&mut self) {
+        let Overlay::History { viewer: Some(v) } = &mut self.overlay else {
+            return;
+        };
+        let top = v.scroll.current_top();
+        v.mark = Some(top);
+        let copy = self.keys.label(Action::Copy);
+        self.flash = Some(format!(
+            "range starts at line {}: scroll to its last line, then {copy} copies it",
+            top + 1
+        ));
+    }
+
+    fn copy(&mut self, what: &str, text: String) {
+        if text.len() > MAX_COPY {
+            self.flash = Some(format!(
+                "{what} is {} bytes; the clipboard takes at most {MAX_COPY} (save it instead)",
+                text.len()
+            ));
+            return;
+        }
+        self.flash = Some(format!(
+            "copied {what} ({} bytes) to the clipboard",
+            text.len()
+        ));
+        self.clipboard = Some(text);
+    }
+
+    /// Keys of the standing-approvals view.
+    pub(crate) fn on_rules_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
+        if self.rules.is_held() {
+            let keep = match key.code {
+                KeyCode::Char('y') => Some(true),
+                KeyCode::Char('n') => Some(false),
+                _ => None,
+            };
+            if let Some(keep) = keep {
+                if !keep {
+                    self.rules.set(Vec::new(), Vec::new());
+                }
+                self.overlay = Overlay::None;
+                return vec![AgentCommand::RestoredRules { keep }];
+            }
+        }
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.rules.select_prev(),
+            KeyCode::Down | KeyCode::Char('j') => self.rules.select_next(),
+            KeyCode::Char('d') | KeyCode::Delete => {
+                if let Some(r) = self.rules.selected() {
+                    self.flash = Some(format!("revoking `{}`…", r.shown()));
+                    return vec![AgentCommand::RevokeRule {
+                        tool: r.tool.clone(),
+                        rule: r.rule.clone(),
+                        prefix: r.prefix,
+                    }];
+                }
+            }
+            _ => {
+                if let Some(Action::Back | Action::Rules | Action::Quit) =
+                    self.keys.action(&key, Scope::Global)
+                {
+                    self.overlay = Overlay::None;
+                }
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// The OSC 52 sequence that puts `text` on the system clipboard.
+pub fn osc52(text: &str) -> String {
+    format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_vectors() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+        assert_eq!(osc52("hi"), "\x1b]52;c;aGk=\x07");
+    }
+}

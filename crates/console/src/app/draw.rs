@@ -1,0 +1,201 @@
+//! Drawing the [`App`]: the layout (status bar, panes, footer), zoom, the
+//! history view and the overlays. Drawing reads state and never changes it,
+//! apart from remembering where each pane went (for mouse clicks).
+//!
+//! Layout at any size ≥ 80×24: conversation and input on the left; tools,
+//! approvals and the tmux mirror on the right. Smaller terminals get the
+//! focused pane alone. Whenever the approvals pane is not drawn (small
+//! terminal, another pane zoomed) a waiting approval keeps a one-line
+//! banner at the top.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::app::{App, Focus, Overlay, PaneRects};
+use crate::panes::footer::{self, FooterView, Layer};
+use crate::panes::{agents, help, leave, quit_ask};
+use crate::terminal::passthrough;
+
+/// Below this size the focused pane is shown alone.
+const MIN_SPLIT: (u16, u16) = (60, 16);
+
+impl App {
+    pub fn draw(&self, frame: &mut Frame) {
+        let theme = self.theme();
+        let [status, body, foot] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(0),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        let pending = self.approvals.unanswered();
+        // Set again when the pane draws the selected card.
+        self.approvals.hide();
+        self.status.render(frame, status, self.now, pending, theme);
+
+        let layer = match (&self.modal, &self.overlay) {
+            _ if self.quit_ask.is_some() => Layer::Modal(quit_ask::HINT),
+            _ if self.leaving.is_some() => Layer::Modal(leave::HINT),
+            (Some(m), _) => Layer::Modal(m.hint()),
+            (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
+            (None, Overlay::History { viewer: None }) => Layer::History,
+            (None, Overlay::Help { .. }) => Layer::Modal("↑↓ scroll · any other key closes"),
+            (None, Overlay::Rules) => Layer::Rules,
+            (None, Overlay::Agents { .. }) => Layer::Modal(
+                "↑↓ select · Enter switch to it (this agent keeps working) · Esc close",
+            ),
+            _ if self.mirror.typing() => Layer::Modal(passthrough::HINT),
+            _ => Layer::Panes,
+        };
+        match &self.overlay {
+            Overlay::History { viewer } => {
+                self.rects.set(PaneRects::default());
+                match viewer {
+                    Some(v) => v.render(frame, body, theme),
+                    None => self.history.render(frame, body, theme),
+                }
+            }
+            Overlay::Rules => {
+                self.rects.set(PaneRects::default());
+                self.rules.render(frame, body, theme);
+            }
+            Overlay::Agents { selected } => {
+                self.rects.set(PaneRects::default());
+                agents::render(
+                    frame,
+                    body,
+                    &self.fleet,
+                    *selected,
+                    self.fleet_now_ms,
+                    theme,
+                );
+            }
+            _ => self.draw_panes(frame, body),
+        }
+        if let Overlay::Help { scroll } = self.overlay {
+            help::render(frame, body, &self.keys, theme, scroll);
+        }
+        if let Some(m) = &self.modal {
+            m.render(frame, body, theme);
+        }
+        if let Some(ask) = &self.leaving {
+            ask.render(frame, body, theme);
+        }
+        if let Some(ask) = &self.quit_ask {
+            ask.render(frame, body, theme);
+        }
+        match &self.flash {
+            Some(msg) => {
+                let line = Line::from(vec![Span::styled(msg.clone(), theme.notice)]);
+                frame.render_widget(Paragraph::new(line), foot);
+            }
+            None => footer::render(
+                frame,
+                foot,
+                FooterView {
+                    focus: self.focus,
+                    running: self.status.is_running(),
+                    pending,
+                    layer,
+                    attached: self.attached,
+                    others: self.fleet.agents.len() > 1,
+                },
+                &self.keys,
+                theme,
+            ),
+        }
+    }
+
+    fn draw_panes(&self, frame: &mut Frame, body: Rect) {
+        let theme = self.theme();
+        let small = body.width < MIN_SPLIT.0 || body.height < MIN_SPLIT.1;
+        let only = match (self.zoom, small) {
+            (Some(z), _) => Some(z),
+            (None, true) => Some(self.focus),
+            (None, false) => None,
+        };
+        // A pane shown alone that is not the queue: a waiting approval
+        // keeps one line at the top, at any size.
+        let body = match only {
+            Some(pane) if pane != Focus::Approvals && self.approvals.unanswered() > 0 => {
+                let [banner, rest] =
+                    Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+                let key = self.keys.label(crate::keys::Action::NextPane);
+                let line = crate::panes::banner::approvals(
+                    self.approvals.unanswered(),
+                    self.approvals.oldest_open(),
+                    &key,
+                    banner.width,
+                    theme,
+                );
+                frame.render_widget(line, banner);
+                rest
+            }
+            _ => body,
+        };
+        let mut rects = PaneRects::default();
+        if let Some(pane) = only {
+            match pane {
+                Focus::Conversation | Focus::Input => {
+                    let [c, i] = Layout::vertical([
+                        Constraint::Min(3),
+                        Constraint::Length(self.input.desired_height()),
+                    ])
+                    .areas(body);
+                    rects.conversation = c;
+                    rects.input = i;
+                }
+                Focus::Tools => rects.tools = body,
+                Focus::Approvals => rects.approvals = body,
+                Focus::Mirror => rects.mirror = body,
+            }
+        } else {
+            let [left, right] =
+                Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                    .areas(body);
+            let [conversation, input] = Layout::vertical([
+                Constraint::Min(3),
+                Constraint::Length(self.input.desired_height()),
+            ])
+            .areas(left);
+            let mirror_h = (body.height / 4).clamp(3, 10);
+            let [tools, approvals, mirror] = Layout::vertical([
+                Constraint::Min(3),
+                Constraint::Length(self.approvals.desired_height(right.width)),
+                Constraint::Length(mirror_h),
+            ])
+            .areas(right);
+            rects = PaneRects {
+                conversation,
+                tools,
+                approvals,
+                mirror,
+                input,
+            };
+        }
+        self.rects.set(rects);
+        let f = self.focus;
+        let some = |r: Rect| r.width > 0 && r.height > 0;
+        if some(rects.conversation) {
+            self.conversation
+                .render(frame, rects.conversation, f == Focus::Conversation, theme);
+        }
+        if some(rects.input) {
+            self.input.render(frame, rects.input, theme);
+        }
+        if some(rects.tools) {
+            self.tools
+                .render(frame, rects.tools, f == Focus::Tools, theme);
+        }
+        if some(rects.approvals) {
+            self.approvals
+                .render(frame, rects.approvals, f == Focus::Approvals, theme);
+        }
+        if some(rects.mirror) {
+            self.mirror
+                .render(frame, rects.mirror, f == Focus::Mirror, theme);
+        }
+    }
+}
