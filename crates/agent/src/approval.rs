@@ -199,8 +199,8 @@ impl ApprovalBroker {
     /// about it (its digest, resolved paths).
     pub fn preview_call(&self, tool: &str, gate: &GateInfo, facts: CallFacts) -> Preview {
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, assessment) = self.request(0, "", tool, gate, script.as_ref(), facts);
-        let outcome = self.outcome(&request, script.as_ref());
+        let (request, assessment) = self.request(0, "", tool, gate, script.as_deref(), facts);
+        let outcome = self.outcome(&request, script.as_deref());
         Preview {
             assessment,
             outcome,
@@ -343,8 +343,8 @@ impl Approver for ApprovalBroker {
     ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_ref(), facts);
-        let outcome = self.outcome(&request, script.as_ref());
+        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
+        let outcome = self.outcome(&request, script.as_deref());
         match &outcome {
             Outcome::Trial => return ApprovalDecision::TryInView,
             Outcome::Ask(Some(why)) if *lock(&self.policy) == Policy::ByEffect => {
@@ -365,7 +365,7 @@ impl Approver for ApprovalBroker {
             self.announce(id, &decision, decided_by);
             return decision;
         }
-        let preview = self.wants_preview(&request, script.as_ref());
+        let preview = self.wants_preview(&request, script.as_deref());
         self.ask(request, preview, None).await
     }
 }

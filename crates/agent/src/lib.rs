@@ -1,7 +1,9 @@
 //! The agent: the model clients (OpenAI and Anthropic dialects), retries,
 //! the loop that drives tools, context accounting and compaction, session
-//! files and resume, and the approval broker the console answers. It emits
-//! [`vigil_protocol::AgentEvent`]s and never renders anything.
+//! files and resume, the approval broker the console answers, the agent
+//! process's socket [`server`], and [`assemble`], which builds every layer
+//! from a configuration. It emits [`vigil_protocol::AgentEvent`]s and never
+//! renders anything.
 
 pub mod answers;
 pub mod approval;

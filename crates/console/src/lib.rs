@@ -1,20 +1,19 @@
 //! The operator console (ratatui). It renders agent events and sends
-//! commands; it never executes anything and never awaits the agent.
+//! commands; it never executes anything and never awaits the agent. It is
+//! a client of `vigil_protocol` and knows no other layer but the config.
 //!
-//! - [`run`] sets up the terminal ([`terminal`]), runs the one event loop
-//!   ([`event_loop`]) and always restores the terminal.
-//! - [`app::App`] holds the pane states and all state transitions
-//!   (`app_keys` for operator input, `app_draw` for the layout); it is
-//!   testable without a terminal.
-//! - [`diff`] lays out what a file write or edit would change (the diff
-//!   review card under its approval).
-//! - [`panes`] has one file per pane, view and overlay; [`text`] neutralises
-//!   foreign text; [`markdown`] renders assistant text.
-//! - [`passthrough`] maps keys typed into the focused mirror to tmux keys
-//!   (sent as `AgentCommand::PaneKeys`; the agent side types them).
-//! - [`keys`] and [`theme`] hold the configurable bindings and colours;
-//!   [`io`] is the only file I/O, run off the UI task; [`fault`] is a
-//!   test-only fault-injection hook (a panic in a render).
+//! - [`run`] sets up the terminal, runs the one event loop and always
+//!   restores the terminal ([`terminal`]: the loop, faults, passthrough of
+//!   keys to the mirrored pane, title and desktop notifications).
+//! - [`app`] holds the pane states and every state transition (keys,
+//!   drawing, history, restore, fleet, leaving); it is testable without a
+//!   terminal.
+//! - [`panes`] has one file per pane and overlay; [`views`] lays out what
+//!   sits inside them (a file change's diff, a preview card, markdown).
+//! - [`style`] holds the themes and the text helpers that neutralise
+//!   foreign text; [`keys`] the configurable bindings; [`io`] is the only
+//!   file I/O, run off the UI task.
+//! - `tests/` drives the App key by key and keeps the snapshot tests.
 
 pub mod app;
 pub mod io;

@@ -22,35 +22,10 @@ pub fn denied_by<'a>(command: &str, denylist: &'a [String]) -> Option<&'a str> {
     })
 }
 
-/// The words of every simple command in `text` (quote-removed).
+/// The words of every simple command in `text` (quote-removed; see
+/// [`shell::command_runs`]).
 fn word_runs(text: &str) -> Vec<Vec<String>> {
-    let script = shell::parse(text);
-    if script.error.is_some() {
-        let stripped: String = text
-            .chars()
-            .filter(|c| !matches!(c, '\'' | '"' | '`' | '\\'))
-            .collect();
-        let words = stripped
-            .split(|c: char| c.is_whitespace() || ";|&()<>".contains(c))
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect();
-        return vec![words];
-    }
-    script
-        .commands
-        .iter()
-        .map(|c| {
-            let mut words = c.loose_words();
-            if let Some(first) = words.first_mut()
-                && let Some((_, base)) = first.rsplit_once('/')
-                && !base.is_empty()
-            {
-                *first = base.to_string();
-            }
-            words
-        })
-        .collect()
+    shell::command_runs(&shell::parse(text), text)
 }
 
 fn contains_run(words: &[String], pattern: &[String]) -> bool {

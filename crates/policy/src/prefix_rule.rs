@@ -102,7 +102,7 @@ const CODE_RUNNERS: &[&str] = &[
 
 /// Whether `program` can run other code through its arguments.
 pub fn runs_code(program: &str) -> bool {
-    let base = program.rsplit('/').next().unwrap_or(program);
+    let base = vigil_shell::program_name(program);
     CODE_RUNNERS.contains(&base)
 }
 

@@ -152,7 +152,7 @@ fn high(script: &Script) -> Option<String> {
         let Some(program) = words.first() else {
             continue;
         };
-        let base = program.rsplit('/').next().unwrap_or(program);
+        let base = vigil_shell::program_name(program);
         let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
         if let Some(why) = high_simple(base, &args) {
             return Some(why);
@@ -198,7 +198,7 @@ fn high_simple(base: &str, args: &[&str]) -> Option<String> {
         "env" | "nice" | "nohup" | "timeout" | "xargs" | "command" | "exec" | "time"
     ) {
         for (pos, a) in args.iter().enumerate() {
-            let inner = a.rsplit('/').next().unwrap_or(a);
+            let inner = vigil_shell::program_name(a);
             if !a.starts_with('-')
                 && !a.contains('=')
                 && let Some(why) = high_simple(inner, &args[pos + 1..])

@@ -33,7 +33,7 @@ use crate::gate::{GateInfo, Risk};
 use crate::prefix_rule;
 use vigil_config::ConfigError;
 use vigil_config::approval::{ApprovalConfig, RuleDecision};
-use vigil_shell::Script;
+use vigil_shell::{self as shell, Script};
 
 /// A rule ready to match.
 #[derive(Debug, Clone, PartialEq)]
@@ -224,36 +224,9 @@ fn allow_matches(m: &Matcher, script: &Script) -> bool {
     }
 }
 
-/// Words of every simple command (program by base name). When the text
-/// does not parse: its words split at spaces and shell operators, quotes
-/// dropped, each word taken as a possible start of a command.
+/// Words of every simple command (see [`shell::command_runs`]).
 fn loose_runs(script: &Script, action: &str) -> Vec<Vec<String>> {
-    if script.error.is_some() {
-        let stripped: String = action
-            .chars()
-            .filter(|c| !matches!(c, '\'' | '"' | '`' | '\\'))
-            .collect();
-        let words: Vec<String> = stripped
-            .split(|c: char| c.is_whitespace() || ";|&()<>$".contains(c))
-            .filter(|w| !w.is_empty())
-            .map(|w| w.rsplit('/').next().unwrap_or(w).to_string())
-            .collect();
-        return (0..words.len()).map(|i| words[i..].to_vec()).collect();
-    }
-    script
-        .commands
-        .iter()
-        .map(|c| {
-            let mut w = c.loose_words();
-            if let Some(first) = w.first_mut()
-                && let Some((_, base)) = first.rsplit_once('/')
-                && !base.is_empty()
-            {
-                *first = base.to_string();
-            }
-            w
-        })
-        .collect()
+    shell::command_runs(script, action)
 }
 
 fn starts_with(words: &[String], rule: &[String]) -> bool {

@@ -24,7 +24,7 @@ const RECURSIVE_WITH_FLAG: &[(&str, &str)] = &[
 /// Recursive searchers that read the working directory when no path is given.
 pub fn searches_here_by_default(words: &[String]) -> bool {
     let program = words.first().map(String::as_str).unwrap_or_default();
-    let base = program.rsplit('/').next().unwrap_or(program);
+    let base = vigil_shell::program_name(program);
     matches!(
         base,
         "rg" | "ag" | "ack" | "grep" | "egrep" | "fgrep" | "zgrep"
@@ -61,7 +61,7 @@ pub fn is_recursive(words: &[String]) -> bool {
     let Some(program) = words.first() else {
         return false;
     };
-    let base = program.rsplit('/').next().unwrap_or(program);
+    let base = vigil_shell::program_name(program);
     if RECURSIVE_ALWAYS.contains(&base) {
         return true;
     }

@@ -177,7 +177,7 @@ const WRAPPERS: &[&str] = &[
 
 /// The program's base name (`/usr/bin/ps` → `ps`).
 fn base(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
+    vigil_shell::program_name(word)
 }
 
 /// The programs a simple command runs: its first word and, through

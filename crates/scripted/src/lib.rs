@@ -7,7 +7,6 @@
 pub mod anthropic;
 pub mod chunks;
 pub mod http;
-pub mod http_date;
 pub mod quirks;
 pub mod scenario;
 pub mod server;

@@ -319,7 +319,7 @@ async fn send_status<W: AsyncWrite + Unpin>(
         let now = SystemTime::now();
         let step = Duration::from_secs(offset.unsigned_abs());
         let at = if offset >= 0 { now + step } else { now - step };
-        headers.push(("Retry-After", crate::http_date::format(at)));
+        headers.push(("Retry-After", httpdate::fmt_http_date(at)));
     }
     let err = http::error_body(&message, kind, status);
     http::write_response(w, status, "application/json", &headers, &err).await

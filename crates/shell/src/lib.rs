@@ -18,7 +18,10 @@
 //! This module sits at the bottom of the crate: it imports nothing else from
 //! vigil, never runs anything, and never decides; readers decide.
 
+use std::sync::Arc;
+
 mod convert;
+mod parsed;
 mod word;
 
 pub use word::Word;
@@ -179,8 +182,64 @@ impl Script {
 
 /// Read `text` as bash would. Never panics; a text the parser rejects comes
 /// back with [`Script::error`] set and no commands.
-pub fn parse(text: &str) -> Script {
-    convert::parse(text)
+///
+/// One call's command is read by several checks (the approval broker, the
+/// denylist, the tmux guard); the last few parses are kept, so each text is
+/// parsed once and every check reads the same [`Script`].
+pub fn parse(text: &str) -> Arc<Script> {
+    parsed::get_or_parse(text, convert::parse)
+}
+
+/// A program word by its base name: `/bin/rm` is `rm`; a word with nothing
+/// after its last `/` stays whole.
+pub fn program_name(word: &str) -> &str {
+    match word.rsplit_once('/') {
+        Some((_, base)) if !base.is_empty() => base,
+        _ => word,
+    }
+}
+
+/// The words of a text the parser rejects: quotes and escapes dropped,
+/// split at spaces and shell operators. Every check that must not let an
+/// unparseable command slip past reads it this one way.
+pub fn fallback_words(text: &str) -> Vec<String> {
+    let stripped: String = text
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '`' | '\\'))
+        .collect();
+    stripped
+        .split(|c: char| c.is_whitespace() || ";|&()<>$".contains(c))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The words of every simple command of `script` (the text of `text`),
+/// quotes removed and the program by its [`program_name`]. For a text the
+/// parser rejects: every run of its [`fallback_words`], each word taken as a
+/// possible start of a command (by its base name).
+pub fn command_runs(script: &Script, text: &str) -> Vec<Vec<String>> {
+    if script.error.is_some() {
+        let words = fallback_words(text);
+        return (0..words.len())
+            .map(|i| {
+                let mut run = words[i..].to_vec();
+                run[0] = program_name(&run[0]).to_string();
+                run
+            })
+            .collect();
+    }
+    script
+        .commands
+        .iter()
+        .map(|c| {
+            let mut words = c.loose_words();
+            if let Some(first) = words.first_mut() {
+                *first = program_name(first).to_string();
+            }
+            words
+        })
+        .collect()
 }
 
 #[cfg(test)]

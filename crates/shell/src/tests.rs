@@ -61,7 +61,7 @@ fn expanding_words_are_not_literal() {
 
 #[test]
 fn features_are_flagged() {
-    let f = |t: &str| parse(t).features;
+    let f = |t: &str| parse(t).features.clone();
     assert!(f("sleep 9 &").background);
     assert!(f("a | b").pipeline);
     assert!(f("a; b").list && f("a && b").list && f("a\nb").list);

@@ -1,9 +1,8 @@
 //! `time`: the harness's wall-clock time in the format the model asks for,
 //! plus the common UTC fields (`unix_millis`, `iso_8601_utc`, `rfc_2822_utc`).
 //!
-//! The calendar conversion is done here (days-from-civil, proleptic
-//! Gregorian, UTC only). This tool reports the harness clock, never the
-//! target's, and never runs anything.
+//! The calendar is the `time` crate's (UTC only). This tool reports the
+//! harness clock, never the target's, and never runs anything.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -17,83 +16,53 @@ pub const FORMATS: [&str; 7] = [
     "epoch", "epoch_ms", "epoch_ns", "iso", "rfc2822", "date", "time",
 ];
 
-const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-
-/// A UTC instant broken into calendar fields.
+/// A UTC instant, formatted the ways the tool (and `vigil sessions`) print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UtcTime {
-    pub year: i64,
-    pub month: u32,
-    pub day: u32,
-    pub hour: u32,
-    pub minute: u32,
-    pub second: u32,
-    pub millis: u32,
-    /// 0 = Sunday.
-    pub weekday: u32,
-}
-
-/// Year, month (1-12), day (1-31) of a day count since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11]
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
+pub struct UtcTime(time::OffsetDateTime);
 
 impl UtcTime {
-    /// Break down milliseconds since the Unix epoch.
+    /// Milliseconds since the Unix epoch (clamped to what the calendar holds).
     pub fn from_unix_millis(ms: i64) -> Self {
-        let secs = ms.div_euclid(1000);
-        let days = secs.div_euclid(86_400);
-        let sod = secs.rem_euclid(86_400) as u32;
-        let (year, month, day) = civil_from_days(days);
-        UtcTime {
-            year,
-            month,
-            day,
-            hour: sod / 3600,
-            minute: sod / 60 % 60,
-            second: sod % 60,
-            millis: ms.rem_euclid(1000) as u32,
-            weekday: (days + 4).rem_euclid(7) as u32,
-        }
+        let nanos = i128::from(ms) * 1_000_000;
+        UtcTime(
+            time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+                .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+        )
     }
 
     /// `2024-02-25T22:26:40.000Z`
     pub fn iso(&self) -> String {
-        format!("{}T{}.{:03}Z", self.date(), self.time(), self.millis)
+        format!(
+            "{}T{}.{:03}Z",
+            self.date(),
+            self.time(),
+            self.0.millisecond()
+        )
     }
 
     /// `Sun, 25 Feb 2024 22:26:40 +0000`
     pub fn rfc2822(&self) -> String {
+        let d = self.0;
+        let weekday = &d.weekday().to_string()[..3];
+        let month = &d.month().to_string()[..3];
         format!(
-            "{}, {:02} {} {:04} {} +0000",
-            WEEKDAYS[self.weekday as usize % 7],
-            self.day,
-            MONTHS[(self.month as usize + 11) % 12],
-            self.year,
+            "{weekday}, {:02} {month} {:04} {} +0000",
+            d.day(),
+            d.year(),
             self.time()
         )
     }
 
     /// `2024-02-25`
     pub fn date(&self) -> String {
-        format!("{:04}-{:02}-{:02}", self.year, self.month, self.day)
+        let d = self.0;
+        format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
     }
 
     /// `22:26:40`
     pub fn time(&self) -> String {
-        format!("{:02}:{:02}:{:02}", self.hour, self.minute, self.second)
+        let d = self.0;
+        format!("{:02}:{:02}:{:02}", d.hour(), d.minute(), d.second())
     }
 }
 
@@ -223,34 +192,6 @@ mod tests {
             UtcTime::from_unix_millis(-1).iso(),
             "1969-12-31T23:59:59.999Z"
         );
-    }
-
-    #[test]
-    fn calendar_agrees_with_day_counting_for_every_day_over_decades() {
-        let mut days = 0i64;
-        for year in 1970..2110i64 {
-            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-            let lens = [
-                31,
-                if leap { 29 } else { 28 },
-                31,
-                30,
-                31,
-                30,
-                31,
-                31,
-                30,
-                31,
-                30,
-                31,
-            ];
-            for (m, len) in lens.iter().enumerate() {
-                for d in 1..=*len {
-                    assert_eq!(civil_from_days(days), (year, m as u32 + 1, d));
-                    days += 1;
-                }
-            }
-        }
     }
 
     #[test]

@@ -59,10 +59,10 @@ impl fmt::Debug for ModelClientConfig {
 }
 
 /// `Retry-After` as whole seconds from now, in either form (delta-seconds or
-/// an HTTP date; see [`vigil_scripted::http_date::retry_after_secs`]).
+/// an HTTP date; see [`super::retry_after`]).
 pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    vigil_scripted::http_date::retry_after_secs(value, std::time::SystemTime::now())
+    super::retry_after::retry_after_secs(value, std::time::SystemTime::now())
 }
 
 /// The response when its status is a success, else a [`ModelError::Status`]

@@ -15,6 +15,7 @@ pub mod http;
 pub mod json_tags;
 pub mod openai;
 pub mod retry;
+pub mod retry_after;
 pub mod sse;
 pub mod types;
 

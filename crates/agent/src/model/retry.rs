@@ -52,16 +52,8 @@ impl RetryPolicy {
             .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let capped = exp.min(self.max_delay);
         let half = capped / 2;
-        half + half.mul_f64(jitter_fraction())
+        half + half.mul_f64(fastrand::f64())
     }
-}
-
-/// A pseudo-random number in [0, 1) (no RNG dependency needed for jitter).
-fn jitter_fraction() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(vigil_tools::envelope::unix_millis());
-    (h.finish() % 1_000_000) as f64 / 1_000_000.0
 }
 
 /// A round's stream as events: text as `AssistantDelta`, tool-call pieces

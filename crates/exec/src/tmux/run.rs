@@ -346,7 +346,7 @@ async fn type_command(
         mgr.prepare_fifos(&[files.path("of"), files.path("ef")]);
         script::wrapper_detached(files, token)
     } else {
-        script::wrapper(files, token)
+        script::wrapper(files, token, &req.command)
     };
     let buffer = format!("vigil-{}", files.id);
     let mut lines = Vec::with_capacity(8);

@@ -97,13 +97,29 @@ fn source_line(files: &CmdFiles, out: &str, err: &str) -> String {
 
 /// Show the command where the pane showed the line vigil typed (` . N.sh`):
 /// that line is cleared and the command's first line printed in its place
-/// (control characters dropped, at most 200 characters), so the operator
-/// watching the pane reads what runs.
-fn show_command(files: &CmdFiles) -> String {
+/// (control and bidi-formatting characters dropped, at most 200
+/// characters), so the operator watching the pane reads what runs. The text
+/// is baked into the wrapper, single-quoted: the shell forks nothing for it
+/// (a `head | tr | cut` here cost four processes per command).
+fn show_command(command: &str) -> String {
+    let shown: String = command
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control() && !is_bidi_control(*c))
+        .take(200)
+        .collect();
     format!(
-        "printf '\\033[1A\\r\\033[2K$ %s\\n' \"$(head -n 1 -- {c} | tr -d '\\000-\\037\\177' | cut -c 1-200)\"\n",
-        c = files.path("c")
+        "printf '\\033[1A\\r\\033[2K$ %s\\n' {}\n",
+        crate::transport::sh_quote(&shown)
     )
+}
+
+/// Characters that reorder how a terminal shows text (U+202A–U+202E,
+/// U+2066–U+2069, U+200E/U+200F).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
 /// The script the pane's shell sources for a command vigil waits for.
@@ -116,7 +132,7 @@ fn show_command(files: &CmdFiles) -> String {
 /// per stream) is shown in the pane afterwards; the exit status also goes
 /// to `N.rc` (for when flow control dropped the marker), and the exit marker
 /// comes last, so when it arrives the shell is back at its prompt.
-pub fn wrapper(files: &CmdFiles, token: &str) -> String {
+pub fn wrapper(files: &CmdFiles, token: &str, command: &str) -> String {
     let (o, e, live) = (files.path("o"), files.path("e"), files.path("live"));
     format!(
         "{claim}{show}{src}__vigil_rc=$?\n\
@@ -124,7 +140,7 @@ pub fn wrapper(files: &CmdFiles, token: &str) -> String {
          printf '%s\\n' \"$__vigil_rc\" >{rc}\n\
          printf '\\033]{OSC};{token};rc;%s\\007' \"$__vigil_rc\"; unset __vigil_rc\n",
         claim = start_claim(files),
-        show = show_command(files),
+        show = show_command(command),
         src = source_line(files, &o, &e),
         rc = files.path("rc"),
     )
@@ -268,7 +284,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// are the pane's foreground process.
 pub fn is_shell(name: &str) -> bool {
     let n = name.trim().trim_start_matches('-');
-    let n = n.rsplit('/').next().unwrap_or(n);
+    let n = vigil_shell::program_name(n);
     matches!(
         n,
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "busybox" | "fish" | "yash"
@@ -347,7 +363,7 @@ mod tests {
             dir: "/tmp/d".into(),
             id: 4,
         };
-        let w = wrapper(&f, "s:4");
+        let w = wrapper(&f, "s:4", "ls -la");
         for p in ["/tmp/d/4.c", "/tmp/d/4.o", "/tmp/d/4.e", "/tmp/d/4.live"] {
             assert!(w.contains(p), "{p}");
         }
@@ -358,6 +374,29 @@ mod tests {
         for p in ["/tmp/d/4.of", "/tmp/d/4.ef", "tee /tmp/d/4.o"] {
             assert!(d.contains(p), "{p}");
         }
+    }
+
+    /// The shown line is the command's first line, inert, printed by the
+    /// shell with no process started: run for real in sh, dash-like and bash.
+    #[test]
+    fn the_shown_command_is_inert_and_costs_no_process() {
+        let hostile = "echo 'it''s' $(id) `id` \x1b[31m\u{202E}red\u{7}\nsecond line";
+        let line = show_command(hostile);
+        assert!(!line.contains("$(head") && !line.contains("| tr"), "{line}");
+        for shell in ["sh", "bash"] {
+            let out = std::process::Command::new(shell)
+                .args(["-c", &line])
+                .output()
+                .expect("run the shell");
+            let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(
+                shown, "\x1b[1A\r\x1b[2K$ echo 'it''s' $(id) `id` [31mred\n",
+                "{shell}"
+            );
+        }
+        let long = "x".repeat(300);
+        assert!(show_command(&long).contains(&"x".repeat(200)));
+        assert!(!show_command(&long).contains(&"x".repeat(201)));
     }
 
     #[test]

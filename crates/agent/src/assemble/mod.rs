@@ -2,6 +2,12 @@
 //! and the agent from a [`Config`], for the console, `exec` and `tool` modes
 //! alike. It decides nothing about presentation.
 
+mod registry;
+mod target;
+
+pub use registry::*;
+pub use target::*;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,32 +24,14 @@ use crate::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
 use crate::session::SessionError;
 use crate::session::{Launch, SessionStore, SessionWriter, tee};
 use vigil_config::ConfigError;
-use vigil_config::{ApiDialect, Config, TmuxMode};
-use vigil_exec::ExecutionContext;
-use vigil_exec::backend::CommandBackend;
+use vigil_config::{ApiDialect, Config};
 use vigil_exec::container::ContainerError;
 use vigil_exec::leave::Leave;
 use vigil_exec::ssh::SshError;
 use vigil_exec::tmux::TmuxError;
-use vigil_exec::tmux::manager::TmuxManager;
-use vigil_exec::tmux::{TmuxBackend, TmuxOptions, spawn_mirror_feed, tmux_available};
-use vigil_exec::transport::{Local, Transport};
+use vigil_exec::tmux::spawn_mirror_feed;
 use vigil_protocol::{AgentCommand, AgentEvent};
 use vigil_scripted::{Scenario, ScriptedServer};
-use vigil_tools::edit::{Edit, EditConfig};
-use vigil_tools::fetch::{FetchConfig, FetchUrl};
-use vigil_tools::files::{ReadFile, WriteFile};
-use vigil_tools::mcp::{self, McpState, StateSink};
-use vigil_tools::paths::PathPolicy;
-use vigil_tools::request_tools::RequestTools;
-use vigil_tools::search::{SearchConfig, WebSearch};
-use vigil_tools::shell::{RunShell, ShellConfig};
-use vigil_tools::time::TimeTool;
-use vigil_tools::tmux_capture::CapturePane;
-use vigil_tools::tmux_keys::SendKeys;
-use vigil_tools::tmux_manage::TmuxManage;
-use vigil_tools::visibility::DomainPolicy;
-use vigil_tools::{Approver, ToolRegistry};
 
 /// Why the agent could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -68,125 +56,6 @@ pub enum StartError {
 
 /// The model name the demo reports.
 pub const DEMO_MODEL: &str = "vigil-demo (scripted)";
-
-/// Register the built-in tools the config enables.
-pub fn build_registry(
-    config: &Config,
-    exec: &ExecutionContext,
-    approver: Arc<dyn Approver>,
-) -> ToolRegistry {
-    let mut registry = ToolRegistry::new();
-    registry.set_approver(approver);
-    let t = &config.tools;
-    if t.shell_enabled {
-        registry.register(RunShell::new(
-            exec.clone(),
-            ShellConfig {
-                confirm: t.shell_confirm,
-                denylist: t.shell_denylist.clone(),
-                always_sandboxed: t.shell_always_sandboxed,
-                ..ShellConfig::default()
-            },
-        ));
-    }
-    // The one list of secret places, for the risk estimate and the file tools.
-    let secrets = config.secret_places();
-    vigil_policy::secret_reads::install(secrets.clone());
-    let paths = PathPolicy {
-        allowed_roots: t.files_allowed_paths.clone(),
-        secrets,
-    };
-    if t.files_enabled {
-        registry.register(ReadFile::new(exec.clone()).with_paths(paths.clone()));
-        registry.register(WriteFile::new(exec.clone(), t.write_confirm).with_paths(paths.clone()));
-    }
-    if t.edit_enabled {
-        registry.register(Edit::new(
-            exec.clone(),
-            EditConfig {
-                confirm: t.edit_confirm,
-                paths,
-                ..EditConfig::default()
-            },
-        ));
-    }
-    if t.fetch_enabled {
-        registry.register(FetchUrl::new(FetchConfig {
-            allow_private: t.fetch_allow_private,
-            allow_domains: t.fetch_allow_domains.clone(),
-            deny_domains: t.fetch_deny_domains.clone(),
-            timeout: Duration::from_secs(t.fetch_timeout_secs),
-            max_bytes: t.fetch_max_bytes,
-            confirm: t.fetch_confirm,
-            unasked_hosts: t.fetch_unasked_hosts.clone(),
-            ..FetchConfig::default()
-        }));
-    }
-    if t.search_enabled {
-        registry.register(WebSearch::new(SearchConfig {
-            base_url: t.search_base_url.clone(),
-            confirm: t.search_confirm,
-            ..SearchConfig::default()
-        }));
-    }
-    if t.time_enabled {
-        registry.register(TimeTool);
-    }
-    registry
-}
-
-/// [`build_registry`] plus the configured MCP servers, started concurrently
-/// (each within its `timeout_secs`); `sink` hears their state changes.
-pub async fn build_registry_async(
-    config: &Config,
-    exec: &ExecutionContext,
-    tmux: Option<&Arc<TmuxManager>>,
-    approver: Arc<dyn Approver>,
-    sink: Option<StateSink>,
-) -> ToolRegistry {
-    let mut registry = build_registry(config, exec, approver);
-    if let Some(tmux) = tmux {
-        register_tmux_tools(&mut registry, config, tmux);
-    }
-    let mut policy = DomainPolicy {
-        hidden: config.tools.hidden_domains.iter().cloned().collect(),
-        blocked: config
-            .tools
-            .blocked_domains
-            .iter()
-            .map(|d| (d.clone(), "blocked by the operator".to_string()))
-            .collect(),
-    };
-    let offer_request_tools = !policy.is_empty() || config.mcp.servers.values().any(|s| s.hidden);
-    for started in mcp::start_all(&config.mcp, sink).await {
-        let domain = mcp::domain_of(started.server.name());
-        if started.server.config().hidden {
-            policy.hidden.insert(domain.clone());
-        }
-        match started.tools {
-            Ok(tools) => tools.into_iter().for_each(|t| registry.register(t)),
-            Err(e) => {
-                policy.blocked.entry(domain).or_insert(e.to_string());
-            }
-        }
-    }
-    if offer_request_tools {
-        registry.register(RequestTools::new(registry.domains(), policy.clone()));
-    }
-    registry.set_domain_policy(policy);
-    registry
-}
-
-/// Report MCP server states as [`AgentEvent::McpServerState`].
-pub fn mcp_events(events: mpsc::UnboundedSender<AgentEvent>) -> StateSink {
-    Arc::new(move |name: &str, state: McpState, tools: usize| {
-        let _ = events.send(AgentEvent::McpServerState {
-            name: name.to_string(),
-            state,
-            tools,
-        });
-    })
-}
 
 /// A running agent and the ends of its channels.
 pub struct Running {
@@ -234,153 +103,6 @@ pub async fn start_agent(
     policy: Policy,
 ) -> Result<Running, StartError> {
     start_agent_with(config, demo, policy, StartOptions::default()).await
-}
-
-/// Where commands run, with what the operator should be told about it.
-pub struct Target {
-    pub exec: ExecutionContext,
-    /// The managed tmux layer, when commands run in a tmux pane.
-    pub tmux: Option<Arc<TmuxManager>>,
-    pub notices: Vec<String>,
-    /// What the target lacks (no tmux there…): told to the operator as
-    /// [`AgentEvent::TargetNotice`]s, shown in the console's status bar.
-    pub target_notices: Vec<String>,
-    /// What to do with the target when vigil ends.
-    pub leave: Leave,
-}
-
-impl From<ExecutionContext> for Target {
-    fn from(exec: ExecutionContext) -> Self {
-        Target {
-            exec,
-            tmux: None,
-            notices: Vec::new(),
-            target_notices: Vec::new(),
-            leave: Leave::new(Arc::new(Local), None),
-        }
-    }
-}
-
-/// Build the execution target the config names — an SSH target, a
-/// container, or this machine — and put the managed tmux pane on top of it
-/// when tmux is on (or, in auto mode, when the target has tmux and the shell
-/// is enabled). Connecting happens here, so a host-key, authentication or
-/// stopped-container problem is reported before the console opens.
-pub async fn build_exec(config: &Config) -> Result<Target, StartError> {
-    use vigil_config::EngineSetting;
-    use vigil_exec::container::{ContainerOptions, ContainerTransport, Engine, EngineChoice};
-    use vigil_exec::ssh::{SshOptions, SshTransport};
-
-    // Every process started from here on gets the filtered environment.
-    vigil_exec::env::install(vigil_exec::env::EnvPolicy::from_config(config)?);
-    // Runs nobody approved (sandbox, preview) mask the configured secrets.
-    vigil_exec::sandbox::set_secret_places(config.secret_places());
-    match (&config.ssh.target, &config.container.name) {
-        (Some(_), Some(_)) => Err(StartError::TwoTargets),
-        (Some(target), None) => {
-            let mut opts = SshOptions::new(target.clone());
-            opts.identity_file = config.ssh.identity_file.clone();
-            opts.options = config.ssh.options.clone();
-            opts.connect_timeout = Duration::from_secs(config.ssh.connect_timeout_secs.max(1));
-            let transport = SshTransport::connect(opts).await?;
-            on_transport(config, Arc::new(transport)).await
-        }
-        (None, Some(name)) => {
-            let engine = match config.container.engine {
-                EngineSetting::Auto => EngineChoice::Auto,
-                EngineSetting::Docker => EngineChoice::Only(Engine::Docker),
-                EngineSetting::Podman => EngineChoice::Only(Engine::Podman),
-            };
-            let transport = ContainerTransport::connect(ContainerOptions {
-                name: name.clone(),
-                engine,
-                global_args: config.container.engine_args.clone(),
-            })
-            .await?;
-            on_transport(config, Arc::new(transport)).await
-        }
-        (None, None) => on_transport(config, Arc::new(Local)).await,
-    }
-}
-
-/// Plain processes or a managed tmux pane over `transport`.
-async fn on_transport<T: Transport>(
-    config: &Config,
-    transport: Arc<T>,
-) -> Result<Target, StartError> {
-    let plain = |notice: Option<String>| Target {
-        exec: ExecutionContext::new(CommandBackend::new(transport.clone())),
-        tmux: None,
-        notices: Vec::new(),
-        target_notices: notice.into_iter().collect(),
-        leave: Leave::new(transport.clone(), None),
-    };
-    let want = match config.tmux.mode {
-        TmuxMode::Off => false,
-        TmuxMode::On => true,
-        TmuxMode::Auto => config.tools.shell_enabled && has_tmux(&*transport).await,
-    };
-    if !want {
-        let notice =
-            (config.tmux.mode == TmuxMode::Auto && config.tools.shell_enabled).then(|| {
-                format!(
-                    "tmux is not available on {}: commands run as plain processes (no managed \
-                 pane, no wait=false, no capture-pane/send-keys)",
-                    transport.label()
-                )
-            });
-        return Ok(plain(notice));
-    }
-    let t = &config.tmux;
-    let opts = TmuxOptions {
-        socket: t.socket.clone(),
-        session: t.session.clone(),
-        agent_name: config.agent.name.clone(),
-        max_sessions: t.max_sessions,
-        max_panes: t.max_panes,
-        shell: t.shell.clone(),
-        width: t.width,
-        height: t.height,
-    };
-    match TmuxBackend::start(transport.clone(), opts).await {
-        Ok(backend) => {
-            let notice = backend.startup_notice();
-            let manager = backend.manager();
-            Ok(Target {
-                exec: ExecutionContext::from_arc(backend),
-                leave: Leave::new(transport.clone(), Some(manager.clone())),
-                tmux: Some(manager),
-                notices: vec![notice],
-                target_notices: Vec::new(),
-            })
-        }
-        Err(e) if config.tmux.mode == TmuxMode::Auto => Ok(plain(Some(format!(
-            "the managed tmux session could not start ({e}); commands run as plain processes"
-        )))),
-        Err(e) => Err(StartError::Tmux(e)),
-    }
-}
-
-/// Whether the target can run tmux.
-async fn has_tmux<T: Transport + ?Sized>(transport: &T) -> bool {
-    if transport.is_local() {
-        return tmux_available();
-    }
-    if transport.prepare().await.is_err() {
-        return false;
-    }
-    let cmd = transport.shell("command -v tmux >/dev/null 2>&1", false);
-    let probe = vigil_exec::process::run(cmd, None, Some(Duration::from_secs(20)), None);
-    matches!(probe.await, Ok(outcome) if outcome.exit_code == Some(0))
-}
-
-/// Register the tmux tools on a registry.
-pub fn register_tmux_tools(registry: &mut ToolRegistry, config: &Config, tmux: &Arc<TmuxManager>) {
-    registry.register(CapturePane::new(tmux.clone()));
-    registry.register(SendKeys::new(tmux.clone()).with_confirm(config.tmux.send_keys_confirm));
-    for tool in TmuxManage::all(tmux) {
-        registry.register(tool);
-    }
 }
 
 /// [`start_agent`] with options (resume, a given execution target).
