@@ -28,6 +28,11 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(33);
 /// idle pane sees it at once.
 const RETRY: Duration = Duration::from_millis(300);
 
+/// A capture with no answer by then counts as failed and is taken again
+/// (a reply lost or late on a loaded machine must not leave the mirror
+/// empty for good).
+const CAPTURE_WAIT: Duration = Duration::from_secs(3);
+
 /// How often the feed checks that the tmux layer still exists while the
 /// pane is idle (the only wake-up an idle pane causes).
 const LIVENESS: Duration = Duration::from_secs(5);
@@ -51,10 +56,14 @@ async fn capture(manager: &TmuxManager) -> Result<String, TmuxError> {
     if control.is_closed() {
         return Ok(GONE.to_string());
     }
-    match control
-        .cmd(&format!("capture-pane -e -p -t {}", tq(&pane)))
-        .await
-    {
+    let asked = control.cmd(&format!("capture-pane -e -p -t {}", tq(&pane)));
+    let Ok(answer) = tokio::time::timeout(CAPTURE_WAIT, asked).await else {
+        return Err(TmuxError::Failed(format!(
+            "no capture within {} s",
+            CAPTURE_WAIT.as_secs()
+        )));
+    };
+    match answer {
         Ok(lines) => Ok(lines.join("\n")),
         Err(e) if e.to_string().contains("can't find") => Ok(GONE.to_string()),
         Err(e) => Err(e.into()),
