@@ -5,9 +5,11 @@
 
 pub mod answers;
 pub mod approval;
+pub mod audit;
 pub mod compact;
 pub mod context;
 pub mod conversation;
+pub mod hooks;
 pub mod model;
 pub mod notify;
 pub mod preview;

@@ -438,7 +438,15 @@ pub async fn start_agent_with(
         None => inner_rx,
     };
     let answers = Arc::new(crate::agent::answers::AnswerBook::default());
-    tokio::spawn(tee(inner_rx, session.clone(), event_tx, answers.clone()));
+    let label = super::hookwiring::agent_label(config, &model.label, &target);
+    let hooked =
+        super::hookwiring::wire(config, label, &broker, session.as_ref(), &answers, inner_rx);
+    tokio::spawn(tee(
+        hooked.events,
+        session.clone(),
+        event_tx,
+        answers.clone(),
+    ));
 
     let setup = AgentSetup {
         model: model.chat,
@@ -469,6 +477,7 @@ pub async fn start_agent_with(
     };
     let mirror = tmux.as_ref().map(spawn_mirror_feed);
     let task = spawn_agent(setup, inner_tx, cmd_rx);
+    let task = super::hookwiring::with_session_end(task, hooked.lifecycle);
     Ok(Running {
         mirror,
         events: event_rx,
@@ -489,12 +498,7 @@ fn notifier(
     target: &str,
     session: Option<String>,
 ) -> Option<Arc<crate::agent::notify::Notifier>> {
-    let agent = crate::agent::notify::AgentLabel {
-        name: config.agent.name.clone(),
-        model: model.to_string(),
-        target: target.to_string(),
-        pid: std::process::id(),
-    };
+    let agent = super::hookwiring::agent_label(config, model, target);
     let timeout = Duration::from_secs(config.notify.command_timeout_secs);
     crate::agent::notify::Notifier::new(&config.notify.command, timeout, agent, session)
 }

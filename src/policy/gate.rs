@@ -128,11 +128,23 @@ pub struct CallFacts {
     /// the rule that kept it out of the view). Shown on the card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<String>,
+    /// What each `[[hooks.decide]]` hook that saw the call answered, one
+    /// line each (`hook `no-rm` (c.toml:3): deny — why`). Shown on the card.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
+    /// The call's validated arguments, for decide hooks (not sent on the
+    /// wire: the card has the action and, for MCP tools, `arguments`).
+    #[serde(skip)]
+    pub call_arguments: Option<serde_json::Value>,
 }
 
 impl CallFacts {
     pub fn is_empty(&self) -> bool {
-        *self == CallFacts::default()
+        let seen = CallFacts {
+            call_arguments: None,
+            ..self.clone()
+        };
+        seen == CallFacts::default()
     }
 }
 

@@ -1,0 +1,80 @@
+//! Wiring of the hooks and the decision record into a starting agent
+//! ([`super::wiring::start_agent_with`] calls it): the decide hooks handed
+//! to the broker, the lifecycle hooks and the record's recorder put on the
+//! event stream before the session recorder, and the `session_end` hooks
+//! run when the agent task ends. It builds and connects; it never decides
+//! a call or renders.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+
+use crate::agent::answers::AnswerBook;
+use crate::agent::approval::ApprovalBroker;
+use crate::agent::audit::chain::Chain;
+use crate::agent::audit::record::Recorder;
+use crate::agent::hooks::DecideHooks;
+use crate::agent::hooks::lifecycle::Lifecycle;
+use crate::agent::notify::AgentLabel;
+use crate::agent::session::{MESSAGES_FILE, SessionWriter};
+use crate::config::Config;
+use crate::event::AgentEvent;
+
+/// The event stream with the hooks and the record on it.
+pub struct Hooked {
+    pub events: UnboundedReceiver<AgentEvent>,
+    pub lifecycle: Option<Arc<Lifecycle>>,
+}
+
+/// Who the agent is, as hooks and the `[notify] command` are told.
+pub fn agent_label(config: &Config, model: &str, target: &str) -> AgentLabel {
+    AgentLabel {
+        name: config.agent.name.clone(),
+        model: model.to_string(),
+        target: target.to_string(),
+        pid: std::process::id(),
+    }
+}
+
+/// Give the broker its decide hooks, and put the lifecycle hooks and the
+/// recorder on `events` (the recorder last: it stamps the console that
+/// answered, as the session recorder does).
+pub fn wire(
+    config: &Config,
+    label: AgentLabel,
+    broker: &Arc<ApprovalBroker>,
+    session: Option<&Arc<SessionWriter>>,
+    answers: &Arc<AnswerBook>,
+    events: UnboundedReceiver<AgentEvent>,
+) -> Hooked {
+    let id = session.map(|s| s.id().to_string());
+    if let Some(hooks) = DecideHooks::from_config(&config.hooks) {
+        let transcript = session.map(|s| s.dir().join(MESSAGES_FILE).display().to_string());
+        broker.set_hooks(hooks.for_session(id.clone(), transcript));
+    }
+    let lifecycle = Lifecycle::new(&config.hooks, label, id);
+    let events = match &lifecycle {
+        Some(l) => l.clone().relay(events),
+        None => events,
+    };
+    let events = match session {
+        Some(s) => {
+            let chain = Chain::open(s.id(), s.dir(), &config.data_dir());
+            Recorder::new(chain, broker.clone(), answers.clone()).relay(events)
+        }
+        None => events,
+    };
+    Hooked { events, lifecycle }
+}
+
+/// The agent task, followed by the `session_end` hooks when it ends.
+pub fn with_session_end(task: JoinHandle<()>, lifecycle: Option<Arc<Lifecycle>>) -> JoinHandle<()> {
+    let Some(lifecycle) = lifecycle else {
+        return task;
+    };
+    tokio::spawn(async move {
+        let _ = task.await;
+        lifecycle.session_end().await;
+    })
+}
