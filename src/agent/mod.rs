@@ -12,6 +12,7 @@ pub mod conversation;
 pub mod hooks;
 pub mod model;
 pub mod notify;
+pub mod otel;
 pub mod preview;
 pub mod restore;
 pub mod runner;

@@ -1,7 +1,7 @@
 //! Wiring of the hooks and the decision record into a starting agent
 //! ([`super::wiring::start_agent_with`] calls it): the decide hooks handed
-//! to the broker, the lifecycle hooks and the record's recorder put on the
-//! event stream before the session recorder, and the `session_end` hooks
+//! to the broker, the lifecycle hooks, the OpenTelemetry exporter and the
+//! record's recorder put on the event stream before the session recorder, and the `session_end` hooks
 //! run when the agent task ends. It builds and connects; it never decides
 //! a call or renders.
 
@@ -17,6 +17,7 @@ use crate::agent::audit::record::Recorder;
 use crate::agent::hooks::DecideHooks;
 use crate::agent::hooks::lifecycle::Lifecycle;
 use crate::agent::notify::AgentLabel;
+use crate::agent::otel::Exporter;
 use crate::agent::session::{MESSAGES_FILE, SessionWriter};
 use crate::config::Config;
 use crate::event::AgentEvent;
@@ -25,6 +26,7 @@ use crate::event::AgentEvent;
 pub struct Hooked {
     pub events: UnboundedReceiver<AgentEvent>,
     pub lifecycle: Option<Arc<Lifecycle>>,
+    pub exporter: Option<Arc<Exporter>>,
 }
 
 /// Who the agent is, as hooks and the `[notify] command` are told.
@@ -53,9 +55,21 @@ pub fn wire(
         let transcript = session.map(|s| s.dir().join(MESSAGES_FILE).display().to_string());
         broker.set_hooks(hooks.for_session(id.clone(), transcript));
     }
-    let lifecycle = Lifecycle::new(&config.hooks, label, id);
+    let lifecycle = Lifecycle::new(&config.hooks, label, id.clone());
     let events = match &lifecycle {
         Some(l) => l.clone().relay(events),
+        None => events,
+    };
+    let exporter = match (&config.telemetry.otlp_endpoint, &id) {
+        (Some(endpoint), Some(id)) => {
+            let t = &config.telemetry;
+            let timeout = std::time::Duration::from_secs(t.timeout_secs);
+            Some(Exporter::new(endpoint, &t.service_name, timeout, id))
+        }
+        _ => None,
+    };
+    let events = match &exporter {
+        Some(e) => e.clone().relay(events),
         None => events,
     };
     let events = match session {
@@ -65,16 +79,30 @@ pub fn wire(
         }
         None => events,
     };
-    Hooked { events, lifecycle }
+    Hooked {
+        events,
+        lifecycle,
+        exporter,
+    }
 }
 
-/// The agent task, followed by the `session_end` hooks when it ends.
-pub fn with_session_end(task: JoinHandle<()>, lifecycle: Option<Arc<Lifecycle>>) -> JoinHandle<()> {
-    let Some(lifecycle) = lifecycle else {
+/// The agent task, followed by the `session_end` hooks and the last
+/// OpenTelemetry exports when it ends.
+pub fn with_session_end(
+    task: JoinHandle<()>,
+    lifecycle: Option<Arc<Lifecycle>>,
+    exporter: Option<Arc<Exporter>>,
+) -> JoinHandle<()> {
+    if lifecycle.is_none() && exporter.is_none() {
         return task;
-    };
+    }
     tokio::spawn(async move {
         let _ = task.await;
-        lifecycle.session_end().await;
+        if let Some(lifecycle) = lifecycle {
+            lifecycle.session_end().await;
+        }
+        if let Some(exporter) = exporter {
+            exporter.flush().await;
+        }
     })
 }

@@ -477,7 +477,7 @@ pub async fn start_agent_with(
     };
     let mirror = tmux.as_ref().map(spawn_mirror_feed);
     let task = spawn_agent(setup, inner_tx, cmd_rx);
-    let task = super::hookwiring::with_session_end(task, hooked.lifecycle);
+    let task = super::hookwiring::with_session_end(task, hooked.lifecycle, hooked.exporter);
     Ok(Running {
         mirror,
         events: event_rx,

@@ -10,6 +10,7 @@ pub mod hooks;
 pub mod mcp;
 pub mod notify;
 pub mod secrets;
+pub mod telemetry;
 pub mod tools;
 
 pub use mcp::{McpConfig, McpServerConfig};
@@ -58,6 +59,8 @@ pub struct Config {
     pub secrets: secrets::SecretsConfig,
     /// `[[hooks.decide]]` and `[[hooks.on]]` (docs/hooks.md).
     pub hooks: hooks::HooksConfig,
+    /// `[telemetry]`: OpenTelemetry export (docs/audit.md).
+    pub telemetry: telemetry::TelemetryConfig,
     /// The file this config was read from (absolute), when it came from one:
     /// a secret place wherever it lies (it may hold the API key).
     #[serde(skip)]
@@ -457,6 +460,7 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         self.notify.validate()?;
         self.hooks.validate()?;
+        self.telemetry.validate()?;
         self.secrets
             .validate()
             .map_err(|message| ConfigError::Invalid {
