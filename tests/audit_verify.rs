@@ -3,7 +3,8 @@
 //! `file:line`, a hook's answer noted), then `vigil audit verify` on the
 //! clean record (exit 0), on an edited line, a deleted line, two swapped
 //! lines and a file cut short at a line and inside one (exit 1, naming the
-//! first broken entry), and `vigil audit export` as JSON lines.
+//! first broken entry), `vigil audit export` as JSON lines, and a resumed
+//! session continuing the chain.
 
 mod hooks_common;
 
@@ -151,6 +152,19 @@ async fn the_record_verifies_and_every_tampering_is_named() {
     // Put back: it verifies again.
     std::fs::write(&path, &clean).unwrap();
     assert_eq!(verify(&home, &id).0, 0);
+
+    // A resumed session continues the same chain.
+    let again = call("five", "echo five", "{ role = \"user\" }")
+        + "[[rule]]\nwhen = { role = \"tool\" }\ntext = \"done\"\n";
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let resume = ["resume", id.as_str(), "--exec", "go on", "--json"];
+    let run = home
+        .run(&config, &again, &["--auto-approve"], &resume)
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (code, said) = verify(&home, &id);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("verifies: 5 entries"), "{said}");
     let (code, said) = verify(&home, "no-such-session");
     assert_eq!(code, 2, "{said}");
 }

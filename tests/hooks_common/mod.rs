@@ -129,6 +129,13 @@ impl Home {
     /// `vigil exec --json go` with `config` (TOML) against a scripted
     /// model playing `scenario`.
     pub async fn exec(&self, config: &str, scenario: &str, extra: &[&str]) -> Run {
+        self.run(config, scenario, extra, &["exec", "--json", "go"])
+            .await
+    }
+
+    /// `vigil <extra…> <command…>` with `config` against a scripted model
+    /// playing `scenario`; `command` must print JSON events (`--json`).
+    pub async fn run(&self, config: &str, scenario: &str, extra: &[&str], command: &[&str]) -> Run {
         let server = ScriptedServer::start(Scenario::from_toml_str(scenario).expect("scenario"))
             .await
             .expect("scripted server");
@@ -145,7 +152,7 @@ impl Home {
                 "--no-tmux",
             ])
             .args(extra)
-            .args(["exec", "--json", "go"])
+            .args(command)
             .env("VIGIL_DATA_DIR", self.data())
             .env("VIGIL_RUNTIME_DIR", self.path().join("rt"))
             .env("HOME", self.path().join("home"))

@@ -10,16 +10,18 @@
 //! the operator once; later ones only go to the log at debug level. A
 //! lifecycle hook decides nothing.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 
 use crate::agent::notify::AgentLabel;
 use crate::config::hooks::{HookCommand, HooksConfig};
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, DecidedBy};
 
 /// One `[[hooks.on]]` entry.
 #[derive(Debug)]
@@ -39,7 +41,9 @@ pub struct Lifecycle {
     agent: AgentLabel,
     session: Option<String>,
     /// Hooks still running (`session_end` waits for them first).
-    running: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    running: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Asks the relay to finish the events it holds, then end the session.
+    end: Mutex<Option<UnboundedSender<oneshot::Sender<()>>>>,
 }
 
 impl Lifecycle {
@@ -72,7 +76,8 @@ impl Lifecycle {
                 hooks,
                 agent,
                 session,
-                running: std::sync::Mutex::new(Vec::new()),
+                running: Mutex::new(Vec::new()),
+                end: Mutex::new(None),
             })
         })
     }
@@ -84,29 +89,67 @@ impl Lifecycle {
         mut rx: UnboundedReceiver<AgentEvent>,
     ) -> UnboundedReceiver<AgentEvent> {
         let (tx, out) = unbounded_channel();
+        let (end_tx, mut end_rx) = unbounded_channel::<oneshot::Sender<()>>();
+        *lock(&self.end) = Some(end_tx);
         tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                if let Some((name, detail)) = lifecycle_event(&event) {
-                    let me = self.clone();
-                    let tx = tx.clone();
-                    let run = tokio::spawn(async move { me.fire(name, detail, Some(&tx)).await });
-                    let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-                    running.retain(|h| !h.is_finished());
-                    running.push(run);
-                }
-                if tx.send(event).is_err() {
-                    break;
+            let mut seen = Seen::default();
+            loop {
+                tokio::select! {
+                    biased;
+                    event = rx.recv() => {
+                        let Some(event) = event else { break };
+                        if !self.pass(&mut seen, event, &tx) {
+                            break;
+                        }
+                    }
+                    Some(done) = end_rx.recv() => {
+                        // Every event sent before the agent ended first.
+                        while let Ok(event) = rx.try_recv() {
+                            self.pass(&mut seen, event, &tx);
+                        }
+                        self.ended().await;
+                        let _ = done.send(());
+                    }
                 }
             }
         });
         out
     }
 
-    /// Wait for the hooks still running, then run the `session_end` hooks
-    /// and wait for them (each within its limit).
+    /// Start the hooks `event` concerns and pass it on; false: nobody reads.
+    fn pass(
+        self: &Arc<Self>,
+        seen: &mut Seen,
+        event: AgentEvent,
+        tx: &UnboundedSender<AgentEvent>,
+    ) -> bool {
+        if let Some((name, detail)) = seen.lifecycle_event(&event) {
+            let me = self.clone();
+            let tx = tx.clone();
+            let run = tokio::spawn(async move { me.fire(name, detail, Some(&tx)).await });
+            let mut running = lock(&self.running);
+            running.retain(|h| !h.is_finished());
+            running.push(run);
+        }
+        tx.send(event).is_ok()
+    }
+
+    /// The agent ended: tell the events it sent last, wait for the hooks
+    /// still running, then run the `session_end` hooks and wait for them
+    /// (each within its limit).
     pub async fn session_end(&self) {
-        let running: Vec<_> =
-            std::mem::take(&mut *self.running.lock().unwrap_or_else(|e| e.into_inner()));
+        let end = lock(&self.end).clone();
+        let (done_tx, done_rx) = oneshot::channel();
+        match end {
+            Some(end) if end.send(done_tx).is_ok() => {
+                let _ = done_rx.await;
+            }
+            _ => self.ended().await,
+        }
+    }
+
+    async fn ended(&self) {
+        let running: Vec<_> = std::mem::take(&mut *lock(&self.running));
         futures::future::join_all(running).await;
         self.fire("session_end", json!({}), None).await;
     }
@@ -162,31 +205,64 @@ impl Lifecycle {
     }
 }
 
-/// The lifecycle event an agent event is, with what the hook is told.
-fn lifecycle_event(event: &AgentEvent) -> Option<(&'static str, Value)> {
-    match event {
-        AgentEvent::SessionStarted { model, target, .. } => {
-            Some(("session_start", json!({"model": model, "target": target})))
+/// What the relay remembers to tell each call's end once: approvals
+/// waiting by id, calls already told.
+#[derive(Default)]
+struct Seen {
+    waiting: HashMap<u64, (String, String)>,
+    finished: HashSet<String>,
+}
+
+impl Seen {
+    /// The lifecycle event an agent event is, with what the hook is told.
+    /// A call withdrawn while it waited (the turn cancelled, the agent
+    /// stopped) finishes as cancelled, once.
+    fn lifecycle_event(&mut self, event: &AgentEvent) -> Option<(&'static str, Value)> {
+        let cancelled = json!({"ok": false, "cancelled": true});
+        match event {
+            AgentEvent::SessionStarted { model, target, .. } => {
+                Some(("session_start", json!({"model": model, "target": target})))
+            }
+            AgentEvent::ToolCompleted {
+                call_id,
+                name,
+                summary,
+            } => self.finish(call_id, name, json!(summary)),
+            AgentEvent::ToolCancelled { call_id, name } => self.finish(call_id, name, cancelled),
+            AgentEvent::ApprovalRequested { request } => {
+                let call = (request.call_id.clone(), request.tool.clone());
+                self.waiting.insert(request.id, call);
+                (!request.automatic).then(|| ("approval_waiting", json!({"request": request})))
+            }
+            AgentEvent::ApprovalResolved { id, decided_by, .. } => {
+                let (call_id, tool) = self.waiting.remove(id)?;
+                (*decided_by == DecidedBy::Cancelled)
+                    .then(|| self.finish(&call_id, &tool, cancelled))
+                    .flatten()
+            }
+            AgentEvent::TurnFailed { kind, message } => Some((
+                "turn_failed",
+                json!({"failure": {"kind": kind, "message": message}}),
+            )),
+            _ => None,
         }
-        AgentEvent::ToolCompleted {
-            call_id,
-            name,
-            summary,
-        } => Some((
-            "call_finished",
-            json!({"call": {"call_id": call_id, "tool": name, "outcome": summary}}),
-        )),
-        AgentEvent::ToolCancelled { call_id, name } => Some((
-            "call_finished",
-            json!({"call": {"call_id": call_id, "tool": name, "outcome": {"ok": false, "cancelled": true}}}),
-        )),
-        AgentEvent::ApprovalRequested { request } if !request.automatic => {
-            Some(("approval_waiting", json!({"request": request})))
-        }
-        AgentEvent::TurnFailed { kind, message } => Some((
-            "turn_failed",
-            json!({"failure": {"kind": kind, "message": message}}),
-        )),
-        _ => None,
     }
+
+    fn finish(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        outcome: Value,
+    ) -> Option<(&'static str, Value)> {
+        self.finished.insert(call_id.to_string()).then(|| {
+            (
+                "call_finished",
+                json!({"call": {"call_id": call_id, "tool": tool, "outcome": outcome}}),
+            )
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
