@@ -6,6 +6,7 @@
 //! PreToolUse form (a faithful exit-2 fixture, and the real
 //! `claude-safety-guard` from PyPI when it is installed).
 
+mod common;
 mod hooks_common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -143,16 +144,6 @@ async fn an_allow_hook_runs_make_test_unasked_but_never_over_a_deny_or_ask_rule(
     assert!(run.of("tool_started").is_empty());
 }
 
-fn is_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z')),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hook_that_hangs_or_crashes_asks_and_never_allows() {
     // Hangs past its 1 s limit: asked, and its process group is killed.
@@ -194,11 +185,10 @@ async fn a_hook_that_hangs_or_crashes_asks_and_never_allows() {
         .trim()
         .parse()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !is_gone(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(is_gone(pid), "the hook's sleep {pid} was killed");
+    assert!(
+        common::gone_within(pid, Duration::from_secs(10)),
+        "the hook's sleep {pid} was killed"
+    );
     assert!(!home.file("made.txt").exists());
 
     // Crashes (killed by a signal): asked.

@@ -14,6 +14,7 @@ pub mod model;
 pub mod notify;
 pub mod otel;
 pub mod preview;
+pub mod relay;
 pub mod restore;
 pub mod runner;
 pub mod server;

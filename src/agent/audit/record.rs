@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::chain::Chain;
 use crate::agent::answers::AnswerBook;
@@ -45,20 +45,13 @@ impl Recorder {
     /// Forward every event from `rx` unchanged, recording each decision.
     pub fn relay(
         self: Arc<Self>,
-        mut rx: UnboundedReceiver<AgentEvent>,
+        rx: UnboundedReceiver<AgentEvent>,
     ) -> UnboundedReceiver<AgentEvent> {
-        let (tx, out) = unbounded_channel();
-        tokio::spawn(async move {
-            while let Some(mut event) = rx.recv().await {
-                // The console that answered, as the session record names it.
-                self.answers.stamp(&mut event);
-                self.observe(&event);
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
-        });
-        out
+        crate::agent::relay::tap(rx, move |event| {
+            // The console that answered, as the session record names it.
+            self.answers.stamp(event);
+            self.observe(event);
+        })
     }
 
     fn observe(&self, event: &AgentEvent) {

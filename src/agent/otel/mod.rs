@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::event::{AgentEvent, TurnOutcome};
 use proto::{AttrValue, Span};
@@ -102,25 +102,18 @@ impl Exporter {
     /// Forward every event from `rx` unchanged, exporting spans as they end.
     pub fn relay(
         self: Arc<Self>,
-        mut rx: UnboundedReceiver<AgentEvent>,
+        rx: UnboundedReceiver<AgentEvent>,
     ) -> UnboundedReceiver<AgentEvent> {
-        let (tx, out) = unbounded_channel();
-        tokio::spawn(async move {
-            let mut open = Open::default();
-            while let Some(event) = rx.recv().await {
-                if let Some(done) = self.observe(&mut open, &event) {
-                    let me = self.clone();
-                    let send = tokio::spawn(async move { me.send(done).await });
-                    let mut sending = self.sending.lock().unwrap_or_else(|e| e.into_inner());
-                    sending.retain(|h| !h.is_finished());
-                    sending.push(send);
-                }
-                if tx.send(event).is_err() {
-                    break;
-                }
+        let mut open = Open::default();
+        crate::agent::relay::tap(rx, move |event| {
+            if let Some(done) = self.observe(&mut open, event) {
+                let me = self.clone();
+                let send = tokio::spawn(async move { me.send(done).await });
+                let mut sending = self.sending.lock().unwrap_or_else(|e| e.into_inner());
+                sending.retain(|h| !h.is_finished());
+                sending.push(send);
             }
-        });
-        out
+        })
     }
 
     /// Start or end a span for `event`; Some: a span that ended.
