@@ -80,6 +80,8 @@ pub struct ApprovalBroker {
     desk: Arc<PreviewDesk>,
     /// `[[hooks.decide]]`, asked before a call is decided (`hooked.rs`).
     hooks: Mutex<Option<Arc<crate::agent::hooks::DecideHooks>>>,
+    /// The hooks' answers on calls sent to the view, by call id.
+    trial_hooks: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -129,6 +131,7 @@ impl ApprovalBroker {
             told_no_view: AtomicBool::new(false),
             held: Mutex::new(Restored::default()),
             hooks: Mutex::new(None),
+            trial_hooks: Mutex::new(HashMap::new()),
         }
     }
 

@@ -47,7 +47,17 @@ impl ApprovalBroker {
             .unwrap_or_else(|| serde_json::json!({}));
         let verdicts = hooks.consult(request, script, arguments).await;
         request.facts.hooks = verdicts.iter().map(Verdict::line).collect();
-        combine(outcome, &verdicts)
+        let outcome = combine(outcome, &verdicts);
+        if outcome == Outcome::Trial && !request.facts.hooks.is_empty() {
+            // The trial's own request (announced later) shows them too.
+            lock(&self.trial_hooks).insert(request.call_id.clone(), request.facts.hooks.clone());
+        }
+        outcome
+    }
+
+    /// What the hooks answered about a call that went to the view, once.
+    pub(super) fn take_trial_hooks(&self, call_id: &str) -> Vec<String> {
+        lock(&self.trial_hooks).remove(call_id).unwrap_or_default()
     }
 }
 

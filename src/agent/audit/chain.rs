@@ -82,6 +82,8 @@ pub struct Chain {
     dir: PathBuf,
     head_copy: PathBuf,
     head: Head,
+    /// Masks known secrets in each entry (the process-wide redactor).
+    redactor: std::sync::Arc<crate::redact::Redactor>,
 }
 
 impl Chain {
@@ -97,6 +99,15 @@ impl Chain {
             dir: dir.to_path_buf(),
             head_copy: head_file(data_dir, session_id),
             head,
+            redactor: crate::redact::current(),
+        }
+    }
+
+    /// The same chain, masking what `redactor` knows.
+    pub fn with_redactor(self, redactor: crate::redact::Redactor) -> Chain {
+        Chain {
+            redactor: std::sync::Arc::new(redactor),
+            ..self
         }
     }
 
@@ -112,7 +123,11 @@ impl Chain {
         map.insert("seq".into(), (self.head.entries + 1).into());
         map.insert("session_id".into(), self.session_id.clone().into());
         map.insert("prev".into(), self.head.hash.clone().into());
+        // No secret reaches the disk (as in every session file): the hash
+        // covers the text as written.
         let body = Value::Object(map);
+        let redacted = self.redactor.apply(&canonical(&body));
+        let body = serde_json::from_str(&redacted).unwrap_or(body);
         let hash = hash_of(&self.head.hash, &body);
         let mut line = canonical(&body);
         line.truncate(line.len() - 1);

@@ -231,6 +231,25 @@ mod tests {
     }
 
     #[test]
+    fn no_secret_reaches_the_record_and_it_still_verifies() {
+        let secret = "sk-audit-record-secret-0042";
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().join("s2");
+        std::fs::create_dir_all(&dir).unwrap();
+        let redactor = crate::redact::Redactor::new([secret.to_string()]);
+        let mut chain = Chain::open("s2", &dir, data.path()).with_redactor(redactor);
+        chain
+            .append(json!({"action": format!("curl -H 'k: {secret}' x")}))
+            .unwrap();
+        let text = std::fs::read_to_string(dir.join(AUDIT_FILE)).unwrap();
+        assert!(
+            !text.contains(secret) && text.contains(crate::redact::MASK),
+            "{text}"
+        );
+        assert_eq!(verify("s2", &dir, data.path()).unwrap().entries, 1);
+    }
+
+    #[test]
     fn each_kind_of_tampering_is_named_and_a_clean_record_verifies() {
         let (data, dir) = session(4);
         let ok = verify("s1", &dir, data.path()).unwrap();

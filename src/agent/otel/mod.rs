@@ -49,8 +49,10 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// A text attribute, with known secrets masked (it leaves the machine).
 fn str_attr(k: &str, v: impl Into<String>) -> (String, AttrValue) {
-    (k.to_string(), AttrValue::Str(v.into()))
+    let text = crate::redact::current().apply(&v.into());
+    (k.to_string(), AttrValue::Str(text))
 }
 
 impl Exporter {
