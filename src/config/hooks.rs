@@ -73,11 +73,36 @@ pub enum HookFormat {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HookMatch {
-    /// Tool names (empty: every gated tool).
+    /// Tool names (empty: every gated tool); `tool = "run_shell"` too.
+    #[serde(alias = "tool", deserialize_with = "one_or_many")]
     pub tools: Vec<String>,
     /// Prefix words: a shell command matches when one of its simple
-    /// commands starts with these words (empty: every call).
+    /// commands starts with these words (empty: every call); one string is
+    /// split at spaces (`command = "make test"`).
+    #[serde(deserialize_with = "words")]
     pub command: Vec<String>,
+}
+
+/// One string or a list of strings.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+fn words<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => s.split_whitespace().map(String::from).collect(),
+        OneOrMany::Many(v) => v,
+    })
 }
 
 /// One `[[hooks.decide]]` entry as written.
@@ -93,9 +118,9 @@ pub struct DecideHookConfig {
     pub url: Option<String>,
     #[serde(default)]
     pub format: HookFormat,
-    #[serde(default, rename = "match")]
+    #[serde(default, rename = "match", alias = "matcher")]
     pub matcher: HookMatch,
-    #[serde(default = "default_timeout")]
+    #[serde(default = "default_timeout", alias = "timeout")]
     pub timeout_secs: u64,
     /// What a failure (crash, time-out, nonsense answer) means: "ask"
     /// (default) or "deny". Never "allow".
@@ -119,10 +144,10 @@ pub struct LifecycleHookConfig {
     #[serde(default)]
     pub name: Option<String>,
     /// Which events (names from [`LIFECYCLE_EVENTS`]); empty: all.
-    #[serde(default)]
+    #[serde(default, alias = "event", deserialize_with = "one_or_many")]
     pub events: Vec<String>,
     pub command: HookCommand,
-    #[serde(default = "default_timeout")]
+    #[serde(default = "default_timeout", alias = "timeout")]
     pub timeout_secs: u64,
 }
 
@@ -287,5 +312,24 @@ mod tests {
         assert!(event.unwrap_err().contains("unknown event `boot`"));
         let slow = parse("[[hooks.decide]]\ncommand = \"x\"\ntimeout_secs = 0\n");
         assert!(slow.unwrap_err().contains("timeout_secs 0"));
+
+        // The short forms: `timeout`, one tool, the words in one string, one event.
+        let short = parse(
+            "[[hooks.decide]]\ncommand = \"x\"\ntimeout = 3\n\
+             match = { tool = \"run_shell\", command = \"make test\" }\n\
+             [[hooks.on]]\nevent = \"turn_failed\"\ncommand = \"y\"\ntimeout = 4\n",
+        )
+        .expect("parses");
+        let d = short.hooks.decide[0].get_ref();
+        assert_eq!(
+            (d.timeout_secs, d.matcher.tools.clone()),
+            (3, vec!["run_shell".to_string()])
+        );
+        assert_eq!(d.matcher.command, ["make", "test"]);
+        let on = short.hooks.on[0].get_ref();
+        assert_eq!(
+            (on.events.clone(), on.timeout_secs),
+            (vec!["turn_failed".to_string()], 4)
+        );
     }
 }
