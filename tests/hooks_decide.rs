@@ -1,7 +1,7 @@
 //! `[[hooks.decide]]` end to end through the real binary (`vigil exec
 //! --json` against a scripted model): a hook that denies `rm`, one that
 //! allows `make test` (which then runs unasked, and never over a deny or
-//! ask rule), one that hangs past its limit and one that crashes (both
+//! ask rule), an allowed write still refused by the kernel sandbox, one that hangs past its limit and one that crashes (both
 //! ask; its process group is killed), one over real HTTP, and the
 //! PreToolUse form (a faithful exit-2 fixture, and the real
 //! `claude-safety-guard` from PyPI when it is installed).
@@ -381,4 +381,31 @@ async fn the_real_claude_safety_guard_works_unchanged() {
     let run = home.exec(&config, &one_command("echo guarded"), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.resolved()["decision"]["decision"], "approve_unasked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_allow_runs_the_call_inside_the_sandbox() {
+    let home = Home::new();
+    let hook = script(
+        &home,
+        "yes.sh",
+        "cat >/dev/null\necho '{\"version\":1,\"decision\":\"allow\",\"reason\":\"fine\"}'",
+    );
+    let config = format!("[[hooks.decide]]\nname = \"yes\"\ncommand = {hook}\n");
+    let target = home.file("made.txt");
+    let command = format!("touch {}", target.display());
+    let run = home.exec(&config, &one_command(&command), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.resolved()["decision"]["decision"], "approve_unasked");
+    let done = run.of("tool_completed");
+    assert_eq!(done.len(), 1);
+    assert_ne!(
+        done[0]["summary"]["exit_code"], 0,
+        "the sandbox refused the write: {}",
+        done[0]
+    );
+    assert!(
+        !target.exists(),
+        "an allowed call still runs in the kernel sandbox"
+    );
 }
