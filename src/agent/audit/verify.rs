@@ -38,8 +38,8 @@ pub enum Broken {
     )]
     Relinked { line: usize, seq: u64, before: u64 },
     #[error(
-        "the record was cut short: it ends after entry {kept} but its head ({which}) says \
-         {entries} entries (entries {} to {entries} are gone)", kept + 1
+        "the record was cut short (or its last entries deleted): it ends after entry {kept} but \
+         its head ({which}) says {entries} entries ({})", gone(*kept, *entries)
     )]
     Truncated {
         kept: u64,
@@ -61,6 +61,15 @@ pub enum Broken {
     NoHead(u64),
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },
+}
+
+/// Which entries a cut record lost, in words.
+fn gone(kept: u64, entries: u64) -> String {
+    if kept + 1 == entries {
+        format!("entry {entries} is gone")
+    } else {
+        format!("entries {} to {entries} are gone", kept + 1)
+    }
 }
 
 /// Verify the record of session `id` in `dir` (`data_dir` holds the head
@@ -301,6 +310,13 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("entries 3 to 4 are gone"), "{e}");
+        let (data, dir) = session(4);
+        rewrite(&dir, |l| l.truncate(3));
+        let e = verify("s1", &dir, data.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("ends after entry 3") && e.contains("entry 4 is gone"),
+            "{e}"
+        );
 
         let (data, dir) = session(3);
         let path = dir.join(AUDIT_FILE);
