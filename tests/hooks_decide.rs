@@ -409,3 +409,22 @@ async fn a_hooks_allow_runs_the_call_inside_the_sandbox() {
         "an allowed call still runs in the kernel sandbox"
     );
 }
+
+#[test]
+fn policy_check_names_the_hooks_a_command_would_meet() {
+    let home = Home::new();
+    let cfg = home.file("config.toml");
+    std::fs::write(
+        &cfg,
+        "[[hooks.decide]]\nname = \"no-rm\"\ncommand = \"exit 9\"\nmatch = { command = [\"rm\"] }\n",
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    let (code, out, err) =
+        home.vigil(&["--config", &cfg, "policy", "check", "--", "sudo rm -rf x"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("hooks:     `no-rm` ("), "{out}");
+    assert!(out.contains("not run here"), "{out}");
+    let (_, out, _) = home.vigil(&["--config", &cfg, "policy", "check", "--", "ls"]);
+    assert!(!out.contains("hooks:"), "{out}");
+}

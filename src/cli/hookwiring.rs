@@ -106,3 +106,18 @@ pub fn with_session_end(
         }
     })
 }
+
+/// For `vigil policy check`: the decide hooks a shell `command` would be
+/// shown to at run time (they are not run here), in one line.
+pub fn hooks_note(config: &Config, command: &str) -> Option<String> {
+    let hooks = DecideHooks::from_config(&config.hooks)?;
+    let script = crate::shell::parse(command);
+    let names = hooks.matching("run_shell", Some(&script));
+    (!names.is_empty()).then(|| {
+        format!(
+            "hooks:     {} would be asked first at run time (not run here; a deny wins, an \
+             allow never skips a deny or ask rule)",
+            names.join(", ")
+        )
+    })
+}

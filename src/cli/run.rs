@@ -184,6 +184,9 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
         } => {
             let command = policycmd::command_line(&command);
             policycmd::check(&broker, can_sandbox, &command, &mut out);
+            if let Some(note) = crate::cli::hookwiring::hooks_note(config, &command) {
+                println!("{note}");
+            }
             if !preview {
                 return exit::OK;
             }

@@ -73,6 +73,15 @@ impl DecideHooks {
         self
     }
 
+    /// The hooks (`name (file:line)`) whose matcher takes a call of `tool`.
+    pub fn matching(&self, tool: &str, script: Option<&Script>) -> Vec<String> {
+        self.hooks
+            .iter()
+            .filter(|h| decide::matches(&h.config.matcher, tool, script))
+            .map(|h| h.label.clone())
+            .collect()
+    }
+
     /// Ask every hook whose matcher takes the call, in order, stopping at
     /// the first deny. Empty: no hook takes it.
     pub async fn consult(
