@@ -85,11 +85,12 @@ const GLOBALS: [&str; 14] = [
 
 /// The subcommands that start no agent, with the global flags they read:
 /// their help lists only those (and their own).
-const CLIENTS: [(&str, &[&str]); 4] = [
+const CLIENTS: [(&str, &[&str]); 5] = [
     ("ps", &["config", "verbose"]),
     ("attach", &["config", "verbose", "no_color"]),
     ("stop", &["config", "verbose"]),
     ("sessions", &["config", "data_dir", "verbose"]),
+    ("audit", &["config", "data_dir", "verbose"]),
 ];
 
 impl Cli {
@@ -226,6 +227,12 @@ pub enum Command {
         #[command(subcommand)]
         action: PolicyAction,
     },
+    /// The decision record of a session (who or what decided each call):
+    /// verify its hash chain, or export it as JSON lines (docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
+    },
     /// Run the agent as its own process, for consoles to attach to over
     /// its Unix socket (started by the console; see docs/protocol.md).
     #[command(name = "__agent", hide = true)]
@@ -261,6 +268,23 @@ pub enum PolicyAction {
     /// Run every gated call of a recorded session through the current
     /// policy and print what would have run unasked.
     Replay {
+        /// The session id (see `vigil sessions`), or "last".
+        session: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditAction {
+    /// Check the record against its hash chain and its head: exit 0 when
+    /// it verifies, 1 naming the first entry changed, deleted, moved or
+    /// cut off.
+    Verify {
+        /// The session id (see `vigil sessions`), or "last".
+        session: String,
+    },
+    /// Print every entry as one JSON object per line (exit 1 when the
+    /// record does not verify; the entries are printed all the same).
+    Export {
         /// The session id (see `vigil sessions`), or "last".
         session: String,
     },

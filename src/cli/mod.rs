@@ -14,6 +14,7 @@
 
 pub mod agentproc;
 pub mod args;
+pub mod auditcmd;
 pub mod consolecmd;
 pub mod fleetcmd;
 pub mod headless;

@@ -89,6 +89,7 @@ pub async fn run(cli: Cli, mut config: Config) -> i32 {
             }
         }
         Some(Command::Sessions) => list_sessions(&config),
+        Some(Command::Audit { action }) => crate::cli::auditcmd::run(&config, action),
         Some(Command::Attach {
             id,
             last,
@@ -184,6 +185,9 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
         } => {
             let command = policycmd::command_line(&command);
             policycmd::check(&broker, can_sandbox, &command, &mut out);
+            if let Some(note) = crate::agent::assemble::hooks::hooks_note(config, &command) {
+                println!("{note}");
+            }
             if !preview {
                 return exit::OK;
             }
@@ -266,7 +270,7 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
         trust_session_rules,
         ..Default::default()
     };
-    let Some(running) = start_or_say(config, demo, policy, opts).await else {
+    let Some(mut running) = start_or_say(config, demo, policy, opts).await else {
         return exit::FAILED;
     };
     let held = running.broker.held();
@@ -289,6 +293,8 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
     )
     .await;
     let _ = running.commands.send(crate::event::AgentCommand::Quit);
+    // The agent ends (and its `session_end` hooks run) before vigil does.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), &mut running.task).await;
     // Headless: remote managed sessions are kept (nothing is lost; the
     // line says how to reach them), local ones it created go, and the
     // connection is closed.

@@ -31,9 +31,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::preview::PreviewDesk;
 
+mod hooked;
 mod policy;
 mod session_rules;
 mod trial;
+pub use hooked::combine;
 pub use policy::Policy;
 pub use trial::{NO_VIEW, TRYING};
 
@@ -77,6 +79,10 @@ pub struct ApprovalBroker {
     held: Mutex<Restored>,
     /// Waiting requests, for previews to read and answer.
     desk: Arc<PreviewDesk>,
+    /// `[[hooks.decide]]`, asked before a call is decided (`hooked.rs`).
+    hooks: Mutex<Option<Arc<crate::hooks::DecideHooks>>>,
+    /// The hooks' answers on calls sent to the view, by call id.
+    trial_hooks: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -125,6 +131,8 @@ impl ApprovalBroker {
             told_no_sandbox: AtomicBool::new(false),
             told_no_view: AtomicBool::new(false),
             held: Mutex::new(Restored::default()),
+            hooks: Mutex::new(None),
+            trial_hooks: Mutex::new(HashMap::new()),
         }
     }
 
@@ -345,6 +353,7 @@ impl Approver for ApprovalBroker {
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
         let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
         let outcome = self.outcome(&request, script.as_deref());
+        let outcome = self.hooked(&mut request, script.as_deref(), outcome).await;
         match &outcome {
             Outcome::Trial => return ApprovalDecision::TryInView,
             Outcome::Ask(Some(why)) if *lock(&self.policy) == Policy::ByEffect => {

@@ -8,13 +8,17 @@
 pub mod answers;
 pub mod approval;
 pub mod assemble;
+pub mod audit;
 pub mod compact;
 pub mod context;
 pub mod conversation;
+pub mod hooks;
 pub mod model;
 pub mod notify;
+pub mod otel;
 pub mod preview;
 pub mod redact;
+pub mod relay;
 pub mod restore;
 pub mod runner;
 pub mod server;

@@ -81,6 +81,14 @@ pub fn set_global(redactor: Redactor) {
     }
 }
 
+/// The process-wide redactor (what the log and the decision record use).
+pub fn current() -> Arc<Redactor> {
+    global()
+        .read()
+        .map(|g| g.clone())
+        .unwrap_or_else(|e| e.into_inner().clone())
+}
+
 /// A writer that redacts each buffer before passing it on (for tracing:
 /// one formatted event is one write).
 pub struct RedactingWriter<W: Write> {

@@ -6,9 +6,11 @@
 //! This module only reads and validates; it starts nothing.
 
 pub mod approval;
+pub mod hooks;
 pub mod mcp;
 pub mod notify;
 pub mod secrets;
+pub mod telemetry;
 pub mod tools;
 
 pub use mcp::{McpConfig, McpServerConfig};
@@ -55,6 +57,10 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// `[secrets]`: the secret places, changed both ways.
     pub secrets: secrets::SecretsConfig,
+    /// `[[hooks.decide]]` and `[[hooks.on]]` (docs/hooks.md).
+    pub hooks: hooks::HooksConfig,
+    /// `[telemetry]`: OpenTelemetry export (docs/audit.md).
+    pub telemetry: telemetry::TelemetryConfig,
     /// The file this config was read from (absolute), when it came from one:
     /// a secret place wherever it lies (it may hold the API key).
     #[serde(skip)]
@@ -363,6 +369,7 @@ impl Config {
             }
         })?;
         cfg.approval.locate(text, &path.display().to_string());
+        cfg.hooks.locate(text, &path.display().to_string());
         cfg.validate()?;
         Ok(cfg)
     }
@@ -452,6 +459,8 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.notify.validate()?;
+        self.hooks.validate()?;
+        self.telemetry.validate()?;
         self.secrets
             .validate()
             .map_err(|message| ConfigError::Invalid {

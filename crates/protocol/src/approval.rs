@@ -146,6 +146,14 @@ pub struct CallFacts {
     /// so a console needs no parser of its own.
     #[serde(default, skip_serializing_if = "PrefixChoices::is_empty")]
     pub prefix_rules: PrefixChoices,
+    /// What each `[[hooks.decide]]` hook that saw the call answered, one
+    /// line each (`hook `no-rm` (c.toml:3): deny — why`). Shown on the card.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
+    /// The call's validated arguments, for decide hooks (not sent on the
+    /// wire: the card has the action and, for MCP tools, `arguments`).
+    #[serde(skip)]
+    pub call_arguments: Option<serde_json::Value>,
 }
 
 /// The prefix rules a command's card can offer.
@@ -215,7 +223,11 @@ impl PrefixChoices {
 
 impl CallFacts {
     pub fn is_empty(&self) -> bool {
-        *self == CallFacts::default()
+        let seen = CallFacts {
+            call_arguments: None,
+            ..self.clone()
+        };
+        seen == CallFacts::default()
     }
 }
 

@@ -279,6 +279,11 @@ pub enum DecidedBy {
     /// The session's approval policy decided it (`auto-approve low`,
     /// `approve all`, `deny all`…).
     Policy { name: String },
+    /// A `[[hooks.decide]]` hook decided it (`hook` is its name and
+    /// `file:line`, `reason` what it said). A hook that only asked leaves
+    /// the operator's answer as the decision (its verdict is in the
+    /// request's `facts.hooks`).
+    Hook { hook: String, reason: String },
     /// The turn was cancelled while the call waited for the operator.
     Cancelled,
 }
@@ -317,6 +322,13 @@ impl DecidedBy {
             (DecidedBy::PolicyRule { rule }, _) => format!("denied by policy rule `{rule}`"),
             (DecidedBy::Policy { name }, d) if d.is_approved() => format!("by policy: {name}"),
             (DecidedBy::Policy { name }, _) => format!("denied by policy: {name}"),
+            (DecidedBy::Hook { hook, reason }, d) => {
+                let verb = if d.is_approved() { "allowed" } else { "denied" };
+                match reason.is_empty() {
+                    true => format!("{verb} by hook {hook}"),
+                    false => format!("{verb} by hook {hook}: {reason}"),
+                }
+            }
             (DecidedBy::Cancelled, _) => "cancelled".into(),
         }
     }

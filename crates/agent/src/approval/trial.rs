@@ -76,7 +76,8 @@ impl ApprovalBroker {
     ) -> ApprovalRequest {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
+        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
+        request.facts.hooks = self.take_trial_hooks(call_id);
         let request = ApprovalRequest {
             automatic,
             ..request

@@ -2,6 +2,7 @@
 //! and the agent from a [`Config`], for the console, `exec` and `tool` modes
 //! alike. It decides nothing about presentation.
 
+pub mod hooks;
 mod registry;
 mod target;
 
@@ -160,7 +161,14 @@ pub async fn start_agent_with(
         None => inner_rx,
     };
     let answers = Arc::new(crate::answers::AnswerBook::default());
-    tokio::spawn(tee(inner_rx, session.clone(), event_tx, answers.clone()));
+    let label = hooks::agent_label(config, &model.label, &target);
+    let hooked = hooks::wire(config, label, &broker, session.as_ref(), &answers, inner_rx);
+    tokio::spawn(tee(
+        hooked.events,
+        session.clone(),
+        event_tx,
+        answers.clone(),
+    ));
 
     let setup = AgentSetup {
         model: model.chat,
@@ -191,6 +199,7 @@ pub async fn start_agent_with(
     };
     let mirror = tmux.as_ref().map(spawn_mirror_feed);
     let task = spawn_agent(setup, inner_tx, cmd_rx);
+    let task = hooks::with_session_end(task, hooked.lifecycle, hooked.exporter);
     Ok(Running {
         mirror,
         events: event_rx,
@@ -211,12 +220,7 @@ fn notifier(
     target: &str,
     session: Option<String>,
 ) -> Option<Arc<crate::notify::Notifier>> {
-    let agent = crate::notify::AgentLabel {
-        name: config.agent.name.clone(),
-        model: model.to_string(),
-        target: target.to_string(),
-        pid: std::process::id(),
-    };
+    let agent = hooks::agent_label(config, model, target);
     let timeout = Duration::from_secs(config.notify.command_timeout_secs);
     crate::notify::Notifier::new(&config.notify.command, timeout, agent, session)
 }

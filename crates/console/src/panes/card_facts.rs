@@ -3,7 +3,8 @@
 //! will run (`in: DIR on TARGET`), where a write really lands when a symlink
 //! or `..` leads elsewhere (`→ /root/.profile (via symlink …)`), and on
 //! every card that a preview is not proof; under `by_effect`, why the call
-//! is asked (`asked: tried in the view: changes 1 file …`). An MCP call's full arguments are
+//! is asked (`asked: tried in the view: changes 1 file …`), and what each
+//! decide hook answered (`hook: `no-rm` (c.toml:3): ask — why`). An MCP call's full arguments are
 //! a scrollable card of their own ([`arguments_card`]).
 //!
 //! Pure layout: nothing here is ever cut without a way to see the rest
@@ -74,6 +75,15 @@ pub fn lines(request: &ApprovalRequest, width: usize, theme: &Theme) -> Vec<Line
     }
     if let Some(why) = &facts.trial {
         out.extend(labelled("  asked: ", why, width, theme.warn, theme));
+    }
+    for said in &facts.hooks {
+        let said = said.strip_prefix("hook ").unwrap_or(said);
+        let style = if said.contains(": allow") {
+            theme.text
+        } else {
+            theme.warn
+        };
+        out.extend(labelled("  hook: ", said, width, style, theme));
     }
     out
 }
@@ -181,6 +191,23 @@ mod tests {
             &Theme::default(),
         ));
         assert!(write.is_empty(), "{write:?}");
+    }
+
+    #[test]
+    fn every_hook_that_saw_the_call_says_what_it_answered() {
+        let facts = CallFacts {
+            hooks: vec!["hook `slow` (c.toml:3) (failed): ask — command timed out after 1s".into()],
+            ..Default::default()
+        };
+        let got = text(&lines(
+            &request("write_file", facts),
+            120,
+            &Theme::default(),
+        ));
+        assert_eq!(
+            got,
+            ["  hook: `slow` (c.toml:3) (failed): ask — command timed out after 1s"]
+        );
     }
 
     #[test]

@@ -182,3 +182,25 @@ fn the_footer_names_the_detach_key_when_attached() {
     assert!(footer.contains("Ctrl-d detach"), "{footer}");
     assert!(!footer.contains("quit"), "{footer}");
 }
+
+#[test]
+fn the_tools_pane_says_which_hook_decided() {
+    let mut app = waiting_for_approval();
+    app.on_agent_event(AgentEvent::ApprovalResolved {
+        id: 1,
+        decision: ApprovalDecision::DenyWithReason("denied by hook".into()),
+        decided_by: DecidedBy::Hook {
+            hook: "`no-rm` (vigil.toml:12)".into(),
+            reason: "rm is not for agents".into(),
+        },
+        previewed: false,
+        answered_by: None,
+    });
+    app.set_focus(Focus::Tools);
+    app.zoom = Some(Focus::Tools);
+    let shown = screen(&app, 120, 24);
+    assert!(
+        shown.contains("denied by hook `no-rm` (vigil.toml:12): rm is not for agents"),
+        "{shown}"
+    );
+}

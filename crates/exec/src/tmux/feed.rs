@@ -56,7 +56,8 @@ async fn capture(manager: &TmuxManager) -> Result<String, TmuxError> {
     if control.is_closed() {
         return Ok(GONE.to_string());
     }
-    let asked = control.cmd(&format!("capture-pane -e -p -t {}", tq(&pane)));
+    let line = format!("capture-pane -e -p -t {}", tq(&pane));
+    let asked = control.cmd(&line);
     let Ok(answer) = tokio::time::timeout(CAPTURE_WAIT, asked).await else {
         return Err(TmuxError::Failed(format!(
             "no capture within {} s",
