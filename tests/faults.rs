@@ -157,6 +157,12 @@ fn a_hundred_resizes_in_a_second_leave_a_working_console() {
         .cmd()
         .args(["resize-window", "-t", &c.session, "-x", "100", "-y", "30"])
         .output();
+    // The console redraws at the last size before anything is typed: a
+    // capture taken mid-storm (a tiny layout with no message box) must not
+    // make `send` press `i` into the box that still has the focus.
+    c.wait_for("the console redrawn at 100x30", |s| {
+        s.contains("┏ message") && s.lines().next().is_some_and(|l| l.contains("│ idle"))
+    });
     c.send("after");
     // Wait for a settled frame that shows both (a capture can land mid-redraw).
     let screen = c.wait_for("the new answer with the history kept", |s| {
@@ -318,7 +324,18 @@ fn managed_pane_fault(tag: &str, inject: impl Fn(&Console, &str)) {
         "a new managed pane: {panes:?} (killed {killed})"
     );
     let data = c.dir.path().join("data");
-    let events = session_events(&data);
+    // The session file is written beside the console's stream, not before
+    // it: read it until the recovered call is in it (or the wait ends).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut events = session_events(&data);
+    while Instant::now() < deadline
+        && !events
+            .iter()
+            .any(|e| e.to_string().contains("pane-recreated-7"))
+    {
+        std::thread::sleep(Duration::from_millis(100));
+        events = session_events(&data);
+    }
     let text: Vec<String> = events.iter().map(Value::to_string).collect();
     for done in ["pane-back-42", "pane-recreated-7"] {
         assert!(

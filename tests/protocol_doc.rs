@@ -174,8 +174,6 @@ fn every_field_of_the_welcome_and_of_facts_is_named() {
         in_pane: true,
         trial: Some("t".into()),
         hooks: vec!["hook `h` (c.toml:1): deny — no".into()],
-        // Not on the wire: the validated arguments, for decide hooks.
-        call_arguments: None,
         prefix_rules: PrefixChoices {
             prefixes: vec![PrefixChoice {
                 prefix: "ls".into(),

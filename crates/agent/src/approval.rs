@@ -337,8 +337,16 @@ impl Approver for ApprovalBroker {
         gate: &GateInfo,
         change: Option<FileChange>,
     ) -> ApprovalDecision {
-        self.decide_call(call_id, tool, gate, change, CallFacts::default())
-            .await
+        let arguments = serde_json::Value::Object(Default::default());
+        self.decide_call(
+            call_id,
+            tool,
+            gate,
+            change,
+            CallFacts::default(),
+            &arguments,
+        )
+        .await
     }
 
     async fn decide_call(
@@ -348,12 +356,15 @@ impl Approver for ApprovalBroker {
         gate: &GateInfo,
         change: Option<FileChange>,
         facts: CallFacts,
+        arguments: &serde_json::Value,
     ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
         let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
         let outcome = self.outcome(&request, script.as_deref());
-        let outcome = self.hooked(&mut request, script.as_deref(), outcome).await;
+        let outcome = self
+            .hooked(&mut request, script.as_deref(), outcome, arguments)
+            .await;
         match &outcome {
             Outcome::Trial => return ApprovalDecision::TryInView,
             Outcome::Ask(Some(why)) if *lock(&self.policy) == Policy::ByEffect => {

@@ -31,7 +31,8 @@ pub trait Approver: Send + Sync {
 
     /// Decide on a call with what vigil found out about it ([`CallFacts`]:
     /// the digest session rules key on, resolved paths, every argument, the
-    /// directory). By default the facts are not looked at.
+    /// directory) and its validated `arguments` (for decide hooks; never on
+    /// the wire). By default neither is looked at.
     async fn decide_call(
         &self,
         call_id: &str,
@@ -39,6 +40,7 @@ pub trait Approver: Send + Sync {
         gate: &GateInfo,
         change: Option<FileChange>,
         _facts: CallFacts,
+        _arguments: &serde_json::Value,
     ) -> ApprovalDecision {
         self.decide_change(call_id, tool, gate, change).await
     }

@@ -150,10 +150,6 @@ pub struct CallFacts {
     /// line each (`hook `no-rm` (c.toml:3): deny — why`). Shown on the card.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<String>,
-    /// The call's validated arguments, for decide hooks (not sent on the
-    /// wire: the card has the action and, for MCP tools, `arguments`).
-    #[serde(skip)]
-    pub call_arguments: Option<serde_json::Value>,
 }
 
 /// The prefix rules a command's card can offer.
@@ -223,11 +219,7 @@ impl PrefixChoices {
 
 impl CallFacts {
     pub fn is_empty(&self) -> bool {
-        let seen = CallFacts {
-            call_arguments: None,
-            ..self.clone()
-        };
-        seen == CallFacts::default()
+        *self == CallFacts::default()
     }
 }
 

@@ -344,12 +344,11 @@ impl ToolRegistry {
             let change = tool.preview(&args).await;
             let mut facts = tool.facts(&args).await;
             facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
-            facts.call_arguments = Some(args.clone());
             approved_paths = Some(facts.paths.clone());
             approved_cwd = facts.cwd.clone();
             let d = self
                 .approver
-                .decide_call(&ctx.call_id, name, gate, change, facts.clone())
+                .decide_call(&ctx.call_id, name, gate, change, facts.clone(), &args)
                 .await;
             let d = match d {
                 ApprovalDecision::TryInView => {

@@ -33,6 +33,7 @@ impl ApprovalBroker {
         request: &mut ApprovalRequest,
         script: Option<&shell::Script>,
         outcome: Outcome,
+        arguments: &serde_json::Value,
     ) -> Outcome {
         if matches!(outcome, Outcome::Deny(..)) {
             return outcome;
@@ -40,12 +41,7 @@ impl ApprovalBroker {
         let Some(hooks) = lock(&self.hooks).clone() else {
             return outcome;
         };
-        let arguments = request
-            .facts
-            .call_arguments
-            .clone()
-            .unwrap_or_else(|| serde_json::json!({}));
-        let verdicts = hooks.consult(request, script, arguments).await;
+        let verdicts = hooks.consult(request, script, arguments.clone()).await;
         request.facts.hooks = verdicts.iter().map(Verdict::line).collect();
         let outcome = combine(outcome, &verdicts);
         if outcome == Outcome::Trial && !request.facts.hooks.is_empty() {

@@ -392,6 +392,7 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
             &tool_gate("srv.echo x"),
             None,
             digest("aa"),
+            &serde_json::json!({"text": "x"}),
         )
         .await
     });
@@ -415,6 +416,7 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
             &tool_gate("srv.echo x"),
             None,
             digest("aa"),
+            &serde_json::json!({"text": "x"}),
         )
         .await;
     assert_eq!(
@@ -425,8 +427,16 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
     for facts in [digest("bb"), CallFacts::default()] {
         let b = broker.clone();
         let t = tokio::spawn(async move {
-            b.decide_call("c3", "srv__echo", &tool_gate("srv.echo x"), None, facts)
-                .await
+            let args = serde_json::json!({"text": "x"});
+            b.decide_call(
+                "c3",
+                "srv__echo",
+                &tool_gate("srv.echo x"),
+                None,
+                facts,
+                &args,
+            )
+            .await
         });
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         assert!(!t.is_finished(), "asked");
