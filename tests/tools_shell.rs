@@ -188,6 +188,31 @@ async fn denylisted_commands_never_run() {
     assert!(!marker.exists());
 }
 
+/// A denylisted program named by its path on a line the shell runs before
+/// a syntax error: the text does not parse, so the one fallback reading
+/// decides, and it names the program by its base name (a red-team try after
+/// the fallbacks were merged; before, `/usr/bin/touch` slipped past `touch`).
+#[tokio::test]
+async fn a_denylisted_program_by_path_before_a_syntax_error_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let cfg = ShellConfig {
+        denylist: vec!["touch".into()],
+        ..quiet()
+    };
+    for cmd in [
+        format!("/usr/bin/touch {}\n'", marker.display()),
+        format!("x=1; /usr/bin/touch {} \"", marker.display()),
+    ] {
+        let e = shell(cfg.clone())
+            .execute(&args(&cmd).to_string(), &ToolContext::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.class(), FailureClass::PermissionDenied, "{cmd}");
+        assert!(!marker.exists(), "{cmd}");
+    }
+}
+
 #[tokio::test]
 async fn detach_without_tmux_is_a_clear_failure() {
     let mut a = args("sleep 1");

@@ -322,4 +322,7 @@ pub const TABLE: &[Case] = &[
     c("secret read", "base64 {DIR}/bin/../.env"),
     c("secret read", "head -c 100 {DIR}/.netrc"),
     c("secret read", "grep -r token {DIR}/.aws"),
+    // A rule's words followed by a line the shell runs before a syntax
+    // error: the text does not parse, so no prefix rule covers it.
+    r("ls", "ls\n/usr/bin/touch {M}\n'"),
 ];
