@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, Outcome, Policy, TRYING};
-use vigil::cli::policycmd::shell_gate;
 use vigil::config::Config;
 use vigil::event::{AgentEvent, PreviewOutcome};
 use vigil::exec::{ExecutionContext, sandbox};
 use vigil::policy::gate::{ApprovalDecision, Risk};
 use vigil::policy::rules::PolicyRules;
+use vigil::protocol::GateInfo;
 use vigil::tools::registry::ToolRegistry;
 use vigil::tools::shell::{RunShell, ShellConfig};
 
@@ -99,7 +99,7 @@ fn decided(commands: &[String], policy: Policy) -> Tally {
     let b = broker(tx, policy);
     let mut t = Tally::default();
     for c in commands {
-        match b.preview("run_shell", &shell_gate(c)).outcome {
+        match b.preview("run_shell", &GateInfo::shell(c)).outcome {
             Outcome::Deny(..) => t.denied += 1,
             Outcome::Unasked(_) | Outcome::Approve(_) => t.unasked += 1,
             Outcome::Ask(_) | Outcome::Trial => t.asked += 1,
@@ -288,7 +288,7 @@ async fn overhead(clean: &[(String, Duration)]) {
     let mut low: Vec<&str> = clean
         .iter()
         .map(|(c, _)| c.as_str())
-        .filter(|c| b.preview("run_shell", &shell_gate(c)).assessment.risk == Risk::Low)
+        .filter(|c| b.preview("run_shell", &GateInfo::shell(c)).assessment.risk == Risk::Low)
         .collect();
     let from_corpus = low.len();
     for _ in 0..20 {

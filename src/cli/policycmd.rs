@@ -44,11 +44,6 @@ pub fn command_line(words: &[String]) -> String {
     }
 }
 
-/// The gate a `run_shell` call of `command` shows.
-pub fn shell_gate(command: &str) -> GateInfo {
-    GateInfo::shell(command)
-}
-
 /// How the parser reads `command`, in one line.
 pub fn parsed_summary(command: &str) -> String {
     let script = shell::parse(command);
@@ -100,7 +95,7 @@ pub fn check(broker: &ApprovalBroker, can_sandbox: bool, command: &str, out: &mu
     let Preview {
         assessment,
         outcome,
-    } = broker.preview("run_shell", &shell_gate(command));
+    } = broker.preview("run_shell", &GateInfo::shell(command));
     let (decision, sandboxed) = describe(&outcome, can_sandbox);
     let _ = writeln!(out, "command:   {command}");
     let _ = writeln!(out, "parsed:    {}", parsed_summary(command));

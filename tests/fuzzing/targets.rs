@@ -507,8 +507,8 @@ fn shell() -> Target {
                     "the parse error is shown: {why}"
                 );
                 assert!(vigil::policy::prefix_rule::plain_words(&script).is_none());
-                let preview =
-                    shell_broker().preview("run_shell", &vigil::cli::policycmd::shell_gate(&text));
+                let preview = shell_broker()
+                    .preview("run_shell", &vigil::policy::gate::GateInfo::shell(&text));
                 assert!(
                     matches!(preview.outcome, vigil::agent::approval::Outcome::Ask(_)),
                     "rejected text is asked for: {:?}",
