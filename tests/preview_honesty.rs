@@ -447,7 +447,11 @@ fn as_a_user_nothing_outside_changes_either() {
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(common::sandbox_helper_bin())
-        .args(["__sandbox", "--preview", "--staging"])
+        .args(["__sandbox", "--preview"])
+        .args(vigil::exec::preview::world_args(
+            &vigil::exec::sandbox::world::world(Path::new("/nonexistent")),
+        ))
+        .arg("--staging")
         .arg(staging.path())
         .arg("--cwd")
         .arg(&world.repo)
@@ -494,7 +498,11 @@ fn a_terminal_given_to_the_view_does_not_reach_the_command() {
     let mut cmd = Command::new("setsid");
     cmd.arg("--ctty")
         .arg(common::sandbox_helper_bin())
-        .args(["__sandbox", "--preview", "--staging"])
+        .args(["__sandbox", "--preview"])
+        .args(vigil::exec::preview::world_args(
+            &vigil::exec::sandbox::world::world(Path::new("/nonexistent")),
+        ))
+        .arg("--staging")
         .arg(staging.path())
         .arg("--cwd")
         .arg(dir.path())

@@ -21,7 +21,7 @@ use std::time::Duration;
 use vigil::config::secrets::{SecretPlaces, SecretsConfig};
 use vigil::exec::{ExecutionContext, RunOutcome, RunRequest, sandbox};
 
-use common::contain::{Marker, drained, ipc_and_keys, pty, reach, winsize};
+use common::contain::{Marker, drained, ipc_and_keys, pty, reach, reach_in, winsize};
 
 /// A home of this test process holding secrets (the secret list is set
 /// once per process: defaults with this home, plus a vigil folder).
@@ -136,10 +136,8 @@ fn as_nobody(program: &Path) -> Command {
 /// the masks vigil would pass for `cwd`).
 fn nobody_boxed(cmd: &str, cwd: &Path) -> Output {
     let mut c = as_nobody(&common::sandbox_helper_bin());
-    c.arg(sandbox::helper::MODE);
-    for m in sandbox::masks_for(Some(cwd)) {
-        c.arg("--mask").arg(m);
-    }
+    c.arg(sandbox::helper::MODE)
+        .args(sandbox::helper_args(Some(cwd)));
     c.args(["--", "/bin/sh", "-c", cmd]).current_dir(cwd);
     c.output().unwrap()
 }
@@ -209,7 +207,7 @@ fn no_call_that_names_another_process_reaches_it_as_a_user() {
     m.arg("300");
     let marker = Marker::start(&mut m);
     let before = marker.state();
-    let cmd = format!("python3 {} pids {}", reach(), marker.pid());
+    let cmd = format!("python3 {} pids {}", reach_in(dir.path()), marker.pid());
     let out = nobody_boxed(&cmd, dir.path());
     all_refused(&text(&out.stdout), &[], "nobody");
     assert_eq!(before, marker.state(), "the marker was changed");
@@ -271,6 +269,7 @@ async fn no_ipc_object_or_key_is_made_or_reached() {
     assert_eq!(before, ipc_and_keys(), "{out:?}");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     open_up(dir.path());
+    let r = reach_in(dir.path());
     let out = nobody_boxed(
         &format!("python3 {r} ipc; python3 {r} keys vigil-contain-nobody"),
         dir.path(),
@@ -375,7 +374,9 @@ fn a_terminal_given_to_the_helper_does_not_reach_the_command() {
     let out = Command::new("setsid")
         .arg("--ctty")
         .arg(common::sandbox_helper_bin())
-        .args([sandbox::helper::MODE, "--", "/bin/sh", "-c"])
+        .arg(sandbox::helper::MODE)
+        .args(sandbox::helper_args(None))
+        .args(["--", "/bin/sh", "-c"])
         .arg(
             "echo ctty=$(cut -d' ' -f7 /proc/self/stat); echo in=$(readlink /proc/self/fd/0); \
              echo err=$(readlink /proc/self/fd/2); echo X >&2; echo X >&0",
@@ -412,7 +413,7 @@ async fn secret_places_read_as_denied_and_their_neighbours_stay_readable() {
     let hd = h.home.display();
     let cmd = format!(
         "cat {hd}/.ssh/id_ed25519 {hd}/.netrc {}/config.toml /etc/shadow .env app/cfg/.env.production; \
-         grep -rs SECRET . {hd}; cat app/main.rs {hd}/notes.txt /etc/passwd > /dev/null && echo neighbours=ok",
+         grep -rs SECRET . {hd}; cat app/main.rs /etc/passwd > /dev/null && echo neighbours=ok",
         h.vigil.display()
     );
     let out = boxed_in(&cmd, repo.path()).await;
@@ -645,7 +646,7 @@ fn sigio_and_proc_knobs_stay_out_of_reach_as_a_user() {
     });
     assert!(ready.is_some(), "the marker never became sleep");
     let before = (marker.state(), knobs(marker.pid()));
-    let cmd = format!("python3 {} others {}", reach(), marker.pid());
+    let cmd = format!("python3 {} others {}", reach_in(dir.path()), marker.pid());
     let out = nobody_boxed(&cmd, dir.path());
     all_refused(&text(&out.stdout), &["f_setown_sigio_sent"], "nobody");
     std::thread::sleep(Duration::from_millis(100));

@@ -192,6 +192,7 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
                 return exit::OK;
             }
             crate::exec::sandbox::set_secret_places(config.secret_places());
+            crate::exec::sandbox::world::set_config(config.sandbox.clone());
             let opts = crate::exec::preview::PreviewOptions {
                 time_limit: std::time::Duration::from_secs(time_limit),
                 size_limit: size_limit * 1024 * 1024,

@@ -19,6 +19,16 @@ pub fn reach() -> String {
     .into()
 }
 
+/// The hostile-call script copied into `dir` (readable by anyone): a
+/// sandboxed run reads its working tree, not the test's sources.
+pub fn reach_in(dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let to = dir.join("reach.py");
+    std::fs::copy(reach(), &to).unwrap();
+    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644)).unwrap();
+    to.display().to_string()
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -9,6 +9,7 @@ pub mod approval;
 pub mod hooks;
 pub mod mcp;
 pub mod notify;
+pub mod readable;
 pub mod secrets;
 pub mod telemetry;
 pub mod tools;
@@ -57,6 +58,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// `[secrets]`: the secret places, changed both ways.
     pub secrets: secrets::SecretsConfig,
+    /// `[sandbox]`: what commands that run unasked may read and see.
+    pub sandbox: readable::SandboxConfig,
     /// `[[hooks.decide]]` and `[[hooks.on]]` (docs/hooks.md).
     pub hooks: hooks::HooksConfig,
     /// `[telemetry]`: OpenTelemetry export (docs/audit.md).
@@ -461,6 +464,12 @@ impl Config {
         self.notify.validate()?;
         self.hooks.validate()?;
         self.telemetry.validate()?;
+        self.sandbox
+            .validate()
+            .map_err(|message| ConfigError::Invalid {
+                key: "sandbox".into(),
+                message,
+            })?;
         self.secrets
             .validate()
             .map_err(|message| ConfigError::Invalid {

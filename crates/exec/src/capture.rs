@@ -25,6 +25,9 @@ pub struct Retain {
     pub labels: [String; 2],
     /// Bytes kept in memory at each end of each stream.
     pub window: usize,
+    /// Most bytes of each stream kept at all (a trial's output: past it
+    /// the rest is read and dropped, [`Captured::capped`]); `None`: all.
+    pub cap: Option<u64>,
 }
 
 /// One stream's output as a capture left it.
@@ -45,6 +48,8 @@ pub struct Captured {
     pub spill: Option<PathBuf>,
     /// Why the spill file is missing or incomplete.
     pub spill_error: Option<String>,
+    /// The stream went past [`Retain::cap`]: only that much was kept.
+    pub capped: bool,
 }
 
 impl Captured {
@@ -357,6 +362,7 @@ impl Capture {
             lossy: self.count.lossy,
             spill,
             spill_error: self.spill_error,
+            capped: false,
         }
     }
 }

@@ -52,6 +52,8 @@ pub struct FileOutputs {
     pub stores: [Store; 2],
     on_output: Option<OutputFn>,
     buf: Vec<u8>,
+    /// Most bytes kept of each stream ([`Retain::cap`]).
+    cap: Option<u64>,
 }
 
 impl FileOutputs {
@@ -75,13 +77,17 @@ impl FileOutputs {
             stores,
             on_output,
             buf: vec![0u8; READ_CHUNK],
+            cap: retain.cap,
         })
     }
 
     /// The child's stdout and stderr: pipes pumped into the two files.
     pub fn stdio(&self) -> std::io::Result<([Stdio; 2], Pumps)> {
         let [o, e] = &self.streams;
-        pipes_into([o.file.as_file().try_clone()?, e.file.as_file().try_clone()?])
+        pipes_into(
+            [o.file.as_file().try_clone()?, e.file.as_file().try_clone()?],
+            self.cap,
+        )
     }
 
     /// Take what was appended to each file, at most `max` bytes per stream;
@@ -245,6 +251,7 @@ mod tests {
             spill_dir: Some(dir.to_path_buf()),
             labels: ["out".into(), "err".into()],
             window: 1000,
+            cap: None,
         }
     }
 

@@ -245,7 +245,9 @@ pub async fn run_retaining(
     }
     // The leader was reaped (or waiting failed): leave the group alone.
     guard.disarm();
+    let mut capped = Vec::new();
     if let Some(p) = pumps {
+        capped = p.capped();
         // Closes the pipes: a writer left behind meets EPIPE, as before.
         p.stop()
             .await
@@ -254,8 +256,16 @@ pub async fn run_retaining(
     if let (Some(f), Some(r)) = (follower, retain) {
         stores = f.stop().await?.finish(r).await;
     }
+    let mark = |mut out: RunOutcome| {
+        if let Some(c) = out.captured.as_deref_mut() {
+            for (c, hit) in c.iter_mut().zip(&capped) {
+                c.capped = *hit;
+            }
+        }
+        out
+    };
     match driven {
-        Some(result) => Ok(outcome(result?, stores, Vec::new())),
+        Some(result) => Ok(mark(outcome(result?, stores, Vec::new()))),
         None => Err(ExecError::Timeout {
             limit: timeout.unwrap_or_default(),
             partial: Box::new(outcome(None, stores, Vec::new())),

@@ -27,6 +27,8 @@ const POLL_MS: i32 = 20;
 struct Pump {
     stop: Arc<AtomicBool>,
     eof: Arc<AtomicBool>,
+    /// Set once the cap was reached and bytes were dropped.
+    capped: Arc<AtomicBool>,
     thread: Bulk<std::io::Result<u64>>,
 }
 
@@ -36,14 +38,18 @@ pub struct Pumps {
 }
 
 /// One pipe per file: the write ends go to the child, the read ends are
-/// pumped into the files (each written at its current offset).
-pub fn pipes_into<const N: usize>(files: [File; N]) -> std::io::Result<([Stdio; N], Pumps)> {
+/// pumped into the files (each written at its current offset); past `cap`
+/// bytes a stream's further bytes are read and dropped ([`Pumps::capped`]).
+pub fn pipes_into<const N: usize>(
+    files: [File; N],
+    cap: Option<u64>,
+) -> std::io::Result<([Stdio; N], Pumps)> {
     let mut each = Vec::with_capacity(N);
     let mut writers = Vec::with_capacity(N);
     for file in files {
         let (read, write) = pipe()?;
         writers.push(Stdio::from(write));
-        each.push(Pump::start(read, file)?);
+        each.push(Pump::start(read, file, cap)?);
     }
     let writers = writers
         .try_into()
@@ -52,12 +58,13 @@ pub fn pipes_into<const N: usize>(files: [File; N]) -> std::io::Result<([Stdio; 
 }
 
 impl Pump {
-    fn start(read: OwnedFd, file: File) -> std::io::Result<Pump> {
+    fn start(read: OwnedFd, file: File, cap: Option<u64>) -> std::io::Result<Pump> {
         let stop = Arc::new(AtomicBool::new(false));
         let eof = Arc::new(AtomicBool::new(false));
-        let (s, e) = (stop.clone(), eof.clone());
+        let capped = Arc::new(AtomicBool::new(false));
+        let (s, e, c) = (stop.clone(), eof.clone(), capped.clone());
         let thread = bulk::spawn("vigil-pump", move || {
-            let moved = pump(&read, file, &s);
+            let moved = pump(&read, file, &s, Cap { at: cap, hit: &c });
             if matches!(moved, Ok(Some(_))) {
                 e.store(true, Ordering::Release);
             }
@@ -65,11 +72,24 @@ impl Pump {
             // the other end gets EPIPE/SIGPIPE, as with vigil's old pipes.
             moved.map(|m| m.unwrap_or_default())
         })?;
-        Ok(Pump { stop, eof, thread })
+        Ok(Pump {
+            stop,
+            eof,
+            capped,
+            thread,
+        })
     }
 }
 
 impl Pumps {
+    /// For each stream, whether its cap was reached and bytes dropped.
+    pub fn capped(&self) -> Vec<bool> {
+        self.each
+            .iter()
+            .map(|p| p.capped.load(Ordering::Acquire))
+            .collect()
+    }
+
     /// True when every writer closed its end (the command and anything it
     /// left behind are done writing).
     pub fn all_closed(&self) -> bool {
@@ -119,15 +139,40 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok((read, write))
 }
 
+/// Most bytes a pump writes, and the flag it sets past them.
+struct Cap<'a> {
+    at: Option<u64>,
+    hit: &'a AtomicBool,
+}
+
 /// Move everything from `read` into `file` until every writer closed the
-/// pipe (`Some(bytes)`) or `stop` was set and the pipe is empty (`None`).
-fn pump(read: &OwnedFd, mut file: File, stop: &AtomicBool) -> std::io::Result<Option<u64>> {
+/// pipe (`Some(bytes)`) or `stop` was set and the pipe is empty (`None`);
+/// past the cap, bytes are read and dropped.
+fn pump(
+    read: &OwnedFd,
+    mut file: File,
+    stop: &AtomicBool,
+    cap: Cap<'_>,
+) -> std::io::Result<Option<u64>> {
     let mut total = 0u64;
     let mut spliced = true;
     let mut buf = Vec::new();
     loop {
-        let got = if spliced {
-            match splice(read, &file) {
+        let room = cap
+            .at
+            .map_or(SPLICE_MAX as u64, |c| c.saturating_sub(total));
+        let got = if room == 0 {
+            let dropped = drop_some(read, &mut buf);
+            if matches!(dropped, Ok(n) if n > 0) {
+                cap.hit.store(true, Ordering::Release);
+            }
+            match dropped {
+                Ok(0) => return Ok(Some(total)),
+                Ok(_) => continue,
+                other => other,
+            }
+        } else if spliced {
+            match splice(read, &file, room.min(SPLICE_MAX as u64) as usize) {
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     // The file system takes no splice: copy instead.
                     spliced = false;
@@ -136,7 +181,7 @@ fn pump(read: &OwnedFd, mut file: File, stop: &AtomicBool) -> std::io::Result<Op
                 other => other,
             }
         } else {
-            copy(read, &mut file, &mut buf)
+            copy(read, &mut file, &mut buf, room.min(64 * 1024) as usize)
         };
         match got {
             Ok(0) => return Ok(Some(total)),
@@ -153,7 +198,7 @@ fn pump(read: &OwnedFd, mut file: File, stop: &AtomicBool) -> std::io::Result<Op
     }
 }
 
-fn splice(read: &OwnedFd, file: &File) -> std::io::Result<usize> {
+fn splice(read: &OwnedFd, file: &File, len: usize) -> std::io::Result<usize> {
     // SAFETY: both descriptors are open for the call; null offsets mean
     // "the pipe" and "the file's own offset".
     let n = unsafe {
@@ -162,7 +207,7 @@ fn splice(read: &OwnedFd, file: &File) -> std::io::Result<usize> {
             std::ptr::null_mut(),
             file.as_raw_fd(),
             std::ptr::null_mut(),
-            SPLICE_MAX,
+            len,
             libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
         )
     };
@@ -173,9 +218,17 @@ fn splice(read: &OwnedFd, file: &File) -> std::io::Result<usize> {
     }
 }
 
-/// The fallback: read into `buf`, write it out.
-fn copy(read: &OwnedFd, file: &mut File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+/// Read what is in the pipe into `buf` and forget it (past the cap).
+fn drop_some(read: &OwnedFd, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     buf.resize(64 * 1024, 0);
+    // SAFETY: as in `copy`.
+    let mut pipe = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(read.as_raw_fd()) });
+    pipe.read(buf)
+}
+
+/// The fallback: read at most `len` bytes into `buf`, write them out.
+fn copy(read: &OwnedFd, file: &mut File, buf: &mut Vec<u8>, len: usize) -> std::io::Result<usize> {
+    buf.resize(len.max(1), 0);
     // SAFETY: `read` stays open while the borrowed File lives; ManuallyDrop
     // keeps it from being closed twice.
     let mut pipe = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(read.as_raw_fd()) });
@@ -204,7 +257,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         let file = File::create(&path).unwrap();
-        let ([w], pumps) = pipes_into([file]).unwrap();
+        let ([w], pumps) = pipes_into([file], None).unwrap();
         // The child writes 2.6 MB and leaves a writer behind that starts
         // writing once the pumps were stopped.
         let go = dir.path().join("go");

@@ -116,6 +116,15 @@ pub struct PreviewReport {
     /// Masked secret places the command read or tried to change.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Places of the machine outside the view's readable world that the
+    /// command tried to read (they did not exist for it; a real run would
+    /// have read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads_outside: Vec<String>,
+    /// A bound of the view that stopped the command, in words ("memory
+    /// past 1024 MB", "output past 64 MB", …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_hit: Option<String>,
     pub leftovers: Vec<Leftover>,
     pub hit_time_limit: bool,
     pub hit_size_limit: bool,
@@ -151,7 +160,10 @@ fn is_lookup(address: &str) -> bool {
 /// What every preview says it cannot reproduce.
 pub const HONEST_LIMITS: &[&str] = &[
     "a preview cannot reproduce network effects, time, randomness or remote state",
-    "only the working tree, home and /tmp are writable in the view; writes elsewhere fail there",
+    "only the working tree, home and /tmp are writable in the view (home and /tmp start empty); \
+     writes elsewhere fail there",
+    "only the working tree, the system's program places, /etc as every user may read it and the \
+     tool homes are readable; nothing else exists in the view",
     "the command runs without any capability (even as root), secret places masked",
     "a command can tell it runs in a preview and may act otherwise when approved",
 ];
@@ -207,6 +219,16 @@ impl PreviewReport {
         }
         if let Some(s) = self.secrets.first() {
             out.push(format!("touches a secret place: {s}"));
+        }
+        if let Some(r) = self.reads_outside.first() {
+            let more = match self.reads_outside.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            out.push(format!("reads outside the readable places: {r}{more}"));
+        }
+        if let Some(b) = &self.bound_hit {
+            out.push(format!("reaches a bound of the view: {b}"));
         }
         if let Some(l) = self.leftovers.first() {
             out.push(format!("leaves a process running: {}", l.command));
@@ -315,6 +337,18 @@ impl PreviewReport {
         }
         for l in &self.leftovers {
             let _ = writeln!(s, "left behind (killed): pid {} {}", l.pid, l.command);
+        }
+        for r in &self.reads_outside {
+            let _ = writeln!(s, "not readable in the view: {r}");
+        }
+        for w in &self.writes_refused {
+            let _ = writeln!(s, "write refused: {w}");
+        }
+        for sec in &self.secrets {
+            let _ = writeln!(s, "secret place: {sec}");
+        }
+        if let Some(b) = &self.bound_hit {
+            let _ = writeln!(s, "stopped:   {b}");
         }
     }
 

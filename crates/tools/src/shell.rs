@@ -313,6 +313,7 @@ impl RunShell {
             spill_dir: ctx.spill_dir.clone(),
             labels: ["run_shell-stdout".into(), "run_shell-stderr".into()],
             window: output_view::window_for(limit),
+            cap: None,
         }
     }
 

@@ -78,9 +78,14 @@ pub(super) async fn trial(shell: Host<'_>, arguments: &str, ctx: &ToolContext) -
         opts.time_limit = opts.time_limit.min(limit);
     }
     let live: Option<Arc<LiveOutput>> = ctx.sink().cloned().map(LiveOutput::new);
+    // Nobody asked for this run: what it may leave on the disk is bounded.
+    let retain = Retain {
+        cap: Some(vigil_exec::sandbox::world::config().trial_output_cap()),
+        ..shell.retain.clone()
+    };
     let run = Run {
         env,
-        retain: Some(&shell.retain),
+        retain: Some(&retain),
         on_output: live.as_ref().map(LiveOutput::output_fn),
         shell: Some(program),
         ..Run::default()
@@ -99,6 +104,13 @@ pub(super) async fn trial(shell: Host<'_>, arguments: &str, ctx: &ToolContext) -
 /// The call's result when the view saw no effect, else why it is asked.
 fn judge(shell: &Host<'_>, report: PreviewReport, outcome: &RunOutcome, in_pane: bool) -> Trial {
     let mut effects = report.effects();
+    if outcome.captured().iter().any(|c| c.capped) {
+        let cap = vigil_exec::sandbox::world::config().trial_output_cap();
+        effects.push(format!(
+            "reaches a bound of the view: output past {} MB (only that much was kept)",
+            cap / (1024 * 1024)
+        ));
+    }
     effects.extend(differences(outcome, in_pane));
     if let Some(what) = secret_in_output(outcome) {
         effects.push(format!(

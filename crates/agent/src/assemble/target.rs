@@ -55,6 +55,8 @@ pub async fn build_exec(config: &Config) -> Result<Target, StartError> {
     vigil_exec::env::install(vigil_exec::env::EnvPolicy::from_config(config)?);
     // Runs nobody approved (sandbox, preview) mask the configured secrets.
     vigil_exec::sandbox::set_secret_places(config.secret_places());
+    // And see only their readable world, with the allow-listed environment.
+    vigil_exec::sandbox::world::set_config(config.sandbox.clone());
     match (&config.ssh.target, &config.container.name) {
         (Some(_), Some(_)) => Err(StartError::TwoTargets),
         (Some(target), None) => {

@@ -1,6 +1,8 @@
 //! Landlock inside the preview's view: the command reads and executes
-//! anywhere, but writes, creates, removes, truncates (and opens a FIFO or
-//! device for writing) only beneath the writable roots (the overlays),
+//! only beneath the view's own root ([`super::rootfs`]: its readable
+//! world), so a way out of its `chroot` (a descriptor, a `/proc` link)
+//! reads nothing; it writes, creates, removes, truncates (and opens a FIFO
+//! or device for writing) only beneath the writable roots (the overlays),
 //! plus `/dev/null` and `/dev/full`; it cannot signal the view's PID 1 or
 //! reach an abstract socket outside its domain (ABI ≥ 6).
 //!
@@ -23,8 +25,10 @@ fn err(e: impl std::fmt::Display) -> String {
     format!("cannot fence the view with Landlock: {e}")
 }
 
-/// The ruleset for a view whose writable roots are `roots`.
-pub fn build(roots: &[PathBuf]) -> Result<OwnedFd, String> {
+/// The ruleset for a view whose root is `root` (as PID 1 sees it) and
+/// whose writable roots are `roots` (as the command sees them).
+pub fn build(root: &Path, roots: &[PathBuf]) -> Result<OwnedFd, String> {
+    let inside = |p: &Path| super::rootfs::beneath(root, p);
     let abi = match crate::sandbox::confine::kernel_abi() {
         v if v < 3 => return Err(err(format!("the kernel's Landlock ABI is {v}, 3 needed"))),
         3 => ABI::V3,
@@ -42,10 +46,10 @@ pub fn build(roots: &[PathBuf]) -> Result<OwnedFd, String> {
     let mut created = ruleset.create().map_err(err)?;
     let read: BitFlags<AccessFs> = AccessFs::Execute | AccessFs::ReadFile | AccessFs::ReadDir;
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & !AccessFs::Execute;
-    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = vec![(PathBuf::from("/"), read)];
-    rules.extend(roots.iter().map(|r| (r.clone(), AccessFs::from_all(abi))));
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = vec![(root.to_path_buf(), read)];
+    rules.extend(roots.iter().map(|r| (inside(r), AccessFs::from_all(abi))));
     for dev in ["/dev/null", "/dev/full"] {
-        rules.push((PathBuf::from(dev), file_rights));
+        rules.push((inside(Path::new(dev)), file_rights));
     }
     for (path, rights) in rules {
         let fd = PathFd::new(Path::new(&path)).map_err(err)?;

@@ -19,6 +19,7 @@
 //! wrote. It never runs the command outside the view, and a view that
 //! cannot be built is an error, never a plain run.
 
+pub mod bounds;
 pub mod disguise;
 pub mod effects;
 pub mod fence;
@@ -26,6 +27,8 @@ pub mod limits;
 pub mod memory;
 pub mod mounts;
 pub mod netwatch;
+pub mod readwatch;
+pub mod rootfs;
 pub mod supervise;
 pub mod view;
 pub mod writewatch;
@@ -84,9 +87,36 @@ pub enum PreviewError {
 
 use sandbox::masks::working_tree;
 
-/// The directories made writable for a command run in `cwd` (canonical,
-/// none inside another): its working tree, `home`, `/tmp`.
-pub fn writable_roots(cwd: &Path, home: Option<&Path>) -> Result<Vec<PathBuf>, PreviewError> {
+/// Where a command in the view may write and read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Places {
+    /// The working tree (writable, with its real contents).
+    pub tree: PathBuf,
+    /// Home and `/tmp` (writable, shown empty: the command's own).
+    pub fresh: Vec<PathBuf>,
+    /// The readable world (see [`sandbox::world`]).
+    pub world: sandbox::world::World,
+}
+
+impl Places {
+    /// Every writable root: the tree, then the fresh places.
+    pub fn writable(&self) -> Vec<PathBuf> {
+        std::iter::once(self.tree.clone())
+            .chain(self.fresh.iter().cloned())
+            .collect()
+    }
+}
+
+/// Folders a working tree must not be: the trial would read all of them.
+const NOT_A_TREE: &[&str] = &[
+    "/tmp", "/var/tmp", "/dev/shm", "/run", "/var", "/etc", "/usr",
+];
+
+/// The places of a command run in `cwd`: its working tree (the git top
+/// level, else `cwd`), `home` and `/tmp` shown empty, and its readable
+/// world. A tree that is `/`, the home folder or one holding it, or a
+/// shared folder (`/tmp`…) is refused: it would make all of it readable.
+pub fn places(cwd: &Path, home: Option<&Path>) -> Result<Places, PreviewError> {
     let bad = |why: &str| PreviewError::Directory {
         dir: cwd.to_path_buf(),
         why: why.into(),
@@ -98,17 +128,48 @@ pub fn writable_roots(cwd: &Path, home: Option<&Path>) -> Result<Vec<PathBuf>, P
     if tree == Path::new("/") {
         return Err(bad("the working tree would be / (the whole machine)"));
     }
-    let mut roots: Vec<PathBuf> = [Some(tree.as_path()), home, Some(Path::new("/tmp"))]
+    let home = home.and_then(|h| h.canonicalize().ok());
+    if home.as_ref().is_some_and(|h| h.starts_with(&tree)) {
+        return Err(bad(
+            "the working tree would be the home folder (or hold it): all of it would be readable",
+        ));
+    }
+    if NOT_A_TREE.iter().any(|t| tree == Path::new(t)) {
+        return Err(bad(
+            "the working tree would be a folder every program shares",
+        ));
+    }
+    let fresh: Vec<PathBuf> = [home.as_deref(), Some(Path::new("/tmp"))]
         .into_iter()
         .flatten()
         .filter_map(|p| p.canonicalize().ok())
-        .filter(|p| p.is_dir() && p != Path::new("/"))
+        .filter(|p| p.is_dir() && !p.starts_with(&tree))
         .collect();
-    roots.sort();
-    roots.dedup();
-    let all = roots.clone();
-    roots.retain(|r| !all.iter().any(|o| o != r && r.starts_with(o)));
-    Ok(roots)
+    let world = sandbox::world::world(&tree);
+    Ok(Places { tree, fresh, world })
+}
+
+/// The directories made writable for a command run in `cwd` (canonical):
+/// its working tree, `home`, `/tmp`.
+pub fn writable_roots(cwd: &Path, home: Option<&Path>) -> Result<Vec<PathBuf>, PreviewError> {
+    places(cwd, home).map(|p| p.writable())
+}
+
+/// The preview helper's arguments that give the view its readable world
+/// (`--read`, `--link`, `--hide`; the writable roots and masks are
+/// passed apart).
+pub fn world_args(world: &sandbox::world::World) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    for r in &world.places {
+        args.extend(["--read".into(), r.into()]);
+    }
+    for (at, to) in &world.links {
+        args.extend(["--link".into(), at.into(), to.into()]);
+    }
+    for h in &world.hidden {
+        args.extend(["--hide".into(), h.into()]);
+    }
+    args
 }
 
 /// The staging directory: an empty directory outside every root.
@@ -147,7 +208,7 @@ pub struct Run<'a> {
 fn command(
     script: &str,
     cwd: &Path,
-    roots: &[PathBuf],
+    places: &Places,
     staging: &Path,
     opts: PreviewOptions,
     run: &Run<'_>,
@@ -160,7 +221,9 @@ fn command(
         }
         None => super::env::apply_tool_env(&mut cmd),
     }
-    cmd.args([sandbox::helper::MODE, sandbox::helper::PREVIEW, "--staging"])
+    cmd.args([sandbox::helper::MODE, sandbox::helper::PREVIEW])
+        .args(sandbox::env_args())
+        .arg("--staging")
         .arg(staging)
         .arg("--cwd")
         .arg(cwd)
@@ -169,9 +232,11 @@ fn command(
     if run.trial {
         cmd.arg("--trial");
     }
-    for r in roots {
-        cmd.arg("--root").arg(r);
+    cmd.arg("--root").arg(&places.tree);
+    for f in &places.fresh {
+        cmd.arg("--fresh").arg(f);
     }
+    cmd.args(world_args(&places.world));
     for m in sandbox::masks_for(Some(cwd)) {
         cmd.arg("--mask").arg(m);
     }
@@ -213,17 +278,18 @@ async fn view_run(
     run: Run<'_>,
 ) -> Result<(PreviewReport, super::RunOutcome), PreviewError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let roots = writable_roots(cwd, home.as_deref())?;
+    let places = places(cwd, home.as_deref())?;
     let cwd = cwd.canonicalize().map_err(|e| PreviewError::Directory {
         dir: cwd.to_path_buf(),
         why: e.to_string(),
     })?;
-    let staging = staging(&roots)?;
-    let cmd = command(script, &cwd, &roots, staging.path(), opts, &run)?;
+    let staging = staging(&places.writable())?;
+    let cmd = command(script, &cwd, &places, staging.path(), opts, &run)?;
     let window = Retain {
         spill_dir: None,
         labels: ["preview-stdout".into(), "preview-stderr".into()],
         window: OUTPUT_WINDOW,
+        cap: None,
     };
     let retain = run.retain.unwrap_or(&window);
     let grace = opts.time_limit + Duration::from_secs(30);
@@ -275,17 +341,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn roots_are_the_tree_home_and_tmp_none_inside_another() {
+    fn the_tree_is_writable_home_and_tmp_are_the_commands_own() {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::fs::create_dir_all(repo.join("src/deep")).unwrap();
         let home = tempfile::tempdir_in("/var/tmp").unwrap();
-        let roots = writable_roots(&repo.join("src/deep"), Some(home.path())).unwrap();
-        // The repo is under /tmp, so /tmp covers it.
+        let p = places(&repo.join("src/deep"), Some(home.path())).unwrap();
         let home = home.path().canonicalize().unwrap();
-        assert_eq!(roots, vec![PathBuf::from("/tmp"), home]);
+        assert_eq!(p.tree, repo.canonicalize().unwrap());
+        assert_eq!(p.fresh, vec![home.clone(), PathBuf::from("/tmp")]);
+        assert!(p.world.places.contains(&PathBuf::from("/usr")));
         let err = writable_roots(Path::new("/"), None).unwrap_err();
         assert!(err.to_string().contains("whole machine"), "{err}");
+        let err = places(&home, Some(&home)).unwrap_err();
+        assert!(err.to_string().contains("home folder"), "{err}");
+        let err = places(Path::new("/tmp"), None).unwrap_err();
+        assert!(err.to_string().contains("shares"), "{err}");
     }
 }

@@ -58,6 +58,17 @@ pub fn mount(
 }
 
 fn bind(src: &Path, target: &Path) -> Result<(), String> {
+    bind_with(src, target, libc::MS_BIND)
+}
+
+/// Bind `src` and every mount beneath it at `target` (a mount namespace
+/// made by a user namespace refuses to show a folder without what is
+/// mounted beneath it).
+pub fn bind_tree(src: &Path, target: &Path) -> Result<(), String> {
+    bind_with(src, target, libc::MS_BIND | libc::MS_REC)
+}
+
+fn bind_with(src: &Path, target: &Path, flags: libc::c_ulong) -> Result<(), String> {
     let (s, t) = (cstr(src)?, cstr(target)?);
     // SAFETY: NUL-terminated strings that outlive the call; no data.
     let rc = unsafe {
@@ -65,7 +76,7 @@ fn bind(src: &Path, target: &Path) -> Result<(), String> {
             s.as_ptr(),
             t.as_ptr(),
             std::ptr::null(),
-            libc::MS_BIND,
+            flags,
             std::ptr::null(),
         )
     };
@@ -112,6 +123,20 @@ fn set_attr(path: &Path, set: u64, clear: u64, flags: libc::c_uint) -> Result<()
     Ok(())
 }
 
+/// Read-only, no devices, no set-uid.
+pub const FROZEN: u64 = ATTR_RDONLY | ATTR_NODEV | ATTR_NOSUID;
+
+/// Set `set` on the mount at `path` (and every mount beneath it when
+/// `recursive`).
+pub fn set_attr_path(path: &Path, set: u64, recursive: bool) -> Result<(), String> {
+    let flags = if recursive {
+        libc::AT_RECURSIVE as libc::c_uint
+    } else {
+        0
+    };
+    set_attr(path, set, 0, flags)
+}
+
 /// Every mount of this namespace private, read-only, `nodev` (no device
 /// file opens anywhere: a terminal, a disk) and `nosuid`.
 pub fn freeze_everything() -> Result<(), String> {
@@ -147,18 +172,25 @@ pub fn via(fd: &File) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
-/// Mount root `i`'s overlay (upper and work directories on the tmpfs); in
-/// a user namespace overlay keeps its marks in `user.` xattrs.
-pub fn overlay(staging: &Path, i: usize, root: &Path, userns: bool) -> Result<(), String> {
+/// Mount overlay `i` of `lower` at `target` (upper and work directories
+/// on the tmpfs); in a user namespace overlay keeps its marks in `user.`
+/// xattrs.
+pub fn overlay(
+    staging: &Path,
+    i: usize,
+    lower: &Path,
+    target: &Path,
+    userns: bool,
+) -> Result<(), String> {
     let (upper, work) = (staging.join(format!("u{i}")), staging.join(format!("w{i}")));
     for d in [&upper, &work] {
         std::fs::create_dir(d).map_err(|e| format!("cannot make {}: {e}", d.display()))?;
     }
     let bad = |p: &Path| p.as_os_str().as_bytes().iter().any(|b| b",:\\".contains(b));
-    if [root, &upper, &work].iter().any(|p| bad(p)) {
+    if [lower, &upper, &work].iter().any(|p| bad(p)) {
         return Err(format!(
             "{} holds a comma, colon or backslash",
-            root.display()
+            lower.display()
         ));
     }
     // No redirects, no metadata-only copies: every changed file is whole
@@ -171,13 +203,13 @@ pub fn overlay(staging: &Path, i: usize, root: &Path, userns: bool) -> Result<()
     };
     let data = format!(
         "lowerdir={},upperdir={},workdir={},{extra}",
-        root.display(),
+        lower.display(),
         upper.display(),
         work.display()
     );
     mount(
         "overlay",
-        root,
+        target,
         "overlay",
         libc::MS_NODEV | libc::MS_NOSUID,
         &data,
@@ -230,11 +262,13 @@ fn to_epoch(path: &Path) -> Result<(), String> {
 
 /// The masked places whose content was read (a read or a directory
 /// listing moved the access time off the epoch).
-pub fn masks_read(masks: &[PathBuf]) -> Vec<String> {
+pub fn masks_read(root: &Path, masks: &[PathBuf]) -> Vec<String> {
     use std::os::unix::fs::MetadataExt;
     masks
         .iter()
-        .filter(|m| std::fs::metadata(m).is_ok_and(|meta| meta.atime() != 0))
+        .filter(|m| {
+            std::fs::metadata(super::rootfs::beneath(root, m)).is_ok_and(|meta| meta.atime() != 0)
+        })
         .map(|m| m.display().to_string())
         .collect()
 }
@@ -256,8 +290,7 @@ fn blank_file(dir: &Path, i: usize) -> Result<PathBuf, String> {
 /// (reached through `real_dev`, a handle held before), the `fd` and
 /// `stdin`/`stdout`/`stderr` links, then made read-only. No terminal, no
 /// pty, no disk, no `shm`, no `mqueue`.
-pub fn fresh_dev(real_dev: &File) -> Result<(), String> {
-    let dev = Path::new("/dev");
+pub fn fresh_dev(real_dev: &File, dev: &Path) -> Result<(), String> {
     mount(
         "tmpfs",
         dev,

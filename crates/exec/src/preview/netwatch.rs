@@ -41,6 +41,7 @@ pub type Attempts = Arc<Mutex<Vec<RefusedConnection>>>;
 pub struct Watched {
     pub attempts: Attempts,
     pub writes: Writes,
+    pub reads: std::sync::Arc<super::readwatch::ReadWatch>,
 }
 
 /// Most distinct attempts recorded (a retry loop would otherwise fill
@@ -76,6 +77,7 @@ fn filter() -> Vec<libc::sock_filter> {
     p.extend(seccomp::keyrings());
     p.extend(seccomp::pid_naming());
     p.extend(writewatch::rules());
+    p.extend(super::readwatch::rules());
     p.push(seccomp::allow_rest());
     p
 }
@@ -83,8 +85,11 @@ fn filter() -> Vec<libc::sock_filter> {
 /// Load the filter into the calling thread (`no_new_privs` must be set)
 /// and start the supervisor thread; what the command starts afterwards is
 /// watched.
-pub fn start() -> std::io::Result<Watched> {
-    let watched = Watched::default();
+pub fn start(reads: super::readwatch::Readable) -> std::io::Result<Watched> {
+    let watched = Watched {
+        reads: std::sync::Arc::new(super::readwatch::ReadWatch::new(reads)),
+        ..Watched::default()
+    };
     let seen = watched.clone();
     // The supervisor thread starts first, so the filter (loaded into the
     // calling thread only) does not bind it: it reads other processes'
@@ -119,8 +124,14 @@ fn supervise(fd: i32, watched: &Watched) {
         }
         let pid = req.pid as libc::pid_t;
         let nr = i64::from(req.data.nr);
-        if writewatch::watches(nr) {
-            writewatch::record(&watched.writes, pid, nr, &req.data.args);
+        let args = &req.data.args;
+        let path_call = writewatch::watches(nr) || super::readwatch::watches(nr);
+        if path_call {
+            if writewatch::watches(nr) && writewatch::is_write(nr, args) {
+                writewatch::record(&watched.writes, pid, nr, args);
+            } else {
+                watched.reads.record(pid, nr, args);
+            }
             let mut resp = libc::seccomp_notif_resp {
                 id: req.id,
                 val: 0,

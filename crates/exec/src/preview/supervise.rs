@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::report::Leftover;
@@ -26,52 +26,72 @@ pub struct Ended {
     pub hit_time_limit: bool,
     pub leftovers: Vec<Leftover>,
     pub duration: Duration,
+    /// A bound of the view that stopped it ([`super::bounds`]).
+    pub bound_hit: Option<String>,
 }
 
-/// Run `program` in `cwd`, confined by the Landlock `ruleset`, and wait at
-/// most `limit`. A preview gets the sandbox's clean environment and its
-/// stderr merged into stdout; a `trial` (whose output is the call's
-/// result) keeps the environment the helper was given, which is what a
-/// real run gets, and its stderr apart.
-pub fn run(
-    program: &[OsString],
-    cwd: &Path,
-    limit: Duration,
-    ruleset: &OwnedFd,
-    trial: bool,
-) -> Result<Ended, String> {
+/// What to run and how.
+pub struct Command<'a> {
+    pub program: &'a [OsString],
+    /// The view's root folder (as PID 1 sees it): the command's `/`.
+    pub root: &'a Path,
+    /// Where it starts (as the command sees it).
+    pub cwd: &'a Path,
+    pub limit: Duration,
+    /// The Landlock ruleset it enforces on itself.
+    pub ruleset: &'a OwnedFd,
+    /// A trial (its output is the call's result): `PATH` as given and
+    /// stderr apart; else the sandbox's `PATH` and stderr merged.
+    pub trial: bool,
+}
+
+/// Run the command in the view's root, confined by the Landlock ruleset
+/// and the view's bounds, and wait at most its limit. It gets the clean
+/// environment (an allow-list, [`clean_env`]) either way.
+pub fn run(c: &Command<'_>) -> Result<Ended, String> {
     let started = Instant::now();
-    let mut cmd = Command::new(&program[0]);
-    cmd.args(&program[1..])
-        .current_dir(cwd)
-        .stdin(Stdio::null());
-    if !trial {
-        cmd.env_clear()
-            .envs(clean_env(std::env::vars_os()))
-            .env("PATH", SAFE_PATH)
+    let mut cmd = std::process::Command::new(&c.program[0]);
+    // PID 1's own `/dev` is the machine's, `nodev`: the view's null device.
+    let null = std::fs::File::open(super::rootfs::beneath(c.root, Path::new("/dev/null")))
+        .map_err(|e| format!("cannot open the view's /dev/null: {e}"))?;
+    cmd.args(&c.program[1..])
+        .stdin(Stdio::from(null))
+        .env_clear()
+        .envs(clean_env(std::env::vars_os()));
+    if !c.trial {
+        cmd.env("PATH", SAFE_PATH)
             .stderr(Stdio::from(merged_stderr()?));
     }
-    let ruleset = ruleset.as_raw_fd();
-    // SAFETY: the closure only makes system calls (setsid, prctl, capset,
-    // landlock_restrict_self) and allocates nothing, as a child of a
+    let root = super::mounts::cstr(c.root)?;
+    let cwd = super::mounts::cstr(c.cwd)?;
+    let ruleset = c.ruleset.as_raw_fd();
+    // SAFETY: the closure only makes system calls (setsid, prctl, chroot,
+    // chdir, setrlimit, capset, landlock_restrict_self) on data made
+    // before the fork and allocates nothing, as a child of a
     // multi-threaded process must.
     unsafe {
         cmd.pre_exec(move || {
             libc::setsid();
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            if libc::chroot(root.as_ptr()) != 0 || libc::chdir(cwd.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            super::bounds::apply_rlimits()?;
             confine::drop_capabilities()
                 .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
             confine::restrict_self(ruleset)
         });
     }
+    let watchdog = super::bounds::Watchdog::start();
     let child = cmd
         .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", program[0]))?;
+        .map_err(|e| format!("cannot start {:?}: {e}", c.program[0]))?;
     let pid = child.id() as libc::pid_t;
-    let status = wait_until(pid, started + limit);
+    let status = wait_until(pid, started + c.limit);
+    let bound_hit = watchdog.stop();
     let leftovers = match status {
-        Some(_) => living(pid),
-        None => Vec::new(),
+        Some(_) if bound_hit.is_none() => living(pid),
+        _ => Vec::new(),
     };
     end_everything();
     let (exit_code, signal) = match status {
@@ -85,6 +105,7 @@ pub fn run(
         hit_time_limit: status.is_none(),
         leftovers,
         duration: started.elapsed(),
+        bound_hit,
     })
 }
 

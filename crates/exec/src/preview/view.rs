@@ -32,7 +32,7 @@ use std::time::Duration;
 use super::effects::{self, Caps, Layer};
 use super::mounts::{self, cstr, hold, mount, os_err, via};
 use super::report::PreviewReport;
-use super::{disguise, fence, limits, netwatch, supervise, writewatch};
+use super::{disguise, fence, limits, netwatch, readwatch, rootfs, supervise, writewatch};
 
 /// Exit status when the view could not be built (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -46,9 +46,20 @@ pub struct Request {
     pub time_limit: Duration,
     pub size_limit: u64,
     pub cwd: PathBuf,
+    /// Writable places shown with their real contents (the working tree).
     pub roots: Vec<PathBuf>,
+    /// Writable places shown empty (home, `/tmp`): the command's own.
+    pub fresh: Vec<PathBuf>,
+    /// Readable places (see [`crate::sandbox::world`]).
+    pub reads: Vec<PathBuf>,
+    /// Symbolic links among them, made again: `(where, what it says)`.
+    pub links: Vec<(PathBuf, PathBuf)>,
     /// Secret places to mask (see [`crate::sandbox::masks`]).
     pub masks: Vec<PathBuf>,
+    /// Entries of the readable places unreadable to others, masked too.
+    pub hide: Vec<PathBuf>,
+    /// The operator's `[sandbox] env_add` names.
+    pub env_add: Vec<String>,
     /// A trial run whose output is the call's result: the command keeps
     /// the environment the helper was given (the one a real run gets) and
     /// its stderr apart from its stdout.
@@ -82,7 +93,18 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
             "--staging" => req.staging = value(&mut it, flag)?.into(),
             "--cwd" => req.cwd = value(&mut it, flag)?.into(),
             "--root" => req.roots.push(value(&mut it, flag)?.into()),
+            "--fresh" => req.fresh.push(value(&mut it, flag)?.into()),
+            "--read" => req.reads.push(value(&mut it, flag)?.into()),
+            "--link" => {
+                let at = value(&mut it, flag)?.into();
+                req.links.push((at, value(&mut it, flag)?.into()));
+            }
             "--mask" => req.masks.push(value(&mut it, flag)?.into()),
+            "--hide" => req.hide.push(value(&mut it, flag)?.into()),
+            "--env" => {
+                let name = value(&mut it, flag)?.to_str().ok_or("--env needs a name")?;
+                req.env_add.push(name.to_string());
+            }
             "--time-ms" => {
                 req.time_limit = Duration::from_millis(number(value(&mut it, flag)?, flag)?);
             }
@@ -116,6 +138,10 @@ pub fn main(args: &[OsString]) -> i32 {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    crate::sandbox::world::set_config(vigil_config::readable::SandboxConfig {
+        env_add: req.env_add.clone(),
+        ..Default::default()
+    });
     crate::sandbox::session::cloexec_inherited();
     if let Err(e) = crate::sandbox::session::drop_terminal() {
         return fail(&e);
@@ -260,11 +286,6 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
     }
     disguise::look_like_init();
     mounts::freeze_everything()?;
-    let lowers: Vec<File> = req
-        .roots
-        .iter()
-        .map(|r| hold(r))
-        .collect::<Result<_, _>>()?;
     let real_dev = hold(Path::new("/dev"))?;
     let size = format!("size={},mode=0700", req.size_limit);
     mount(
@@ -275,46 +296,57 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
         &size,
     )?;
     let staging = hold(&req.staging)?;
-    for (i, root) in req.roots.iter().enumerate() {
-        mounts::overlay(&req.staging, i, root, userns)?;
-    }
-    for (i, place) in req.masks.iter().enumerate() {
-        mounts::mask(place, &req.staging, i)?;
-    }
-    mounts::fresh_dev(&real_dev)?;
+    let root = req.staging.join("r");
+    let plan = rootfs::Plan {
+        root: &root,
+        staging: &req.staging,
+        trees: &req.roots,
+        fresh: &req.fresh,
+        reads: &req.reads,
+        links: &req.links,
+        userns,
+    };
+    let lower_paths = rootfs::build(&plan)?;
+    mounts::fresh_dev(&real_dev, &root.join("dev"))?;
     drop(real_dev);
-    // Hide the layers from the command (PID 1 keeps its handle).
-    mount(
-        "tmpfs",
-        &req.staging,
-        "tmpfs",
-        libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID,
-        "size=4k,mode=0500",
-    )
-    .or_else(|e| {
-        // Under the fresh /dev the staging folder is out of sight already.
-        if std::fs::metadata(&req.staging).is_err() {
-            Ok(())
-        } else {
-            Err(e)
-        }
-    })?;
     let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY;
+    mount("proc", &root.join("proc"), "proc", proc_flags, "")?;
+    // PID 1's own `/proc` shows the view's processes too (the watchers
+    // read the callers' folders there).
     mount("proc", Path::new("/proc"), "proc", proc_flags, "")?;
+    for (i, place) in req.masks.iter().chain(&req.hide).enumerate() {
+        mounts::mask(&rootfs::beneath(&root, place), &req.staging, i)?;
+    }
+    rootfs::seal(&root)?;
+    let all_roots: Vec<PathBuf> = req.roots.iter().chain(&req.fresh).cloned().collect();
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
-    let ruleset = fence::build(&req.roots)?;
-    let watched = netwatch::start().map_err(|e| format!("cannot watch the command: {e}"))?;
-    let ended = supervise::run(&req.program, &req.cwd, req.time_limit, &ruleset, req.trial)?;
+    let ruleset = fence::build(&root, &all_roots)?;
+    writewatch::set_view_root(&root);
+    let watched =
+        netwatch::start(readable_of(req)).map_err(|e| format!("cannot watch the command: {e}"))?;
+    let command = supervise::Command {
+        program: &req.program,
+        root: &root,
+        cwd: &req.cwd,
+        limit: req.time_limit,
+        ruleset: &ruleset,
+        trial: req.trial,
+    };
+    let ended = supervise::run(&command)?;
     let writes = watched.writes.lock().map(|w| w.clone()).unwrap_or_default();
-    let tried = writewatch::classify(&writes, &req.roots, &req.masks);
-    let mut secrets = mounts::masks_read(&req.masks);
+    let tried = writewatch::classify(&writes, &all_roots, &req.fresh, &req.masks);
+    let mut secrets = mounts::masks_read(&root, &req.masks);
     secrets.extend(tried.secrets);
     secrets.sort();
     secrets.dedup();
+    let mut outside = watched.reads.outside();
+    outside.extend(mounts::masks_read(&root, &req.hide));
+    outside.sort();
+    outside.dedup();
     let mut report = PreviewReport {
         cwd: req.cwd.clone(),
-        writable: req.roots.clone(),
+        writable: all_roots.clone(),
         exit_code: ended.exit_code,
         signal: ended.signal,
         duration_ms: ended.duration.as_millis() as u64,
@@ -328,17 +360,17 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
             .map(|a| a.clone())
             .unwrap_or_default(),
         writes_refused: tried.refused,
+        reads_outside: outside,
         secrets,
+        bound_hit: ended.bound_hit,
         ..PreviewReport::default()
     };
     let top = via(&staging);
     report.hit_size_limit = nearly_full(&top, req.size_limit);
-    let uppers: Vec<PathBuf> = (0..req.roots.len())
+    let uppers: Vec<PathBuf> = (0..all_roots.len())
         .map(|i| top.join(format!("u{i}")))
         .collect();
-    let lower_paths: Vec<PathBuf> = lowers.iter().map(via).collect();
-    let layers: Vec<Layer<'_>> = req
-        .roots
+    let layers: Vec<Layer<'_>> = all_roots
         .iter()
         .zip(&uppers)
         .zip(&lower_paths)
@@ -355,6 +387,19 @@ fn pid1(req: &Request, mut report_file: File, userns: bool) -> Result<(), String
     report_file
         .write_all(&json)
         .map_err(|e| format!("cannot write the report: {e}"))
+}
+
+/// What the command may read, for the read watch.
+fn readable_of(req: &Request) -> readwatch::Readable {
+    let reads: Vec<PathBuf> = req.roots.iter().chain(&req.reads).cloned().collect();
+    let mut ways = reads.clone();
+    ways.extend(req.fresh.iter().cloned());
+    ways.extend(req.links.iter().map(|(l, _)| l.clone()));
+    readwatch::Readable {
+        reads,
+        hidden: req.masks.iter().chain(&req.hide).cloned().collect(),
+        ways,
+    }
 }
 
 /// Whether the tmpfs is within 1% (at least 64 KiB) of full.

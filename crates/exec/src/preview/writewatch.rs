@@ -100,21 +100,23 @@ fn flag_gated() -> Vec<(i64, Option<usize>, usize, u32)> {
 pub fn rules() -> Vec<libc::sock_filter> {
     let notify = libc::SECCOMP_RET_USER_NOTIF;
     let mut p = Vec::new();
-    for (nr, _, _, flags) in flag_gated() {
-        p.extend(seccomp::block(
-            nr,
-            vec![
-                seccomp::load_arg(flags),
-                seccomp::jump_set(WRITE_FLAGS, 0, 1),
-                seccomp::ret(notify),
-                seccomp::ret(seccomp::ALLOW),
-            ],
-        ));
+    // Every open: a read-only one is [`super::readwatch`]'s to look at.
+    for (nr, ..) in flag_gated() {
+        p.extend(seccomp::on_call(nr, notify));
     }
     for (nr, _) in by_path() {
         p.extend(seccomp::on_call(nr, notify));
     }
     p
+}
+
+/// Whether call `nr` with these arguments asks to write (an open without
+/// write flags only reads).
+pub fn is_write(nr: i64, args: &[u64; 6]) -> bool {
+    match flag_gated().iter().find(|(n, ..)| *n == nr) {
+        Some((.., flags)) => args[*flags as usize] as u32 & WRITE_FLAGS != 0,
+        None => true,
+    }
 }
 
 /// Whether `nr` is one of this module's calls.
@@ -147,7 +149,7 @@ pub fn record(writes: &Writes, pid: libc::pid_t, nr: i64, args: &[u64; 6]) {
 }
 
 /// The NUL-terminated path at `ptr` in `pid` (at most `PATH_MAX`).
-fn read_path(pid: libc::pid_t, ptr: u64) -> Option<PathBuf> {
+pub fn read_path(pid: libc::pid_t, ptr: u64) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     if ptr == 0 {
         return None;
@@ -169,8 +171,24 @@ fn read_path(pid: libc::pid_t, ptr: u64) -> Option<PathBuf> {
     None
 }
 
+static VIEW_ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The view's root folder as PID 1 sees it (the command runs `chroot`ed
+/// there): a folder a watcher reads from `/proc/PID/…` is named from it.
+pub fn set_view_root(root: &Path) {
+    let _ = VIEW_ROOT.set(root.to_path_buf());
+}
+
+/// `path` as PID 1 sees it, named as the command sees it.
+pub fn from_view(path: PathBuf) -> PathBuf {
+    match VIEW_ROOT.get().and_then(|r| path.strip_prefix(r).ok()) {
+        Some(rest) => Path::new("/").join(rest),
+        None => path,
+    }
+}
+
 /// `name` made absolute against `dirfd` (or the cwd) of `pid`.
-fn absolute(pid: libc::pid_t, dirfd: u64, name: &Path) -> Option<PathBuf> {
+pub fn absolute(pid: libc::pid_t, dirfd: u64, name: &Path) -> Option<PathBuf> {
     if name.is_absolute() {
         return Some(normal(name));
     }
@@ -179,14 +197,14 @@ fn absolute(pid: libc::pid_t, dirfd: u64, name: &Path) -> Option<PathBuf> {
     } else {
         format!("/proc/{pid}/fd/{dirfd}")
     };
-    let dir = std::fs::read_link(link).ok()?;
+    let dir = from_view(std::fs::read_link(link).ok()?);
     Some(normal(&dir.join(name)))
 }
 
 /// A path through the caller's `/proc/self/fd/N` (or its pid's) names the
 /// file that descriptor is open on: resolved now, while the caller lives
 /// (the supervisor's own `/proc/self` is another process).
-fn through_proc(pid: libc::pid_t, path: PathBuf) -> PathBuf {
+pub fn through_proc(pid: libc::pid_t, path: PathBuf) -> PathBuf {
     let text = path.to_string_lossy();
     let own = text
         .strip_prefix("/proc/self/")
@@ -197,7 +215,7 @@ fn through_proc(pid: libc::pid_t, path: PathBuf) -> PathBuf {
         .parent()
         .is_some_and(|p| p.file_name().is_some_and(|n| n == "fd"));
     match std::fs::read_link(&own) {
-        Ok(target) if is_fd && target.is_absolute() => target,
+        Ok(target) if is_fd && target.is_absolute() => from_view(target),
         _ => own,
     }
 }
@@ -231,16 +249,26 @@ pub struct Classified {
 /// changed), a device or process file (no lasting effect), a masked place,
 /// or elsewhere. Paths are resolved as far as they exist, so a symlink
 /// inside a root that points outside counts as outside.
-pub fn classify(writes: &[PathBuf], roots: &[PathBuf], masks: &[PathBuf]) -> Classified {
+///
+/// `fresh` are the writable roots the view shows empty (home, `/tmp`): a
+/// write there on something the machine has (`rm -f /tmp/x`) did not
+/// reach it in the view, so it counts as refused too.
+pub fn classify(
+    writes: &[PathBuf],
+    roots: &[PathBuf],
+    fresh: &[PathBuf],
+    masks: &[PathBuf],
+) -> Classified {
     let mut out = Classified::default();
     for w in writes {
         let real = resolved(w);
         let under = |bases: &[PathBuf], p: &Path| bases.iter().any(|b| p.starts_with(b));
+        let unseen = under(fresh, &real) && !fresh.contains(&real) && real.exists();
         if under(masks, w) || under(masks, &real) {
             out.secrets.push(w.display().to_string());
         } else if harmless(&real) {
             continue;
-        } else if !under(roots, &real) {
+        } else if !under(roots, &real) || unseen {
             out.refused.push(w.display().to_string());
         }
     }
@@ -255,7 +283,7 @@ fn harmless(p: &Path) -> bool {
 }
 
 /// `path` with its longest existing ancestor resolved.
-fn resolved(path: &Path) -> PathBuf {
+pub fn resolved(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut at = path.to_path_buf();
     loop {
@@ -291,6 +319,7 @@ mod tests {
         let c = classify(
             &writes,
             std::slice::from_ref(&root),
+            &[],
             &[PathBuf::from("/home/u/.ssh")],
         );
         let out_passwd = root.join("out/passwd").display().to_string();

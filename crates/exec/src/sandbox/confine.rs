@@ -55,12 +55,16 @@ fn target_abi() -> Result<ABI, SandboxError> {
     }
 }
 
-/// What the sandbox may write besides reading everything.
+/// What the sandbox may read and write.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Allowances {
     /// Existing files the command may write (its own output files).
     pub write_files: Vec<PathBuf>,
-    /// Secret places that must read as denied (see [`super::readable`]).
+    /// The readable places (its world: [`super::world`]); nothing else is
+    /// read, listed or executed, but `/proc` and [`READABLE_DEVICES`].
+    pub readable: Vec<PathBuf>,
+    /// Places inside them that must read as denied: secret places and
+    /// entries unreadable to others (see [`super::readable`]).
     pub masks: Vec<PathBuf>,
 }
 
@@ -124,10 +128,12 @@ pub struct Prepared {
     ruleset: OwnedFd,
 }
 
-/// Build the ruleset: list and execute beneath `/`, read files beneath
-/// everything but `/dev` and the masked places (and [`READABLE_DEVICES`]
-/// in `/dev`), write the allowed files and `/dev/null`, no TCP, scoped
-/// signals and abstract sockets (ABI ≥ 6). Nothing is enforced yet.
+/// Build the ruleset: read, list and execute beneath the readable places
+/// but the masked ones, read `/proc` (the machine's processes, as `ps`
+/// shows them; another process's memory and environment stay behind the
+/// ptrace checks Landlock scopes) and [`READABLE_DEVICES`], write the
+/// allowed files and `/dev/null`, no TCP, scoped signals and abstract
+/// sockets (ABI ≥ 6). Nothing is enforced yet.
 pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
     let abi = target_abi()?;
     let mut ruleset = Ruleset::default()
@@ -140,13 +146,6 @@ pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(ruleset_error)?;
     }
     let mut created = ruleset.create().map_err(ruleset_error)?;
-    let root = PathFd::new("/").map_err(ruleset_error)?;
-    created = created
-        .add_rule(PathBeneath::new(
-            root,
-            AccessFs::Execute | AccessFs::ReadDir,
-        ))
-        .map_err(ruleset_error)?;
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & !AccessFs::Execute;
     let mut writable = vec![PathBuf::from("/dev/null")];
     writable.extend(allow.write_files.iter().cloned());
@@ -163,10 +162,32 @@ pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
     let ruleset = fd.ok_or_else(|| SandboxError::NotEnforced("no ruleset".into()))?;
     let mut excluded = readable::real_places(&allow.masks);
     excluded.push(PathBuf::from("/dev"));
-    let mut readable = readable::readable_beneath(&excluded).map_err(SandboxError::Landlock)?;
-    readable.extend(READABLE_DEVICES.iter().map(PathBuf::from));
+    let places = readable::real_places(&allow.readable);
+    let (readable, entered) =
+        readable::readable_and_entered(&places, &excluded).map_err(SandboxError::Landlock)?;
     for path in readable {
-        add_read_rule(&ruleset, &path)?;
+        add_read_rule(
+            &ruleset,
+            &path,
+            ACCESS_READ_FILE | ACCESS_READ_DIR | ACCESS_EXECUTE,
+        )?;
+    }
+    // A folder holding a masked place is listed (names only, beneath it);
+    // so is the device folder.
+    for path in entered
+        .iter()
+        .map(PathBuf::as_path)
+        .chain([std::path::Path::new("/dev")])
+    {
+        add_read_rule(&ruleset, path, ACCESS_READ_DIR)?;
+    }
+    add_read_rule(
+        &ruleset,
+        std::path::Path::new("/proc"),
+        ACCESS_READ_FILE | ACCESS_READ_DIR,
+    )?;
+    for dev in READABLE_DEVICES {
+        add_read_rule(&ruleset, std::path::Path::new(dev), ACCESS_READ_FILE)?;
     }
     Ok(Prepared { ruleset })
 }
@@ -178,13 +199,20 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
-/// `LANDLOCK_ACCESS_FS_READ_FILE`.
+/// `LANDLOCK_ACCESS_FS_EXECUTE`, `_READ_FILE`, `_READ_DIR`.
+const ACCESS_EXECUTE: u64 = 1;
 const ACCESS_READ_FILE: u64 = 1 << 2;
+const ACCESS_READ_DIR: u64 = 1 << 3;
 
-/// One read rule beneath `path`, added with the raw system calls (there are
-/// many: one per sibling along each masked place); an entry that vanished
-/// since it was listed is skipped.
-fn add_read_rule(ruleset: &OwnedFd, path: &std::path::Path) -> Result<(), SandboxError> {
+/// One read rule (`rights`) beneath `path`, added with the raw system
+/// calls (there are many: one per sibling along each masked place); an
+/// entry that vanished since it was listed is skipped. A file gets only
+/// the rights a file can have.
+fn add_read_rule(
+    ruleset: &OwnedFd,
+    path: &std::path::Path,
+    rights: u64,
+) -> Result<(), SandboxError> {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return Ok(());
@@ -194,8 +222,13 @@ fn add_read_rule(ruleset: &OwnedFd, path: &std::path::Path) -> Result<(), Sandbo
     if fd < 0 {
         return Ok(());
     }
+    let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
     let attr = PathBeneathAttr {
-        allowed_access: ACCESS_READ_FILE,
+        allowed_access: if is_dir {
+            rights
+        } else {
+            rights & !ACCESS_READ_DIR
+        },
         parent_fd: fd,
     };
     // SAFETY: the attribute is the packed layout the kernel expects and

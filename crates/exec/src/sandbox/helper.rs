@@ -1,5 +1,5 @@
 //! The sandbox helper: the hidden mode `vigil __sandbox [--write FILE]…
-//! [--mask PATH]… -- PROGRAM ARGS…` of the vigil binary, started by
+//! [--read PATH]… [--mask PATH]… -- PROGRAM ARGS…` of the vigil binary, started by
 //! absolute path.
 //!
 //! It runs before anything else in `main` (no async runtime, one thread).
@@ -43,6 +43,8 @@ pub const SETUP_FAILED: i32 = 125;
 struct Request {
     probe: bool,
     allow: Allowances,
+    /// The operator's `[sandbox] env_add` names.
+    env_add: Vec<String>,
     program: Vec<OsString>,
 }
 
@@ -50,6 +52,7 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
     let mut req = Request {
         probe: false,
         allow: Allowances::default(),
+        env_add: Vec::new(),
         program: Vec::new(),
     };
     let mut it = args.iter();
@@ -63,6 +66,17 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
             Some("--mask") => {
                 let path = it.next().ok_or("--mask needs a path")?;
                 req.allow.masks.push(PathBuf::from(path));
+            }
+            Some("--env") => {
+                let name = it
+                    .next()
+                    .and_then(|n| n.to_str())
+                    .ok_or("--env needs a name")?;
+                req.env_add.push(name.to_string());
+            }
+            Some("--read") => {
+                let path = it.next().ok_or("--read needs a path")?;
+                req.allow.readable.push(PathBuf::from(path));
             }
             Some("--") => {
                 req.program = it.cloned().collect();
@@ -108,6 +122,10 @@ fn run(req: Request) -> i32 {
             Err(e) => fail(&e.to_string()),
         };
     }
+    super::world::set_config(vigil_config::readable::SandboxConfig {
+        env_add: req.env_add.clone(),
+        ..Default::default()
+    });
     let prepared = match prepare(&req.allow) {
         Ok(p) => p,
         Err(e) => return fail(&e.to_string()),

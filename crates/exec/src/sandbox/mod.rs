@@ -59,6 +59,7 @@ pub mod masks;
 pub mod readable;
 pub mod seccomp;
 pub mod session;
+pub mod world;
 
 pub use masks::{masks_for, set_secret_places};
 
@@ -74,11 +75,31 @@ use super::{ExecError, OutputFn, RunOutcome};
 /// `PATH` inside the sandbox, whatever the caller's was.
 pub const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// Variables a sandboxed command may see (besides `PATH` and `LC_*`).
-const ENV_ALLOW: &[&str] = &[
-    "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "COLUMNS", "LINES",
-    "NO_COLOR", "SHELL",
-];
+/// The readable world of a run in `cwd` (vigil's directory when `None`).
+pub fn world_for(cwd: Option<&Path>) -> world::World {
+    let dir = cwd
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())
+        .and_then(|d| d.canonicalize().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    world::world(&masks::working_tree(&dir))
+}
+
+/// The sandbox helper's arguments for a run in `cwd`: the operator's
+/// environment names, the readable world (`--read`), and what must read
+/// as denied inside it (`--mask`: secret places, entries closed to
+/// others).
+pub fn helper_args(cwd: Option<&Path>) -> Vec<OsString> {
+    let mut args = env_args();
+    let world = world_for(cwd);
+    for p in std::iter::once(&world.tree).chain(&world.places) {
+        args.extend([OsString::from("--read"), p.into()]);
+    }
+    for m in masks_for(cwd).iter().chain(&world.hidden) {
+        args.extend([OsString::from("--mask"), m.into()]);
+    }
+    args
+}
 
 /// Why the sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -97,15 +118,26 @@ pub enum SandboxError {
     Seccomp(std::io::Error),
 }
 
-/// The allow-listed part of `vars` (see [`ENV_ALLOW`]).
+/// The allow-listed part of `vars`: the names of
+/// [`vigil_config::readable::ENV_ALLOW`], `LC_*` and the operator's
+/// `[sandbox] env_add` ([`world::config`]); nothing else.
 pub fn clean_env(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
+    let config = world::config();
     vars.into_iter()
-        .filter(|(k, _)| {
-            k.to_str()
-                .is_some_and(|k| ENV_ALLOW.contains(&k) || k.starts_with("LC_"))
-        })
+        .filter(|(k, _)| k.to_str().is_some_and(|k| config.env_allowed(k)))
+        .collect()
+}
+
+/// The helper arguments that carry the operator's `[sandbox] env_add`
+/// names (the helper is another process: it learns them from its
+/// command line, see [`helper`]).
+pub fn env_args() -> Vec<OsString> {
+    world::config()
+        .env_add
+        .iter()
+        .flat_map(|n| [OsString::from("--env"), OsString::from(n)])
         .collect()
 }
 
@@ -176,9 +208,7 @@ pub fn command(
     for f in write_files {
         std_cmd.arg("--write").arg(f);
     }
-    for m in masks_for(cwd) {
-        std_cmd.arg("--mask").arg(m);
-    }
+    std_cmd.args(helper_args(cwd));
     std_cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")]);
     std_cmd.arg(script);
     if let Some(dir) = cwd {
@@ -238,7 +268,7 @@ mod tests {
             .into_iter()
             .map(|(k, _)| k.into_string().unwrap())
             .collect();
-        assert_eq!(kept, ["HOME", "LC_ALL"]);
+        assert_eq!(kept, ["HOME", "LC_ALL", "PATH"]);
     }
 
     #[test]

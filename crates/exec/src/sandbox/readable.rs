@@ -1,12 +1,13 @@
-//! Where a sandboxed command may read: everything beneath `/` except the
-//! excluded places (the device folder and every masked secret place).
+//! Where a sandboxed command may read: beneath the readable places of its
+//! world ([`super::world`]) except the excluded places within them (every
+//! masked secret place, every entry unreadable to others).
 //!
 //! Landlock only allows, and a right granted on a folder reaches all that
-//! is beneath it, so the readable set is built as a complement: a rule on
-//! each entry of `/`, except that an entry holding an excluded place is not
-//! granted whole but entered, and its own entries granted the same way,
-//! down to the excluded place itself, which gets no rule. Symbolic links
-//! get no rule (the place they lead to is reached through its real path).
+//! is beneath it, so each place is granted as a complement: a place
+//! holding an excluded place is not granted whole but entered, and its own
+//! entries granted the same way, down to the excluded place itself, which
+//! gets no rule. Symbolic links get no rule (the place they lead to is
+//! reached through its real path).
 //!
 //! This module only lists paths; it never opens a file's contents and never
 //! applies anything.
@@ -31,12 +32,35 @@ pub fn real_places(places: &[PathBuf]) -> Vec<PathBuf> {
 /// The paths to grant read access beneath, so that everything under `/`
 /// is readable but `excluded` (real paths, see [`real_places`]).
 pub fn readable_beneath(excluded: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    if excluded.iter().any(|x| x == Path::new("/")) {
-        return Err("the whole filesystem is masked".into());
+    readable_within(&[PathBuf::from("/")], excluded)
+}
+
+/// The paths to grant read access beneath, so that everything beneath
+/// `places` is readable but `excluded` (all real paths).
+pub fn readable_within(places: &[PathBuf], excluded: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    readable_and_entered(places, excluded).map(|(whole, _)| whole)
+}
+
+/// [`readable_within`], and the folders entered on the way to an excluded
+/// place (they must still be listed: a working tree holding a `.env`).
+pub fn readable_and_entered(
+    places: &[PathBuf],
+    excluded: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), String> {
+    let (mut out, mut entered) = (Vec::new(), Vec::new());
+    for place in places {
+        let p = bytes(place);
+        if excluded.iter().any(|x| within(p, bytes(x))) {
+            continue;
+        }
+        if excluded.iter().any(|x| within(bytes(x), p)) {
+            entered.push(place.clone());
+            walk(place, excluded, &mut out, &mut entered)?;
+        } else {
+            out.push(place.clone());
+        }
     }
-    let mut out = Vec::new();
-    walk(Path::new("/"), excluded, &mut out)?;
-    Ok(out)
+    Ok((out, entered))
 }
 
 /// Whether `a` is `b` or beneath it (byte prefix at a `/` boundary; both
@@ -50,7 +74,12 @@ fn bytes(p: &Path) -> &[u8] {
     p.as_os_str().as_bytes()
 }
 
-fn walk(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<(), String> {
+fn walk(
+    dir: &Path,
+    excluded: &[PathBuf],
+    out: &mut Vec<PathBuf>,
+    entered: &mut Vec<PathBuf>,
+) -> Result<(), String> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     for entry in entries.flatten() {
@@ -64,7 +93,8 @@ fn walk(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<(), 
         }
         if excluded.iter().any(|x| within(bytes(x), p)) {
             if kind.is_dir() {
-                walk(&path, excluded, out)?;
+                entered.push(path.clone());
+                walk(&path, excluded, out, entered)?;
             }
             continue;
         }
@@ -91,8 +121,9 @@ mod tests {
         }
         std::fs::write(root.join("a/file"), "x").unwrap();
         std::os::unix::fs::symlink(root.join("a/secret"), root.join("a/link")).unwrap();
-        let mut out = Vec::new();
-        walk(&root, &[root.join("a/secret")], &mut out).unwrap();
+        let (mut out, mut entered) = (Vec::new(), Vec::new());
+        walk(&root, &[root.join("a/secret")], &mut out, &mut entered).unwrap();
+        assert_eq!(entered, [root.join("a")]);
         out.sort();
         assert_eq!(
             out,
@@ -101,6 +132,13 @@ mod tests {
         let all = readable_beneath(&[PathBuf::from("/dev")]).unwrap();
         assert!(all.contains(&PathBuf::from("/etc")));
         assert!(!all.iter().any(|p| p.starts_with("/dev")));
-        assert!(readable_beneath(&[PathBuf::from("/")]).is_err());
+        assert!(readable_beneath(&[PathBuf::from("/")]).unwrap().is_empty());
+        let within = readable_within(&[root.join("a"), root.join("b")], &[root.join("a/secret")]);
+        let mut within = within.unwrap();
+        within.sort();
+        assert_eq!(
+            within,
+            [root.join("a/file"), root.join("a/open"), root.join("b")]
+        );
     }
 }

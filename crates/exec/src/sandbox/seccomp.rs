@@ -111,11 +111,6 @@ pub(crate) fn jump_eq(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     jump(JEQ_K, k, jt, jf)
 }
 
-/// `if A & k` jump `jt` forward, else `jf`.
-pub(crate) fn jump_set(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    jump(JSET_K, k, jt, jf)
-}
-
 /// The common start of vigil's filters: kill a system call of another ABI,
 /// then load the system call number.
 pub(crate) fn prologue() -> Vec<libc::sock_filter> {
