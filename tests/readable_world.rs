@@ -396,3 +396,257 @@ fn the_harness_sees_a_store_that_gets_through() {
     assert!(out.status.success(), "{out:?}");
     assert!(leaked(&server).is_some(), "the harness missed a leak");
 }
+
+// ---- bounds: for every user -----------------------------------------------
+
+/// `vigil policy check --preview -- COMMAND` as the world's user.
+fn preview_as(world: &World, command: &str) -> String {
+    let bin = common::vigil_bin();
+    let mut cmd = world.as_user(bin.to_str().unwrap());
+    cmd.args([
+        "policy",
+        "check",
+        "--preview",
+        "--time-limit",
+        "20",
+        "--",
+        command,
+    ]);
+    let out = cmd.output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn bombs_are_stopped(uid: Option<u32>) {
+    let world = World::new(uid);
+    let cases = [
+        (
+            "python3 -c 'x = bytearray(3 * 1024**3)'",
+            &["memory past", "process limit"][..],
+        ),
+        (
+            "python3 -c 'import threading, time\nfor _ in range(900): threading.Thread(target=time.sleep, args=(8,)).start()'",
+            &["processes and threads", "process limit"][..],
+        ),
+        (
+            "f(){ f|f& };f; sleep 5",
+            &["processes and threads", "process limit"][..],
+        ),
+    ];
+    for (command, bound) in cases {
+        let said = preview_as(&world, command);
+        assert!(
+            bound.iter().any(|b| said.contains(b)),
+            "{uid:?} {command}: no bound named\n{said}"
+        );
+    }
+}
+
+#[test]
+fn memory_and_task_bombs_are_stopped_with_the_bound_named_as_root() {
+    bombs_are_stopped(None);
+}
+
+#[test]
+fn memory_and_task_bombs_are_stopped_with_the_bound_named_as_an_ordinary_user() {
+    bombs_are_stopped(Some(NOBODY));
+}
+
+/// Total bytes of the files beneath `dir`.
+fn bytes_beneath(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+fn a_flood_is_capped(uid: Option<u32>) {
+    let world = World::new(uid);
+    let tmp = world.base.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    if let Some(uid) = uid {
+        chown_all(&tmp, uid);
+    }
+    let command = "head -c 2000000000 /dev/zero; echo flooded".to_string();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(scripted(std::slice::from_ref(&command)));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch = {
+        let (stop, dirs) = (stop.clone(), [tmp.clone(), world.base.join("data")]);
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(dirs.iter().map(|d| bytes_beneath(d)).sum::<u64>());
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            most
+        })
+    };
+    let cfg = config("by_effect", false);
+    let path = world.base.join("flood.toml");
+    std::fs::write(&path, &cfg).unwrap();
+    let bin = common::vigil_bin();
+    let mut cmd = world.as_user(bin.to_str().unwrap());
+    cmd.arg("--config")
+        .arg(&path)
+        .args(["exec", "run case-0."])
+        .env("TMPDIR", &tmp)
+        .env("VIGIL_BASE_URL", server.base_url())
+        .env("VIGIL_MODEL", "stores");
+    let out = cmd.output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = watch.join().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "not asked: {said}");
+    let cap = 64 * 1024 * 1024;
+    assert!(most <= cap + 1024 * 1024, "{most} bytes on the disk");
+    assert!(bytes_beneath(&tmp) + bytes_beneath(&world.base.join("data")) < cap);
+}
+
+#[test]
+fn a_trial_flooding_stdout_is_capped_on_the_disk_and_asked_as_root() {
+    a_flood_is_capped(None);
+}
+
+#[test]
+fn a_trial_flooding_stdout_is_capped_on_the_disk_and_asked_as_an_ordinary_user() {
+    a_flood_is_capped(Some(NOBODY));
+}
+
+/// The same flood as a trial of `run_shell` (in this process): asked, the
+/// bound named, its spill gone.
+#[test]
+fn a_trial_flooding_stdout_names_the_bound() {
+    use vigil::tools::shell::{RunShell, ShellConfig};
+    use vigil::tools::{Tool, ToolContext, Trial};
+    vigil::exec::sandbox::set_helper(common::sandbox_helper_bin());
+    let world = World::new(None);
+    let spill = world.base.join("spill");
+    let shell = RunShell::new(
+        vigil::exec::ExecutionContext::local(),
+        ShellConfig::default(),
+    );
+    let mut ctx = ToolContext::new("t").with_spill_dir(spill.clone());
+    ctx.approved_cwd = Some(world.proj.display().to_string());
+    let args = serde_json::json!({
+        "command": "head -c 2000000000 /dev/zero", "risk": "low", "mutation": false,
+        "privesc": false, "why": "t",
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    match rt.block_on(shell.trial(&args.to_string(), &ctx)) {
+        Trial::Asks { why, .. } => assert!(why.contains("output past 64 MB"), "{why}"),
+        Trial::Clean(out) => panic!("ran unasked: {:?}", out.result),
+    }
+    assert_eq!(bytes_beneath(&spill), 0, "the trial's spill stayed");
+}
+
+// ---- property: random files outside the readable world ---------------------
+
+/// Random files of random modes and names in random places outside the
+/// readable world (home, /tmp, /var/tmp, and owner-only files in /etc),
+/// read by random commands in clean trials: no clean trial's output holds
+/// any of their contents.
+#[test]
+fn no_clean_trial_shows_a_file_outside_the_readable_world() {
+    vigil::exec::sandbox::set_helper(common::sandbox_helper_bin());
+    let seed = std::env::var("VIGIL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let world = World::new(None);
+    let mut guard = Vec::new();
+    let mut files = Vec::new();
+    for i in 0..24 {
+        let name: String = (0..rng.usize(1..9))
+            .map(|_| {
+                rng.choice(b"abcdefxyz._-".iter())
+                    .map(|c| *c as char)
+                    .unwrap()
+            })
+            .collect();
+        let name = format!("{}{name}{i}", if rng.bool() { "." } else { "" });
+        let dir = match rng.usize(0..4) {
+            0 => world.home.join(format!("d{}", rng.u8(..))),
+            1 => PathBuf::from("/tmp"),
+            2 => PathBuf::from("/var/tmp"),
+            _ => PathBuf::from("/etc"),
+        };
+        let mode = if dir == Path::new("/etc") {
+            0o600
+        } else {
+            *rng.choice(&[0o600, 0o644, 0o640, 0o400, 0o604]).unwrap()
+        };
+        let path = dir.join(name);
+        let content = format!("PROPERTY-{seed}-{i}-{}", rng.u64(..));
+        write(&path, &format!("{content}\n"), mode);
+        if !path.starts_with(&world.base) {
+            guard.push(Removed(path.clone()));
+        }
+        files.push((path, content));
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let opts = vigil::exec::preview::PreviewOptions {
+        time_limit: std::time::Duration::from_secs(5),
+        ..Default::default()
+    };
+    for (i, (path, content)) in files.iter().enumerate() {
+        let p = path.display().to_string();
+        let (dir, file) = (path.parent().unwrap().display(), path.file_name().unwrap());
+        let file = file.to_string_lossy();
+        let command = match rng.usize(0..5) {
+            0 => format!("cat '{p}'"),
+            1 => format!("head -c 200 \"$(printf %s '{p}')\""),
+            2 => format!("cd '{dir}' && cat -- '{file}'"),
+            3 => format!("find '{dir}' -maxdepth 1 -type f -name '{file}' -exec cat {{}} +"),
+            _ => format!("grep -rh PROPERTY '{dir}'"),
+        };
+        let (report, out) = rt
+            .block_on(vigil::exec::preview::trial(
+                &command,
+                &world.proj,
+                opts,
+                vigil::exec::preview::Run::default(),
+            ))
+            .unwrap_or_else(|e| panic!("seed {seed} case {i}: {command}: {e}"));
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if report.effects().is_empty() {
+            for (_, c) in &files {
+                assert!(
+                    !said.contains(c.as_str()),
+                    "seed {seed} case {i}: a clean trial of `{command}` showed {c}"
+                );
+            }
+        }
+        // None of these files exists in the view: its own content never
+        // shows, clean or not.
+        assert!(
+            !said.contains(content.as_str()),
+            "seed {seed}: {command}: {said}"
+        );
+    }
+}
+
+/// Removes a file made outside the test's folder, on drop.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -239,6 +239,56 @@ async fn the_command_cannot_kill_its_helper_and_nothing_it_started_survives() {
     assert!(ps.stdout.is_empty(), "left behind: {}", text(&ps.stdout));
 }
 
+/// A process that outlives its helper (something outside killed
+/// `vigil-sandbox`, as a hook could) is killed with the call, and the call
+/// returns.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_outliving_a_killed_helper_ends_with_the_call() {
+    home();
+    let tag = format!("{}", 3000 + std::process::id() % 500);
+    let cmd = format!("sleep {tag}7 & sleep {tag}8; echo not-here");
+    let run = tokio::spawn({
+        let cmd = cmd.clone();
+        async move { sandbox::run(&cmd, None, Some(Duration::from_secs(60)), None).await }
+    });
+    let sleeper = common::eventually(Duration::from_secs(10), || find(&format!("sleep {tag}7")));
+    let Some(sleeper) = sleeper else {
+        panic!("the sandboxed sleep never started: {:?}", run.await);
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap();
+    let pgid: i32 = stat
+        .rsplit_once(") ")
+        .unwrap()
+        .1
+        .split(' ')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The group's leader is the helper this test's call started.
+    let leader = std::fs::read_to_string(format!("/proc/{pgid}/cmdline")).unwrap();
+    assert!(leader.contains("__sandbox"), "{leader}");
+    // SAFETY: kill(2) of the helper process this test's call started.
+    unsafe { libc::kill(pgid, libc::SIGKILL) };
+    let ended = tokio::time::timeout(Duration::from_secs(10), run).await;
+    assert!(ended.is_ok(), "the call did not return");
+    assert!(
+        common::gone_within(sleeper, Duration::from_secs(5)),
+        "the process left behind survived the call"
+    );
+    assert!(find(&format!("sleep {tag}8")).is_none());
+}
+
+/// The pid of a process whose command line is `text`.
+fn find(text: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let line = String::from_utf8_lossy(&line).replace('\0', " ");
+        (line.trim_end() == text && common::alive(pid)).then_some(pid)
+    })
+}
+
 #[test]
 fn as_a_user_the_helper_survives_and_cleans_up_too() {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();

@@ -95,6 +95,9 @@ pub async fn drive(
                         "? approval needed: {} on {}: {}",
                         request.tool, request.target, request.gate.action
                     );
+                    if let Some(why) = &request.facts.trial {
+                        let _ = writeln!(out, "  why: {why}");
+                    }
                 }
                 // The policy or a rule already decided it; only a call left
                 // waiting needs refusing (even with --auto-approve: a policy

@@ -128,6 +128,7 @@ async fn drive(
     input: Option<Vec<u8>>,
     stores: &mut [Store; 2],
     on_output: Option<&OutputFn>,
+    contain: bool,
 ) -> Result<Option<i32>, ExecError> {
     let [stdout, stderr] = stores;
     let out_pipe = child.stdout.take();
@@ -148,8 +149,8 @@ async fn drive(
     };
     tokio::pin!(io);
     let status = tokio::select! {
-        _ = &mut io => child.wait().await,
-        status = child.wait() => {
+        _ = &mut io => exited(child, contain).await,
+        status = exited(child, contain) => {
             // Pick up what is still buffered; a background child that keeps
             // the pipes open must not hold the call hostage.
             let _ = tokio::time::timeout(DRAIN_GRACE, &mut io).await;
@@ -182,11 +183,67 @@ pub async fn run(
 /// kernel and the files are followed ([`FileOutputs`]); otherwise (and when
 /// the files cannot be created) vigil reads the pipes itself.
 pub async fn run_retaining(
+    cmd: Command,
+    input: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+    retain: Option<&Retain>,
+) -> Result<RunOutcome, ExecError> {
+    run_with(cmd, input, timeout, on_output, retain, false).await
+}
+
+/// [`run_retaining`] for a command whose whole process group is the call
+/// (the sandbox: nothing in it may start a group of its own): when the
+/// leader exits, whatever is left of its group is killed before the leader
+/// is reaped (its zombie keeps the group's number from being reused), so a
+/// process that outlived a killed helper ends with the call.
+pub async fn run_contained(
+    cmd: Command,
+    input: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+    retain: Option<&Retain>,
+) -> Result<RunOutcome, ExecError> {
+    run_with(cmd, input, timeout, on_output, retain, true).await
+}
+
+/// The leader's exit status; with `contain`, its group is killed first
+/// (see [`run_contained`]).
+async fn exited(child: &mut Child, contain: bool) -> std::io::Result<std::process::ExitStatus> {
+    if contain && let Some(pid) = child.id() {
+        exit_unreaped(pid).await;
+        kill_group(pid as i32);
+    }
+    child.wait().await
+}
+
+/// Wait until `pid` (our child) has exited, without reaping it.
+async fn exit_unreaped(pid: u32) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open takes a pid and flags; a result >= 0 is a new
+    // descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: see above.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: `fd` is an open descriptor the AsyncFd owns until it drops.
+    let watch = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+    };
+    if let Ok(watch) = watch {
+        let _ = watch.readable().await;
+    }
+}
+
+async fn run_with(
     mut cmd: Command,
     input: Option<Vec<u8>>,
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
     retain: Option<&Retain>,
+    contain: bool,
 ) -> Result<RunOutcome, ExecError> {
     let program = cmd.as_std().get_program().to_string_lossy().into_owned();
     let mut files = retain
@@ -230,8 +287,8 @@ pub async fn run_retaining(
     let driven = {
         let work = async {
             match &pumps {
-                Some(p) => drive_files(&mut child, input, p).await,
-                None => drive(&mut child, input, &mut stores, on_output.as_ref()).await,
+                Some(p) => drive_files(&mut child, input, p, contain).await,
+                None => drive(&mut child, input, &mut stores, on_output.as_ref(), contain).await,
             }
         };
         match timeout {
@@ -281,13 +338,14 @@ async fn drive_files(
     child: &mut Child,
     input: Option<Vec<u8>>,
     pumps: &Pumps,
+    contain: bool,
 ) -> Result<Option<i32>, ExecError> {
     let feeding = feed(child.stdin.take(), input);
     tokio::pin!(feeding);
     let mut fed = false;
     let status = loop {
         tokio::select! {
-            status = child.wait() => break status,
+            status = exited(child, contain) => break status,
             () = &mut feeding, if !fed => fed = true,
         }
     };

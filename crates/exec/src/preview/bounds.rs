@@ -5,8 +5,10 @@
 //!   pass to everything it starts), as backstops: at most twice
 //!   [`limits::MAX_TASKS`] processes of its user (held for an ordinary
 //!   user, whose view is a user namespace of its own; the kernel exempts
-//!   root), four times [`limits::MAX_MEMORY`] of data per process, no core
-//!   files, [`MAX_CPU_SECONDS`] of CPU time;
+//!   root), no core files, [`MAX_CPU_SECONDS`] of CPU time (no per-process
+//!   memory limit: thread stacks count against one, and a refused
+//!   allocation would end the command quietly before the watchdog could
+//!   name the bound);
 //! - a watchdog thread in PID 1 that adds up every view process's
 //!   resident memory and threads each [`PERIOD`] and ends the whole view
 //!   (`kill(-1)` in its PID namespace) past [`limits::MAX_MEMORY`] or
@@ -42,11 +44,10 @@ fn set(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
 /// Set the resource limits on the calling process (the command's, before
 /// its exec). Allocates nothing.
 pub fn apply_rlimits() -> std::io::Result<()> {
-    // Backstops at twice the bounds: the watchdog ends the view at the
-    // bound itself and names it (a refused fork or allocation alone
-    // would end quietly, and the trial would look clean).
+    // A backstop at twice the bound: the watchdog ends the view at the
+    // bound itself and names it (a refused fork alone would end quietly,
+    // and the trial would look clean).
     set(libc::RLIMIT_NPROC, 2 * MAX_TASKS)?;
-    set(libc::RLIMIT_DATA, 4 * MAX_MEMORY)?;
     set(libc::RLIMIT_CORE, 0)?;
     set(libc::RLIMIT_CPU, MAX_CPU_SECONDS)
 }

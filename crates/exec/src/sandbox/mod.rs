@@ -239,7 +239,7 @@ pub async fn run_retaining(
     retain: Option<&super::capture::Retain>,
 ) -> Result<RunOutcome, ExecError> {
     let cmd = command(script, cwd, &[])?;
-    let out = super::process::run_retaining(cmd, None, timeout, on_output, retain).await?;
+    let out = super::process::run_contained(cmd, None, timeout, on_output, retain).await?;
     if out.exit_code == Some(helper::SETUP_FAILED) && out.stderr.starts_with(b"vigil sandbox: ") {
         return Err(ExecError::Failed(
             String::from_utf8_lossy(&out.stderr).trim().to_string(),

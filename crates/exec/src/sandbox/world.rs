@@ -8,8 +8,11 @@
 //! Inside the system places and tool homes, every entry its owner made
 //! unreadable to others is taken out ([`World::hidden`]): root in a trial
 //! reads no more there than an ordinary user. Those entries are found by a
-//! walk, remembered for a while ([`FRESH_FOR`]), bounded
-//! ([`MAX_HIDDEN`]: a place with more is left out whole).
+//! walk, remembered with the change time of every folder it listed and
+//! walked again when one changed (an entry added, removed or renamed),
+//! bounded ([`MAX_HIDDEN`]: a place with more is left out whole). A file
+//! whose mode is narrowed after the walk keeps its earlier answer (it was
+//! readable to everyone until then).
 //!
 //! This module only lists paths; it never reads a file's contents and
 //! never applies anything (the view mounts, the sandbox's Landlock rules).
@@ -17,12 +20,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use vigil_config::readable::SandboxConfig;
 
-/// How long a walk of a place is trusted.
-pub const FRESH_FOR: Duration = Duration::from_secs(60);
 /// Most entries unreadable to others one place may hold; past it the
 /// place is not readable at all.
 pub const MAX_HIDDEN: usize = 256;
@@ -138,26 +138,48 @@ pub fn world_with(config: &SandboxConfig, tree: &Path, home: Option<&Path>) -> W
     w
 }
 
-type Walked = (Instant, std::sync::Arc<Result<Vec<PathBuf>, String>>);
+/// A folder's identity and change time: an entry added, removed or
+/// renamed in it changes them.
+type Stamp = (u64, i64, i64);
 
-static WALKS: OnceLock<Mutex<HashMap<(PathBuf, usize), Walked>>> = OnceLock::new();
+fn stamp(dir: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    Some((m.ino(), m.ctime(), m.ctime_nsec()))
+}
 
-/// The entries of `place` unreadable to others (from a walk at most
-/// [`FRESH_FOR`] old).
+/// One walk: the folders it listed, stamped before listing, and what it
+/// found. Still true while no folder changed.
+struct Walked {
+    dirs: Vec<(PathBuf, Option<Stamp>)>,
+    found: Result<Vec<PathBuf>, String>,
+}
+
+impl Walked {
+    fn still_true(&self) -> bool {
+        self.dirs.iter().all(|(d, s)| stamp(d) == *s)
+    }
+}
+
+/// The last walk of each (place, depth).
+type Walks = HashMap<(PathBuf, usize), std::sync::Arc<Walked>>;
+
+static WALKS: OnceLock<Mutex<Walks>> = OnceLock::new();
+
+/// The entries of `place` unreadable to others: from the last walk while
+/// none of its folders changed, else from a new one.
 fn hidden_in(place: &Path, depth: usize) -> Result<Vec<PathBuf>, String> {
     let walks = WALKS.get_or_init(Default::default);
     let key = (place.to_path_buf(), depth);
-    if let Ok(all) = walks.lock()
-        && let Some((at, found)) = all.get(&key)
-        && at.elapsed() < FRESH_FOR
-    {
-        return (**found).clone();
+    let last = walks.lock().ok().and_then(|all| all.get(&key).cloned());
+    if let Some(w) = last.filter(|w| w.still_true()) {
+        return w.found.clone();
     }
-    let found = std::sync::Arc::new(walk(place, depth));
+    let w = std::sync::Arc::new(walk(place, depth));
     if let Ok(mut all) = walks.lock() {
-        all.insert(key, (Instant::now(), found.clone()));
+        all.insert(key, w.clone());
     }
-    (*found).clone()
+    w.found.clone()
 }
 
 /// Whether others may read a file (or list and enter a folder) of this
@@ -172,8 +194,22 @@ fn open_to_others(mode: u32, dir: bool) -> bool {
 
 /// Walk `place` (not following links, staying on its file system) for
 /// entries unreadable to others; such a folder is listed, not entered.
-fn walk(place: &Path, depth: usize) -> Result<Vec<PathBuf>, String> {
+fn walk(place: &Path, depth: usize) -> Walked {
+    let mut w = Walked {
+        dirs: Vec::new(),
+        found: Ok(Vec::new()),
+    };
+    w.found = walk_into(place, depth, &mut w.dirs);
+    w
+}
+
+fn walk_into(
+    place: &Path,
+    depth: usize,
+    dirs: &mut Vec<(PathBuf, Option<Stamp>)>,
+) -> Result<Vec<PathBuf>, String> {
     use std::os::unix::fs::MetadataExt;
+    dirs.push((place.to_path_buf(), stamp(place)));
     let meta = std::fs::symlink_metadata(place).map_err(|e| e.to_string())?;
     if !open_to_others(meta.mode(), meta.is_dir()) {
         return Err("others may not read it".into());
@@ -186,6 +222,9 @@ fn walk(place: &Path, depth: usize) -> Result<Vec<PathBuf>, String> {
     let mut visited = 0usize;
     let mut stack = vec![(place.to_path_buf(), 0usize)];
     while let Some((dir, d)) = stack.pop() {
+        if d > 0 {
+            dirs.push((dir.clone(), stamp(&dir)));
+        }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -234,10 +273,10 @@ mod tests {
         }
         mode(&t.join("etc/open/key"), 0o600);
         mode(&t.join("etc/private"), 0o700);
-        let found = walk(&t.join("etc"), usize::MAX).unwrap();
+        let found = walk(&t.join("etc"), usize::MAX).found.unwrap();
         assert_eq!(found, [t.join("etc/open/key"), t.join("etc/private")]);
         // Depth 1: only the first level is looked at.
-        let shallow = walk(&t.join("etc"), 1).unwrap();
+        let shallow = walk(&t.join("etc"), 1).found.unwrap();
         assert_eq!(shallow, [t.join("etc/private")]);
     }
 
