@@ -124,7 +124,11 @@ pub async fn ps(json: bool, prune: bool) -> i32 {
     if json {
         return print_json(&fleet);
     }
-    print!("{}", table(&fleet, now_ms()));
+    // Models, targets and reasons come from other processes: sanitised.
+    print!(
+        "{}",
+        crate::protocol::text::sanitize(&table(&fleet, now_ms()))
+    );
     exit::OK
 }
 

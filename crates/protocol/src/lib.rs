@@ -19,6 +19,7 @@ pub mod lines;
 pub mod pane;
 pub mod preview;
 pub mod runtime;
+pub mod terminal;
 pub mod text;
 pub mod tool;
 pub mod wire;
