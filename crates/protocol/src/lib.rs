@@ -8,6 +8,9 @@
 //! these types; none of them is re-exported from a layer, so editing a
 //! layer cannot change the protocol unseen.
 //!
+//! [`text`] and [`terminal`] hold the one sanitiser for foreign text on a
+//! terminal, shared by the console's panes and the command line's output.
+//!
 //! Nothing in here renders, executes or decides: data and pure helpers.
 
 use serde::{Deserialize, Serialize};
