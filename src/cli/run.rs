@@ -386,7 +386,13 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             let dir = config.data_dir().join("spill");
             let ctx = crate::tools::ToolContext::new("cli").with_spill_dir(dir);
             let run = registry.execute_with_context(&name, &arguments, &ctx).await;
-            println!("{}", run.model_text);
+            // On a terminal, the command's output is sanitised like the
+            // console's; piped, scripts get the envelope as it is.
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                println!("{}", crate::protocol::text::sanitize(&run.model_text));
+            } else {
+                println!("{}", run.model_text);
+            }
             if run.denied() {
                 exit::APPROVAL_REQUIRED
             } else if run.ok() {

@@ -19,7 +19,12 @@ pub fn duplicate_key(line: &str) -> Option<String> {
     let rest = text.strip_prefix(MARK)?;
     // serde_json appends " at line L column C".
     let key = rest.rsplit_once(" at line ").map_or(rest, |(k, _)| k);
-    Some(key.to_string())
+    // The key comes from the file: safe to print, and short.
+    let key: String = vigil_protocol::text::sanitize(key)
+        .chars()
+        .take(80)
+        .collect();
+    Some(key)
 }
 
 /// Where the error names the key it found twice.
@@ -100,5 +105,10 @@ mod tests {
             None
         );
         assert_eq!(duplicate_key("not json"), None);
+        assert_eq!(
+            duplicate_key("{\"\\u001b[2Jk\":1,\"\\u001b[2Jk\":2}").as_deref(),
+            Some("k"),
+            "a key is named without its escapes"
+        );
     }
 }
