@@ -236,7 +236,8 @@ pub async fn stop(id: &str, remove_remote: bool, keep: bool) -> i32 {
     };
     match stopped {
         Ok(reason) => {
-            println!("stopped {id}: {reason}");
+            // The reason names a console by what it called itself.
+            println!("stopped {id}: {}", crate::protocol::text::sanitize(&reason));
             exit::OK
         }
         Err(e) => {

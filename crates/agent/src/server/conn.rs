@@ -213,7 +213,7 @@ fn handle(hub: &Hub, tag: &ConsoleTag, role: Role, text: &str) -> Reply {
         (ClientMsg::Stop { on_exit }, _) => {
             let who = match role {
                 Role::Control => "a control client".to_string(),
-                _ => format!("console {} ({})", tag.id, tag.name),
+                _ => tag.describe(),
             };
             hub.request_stop(on_exit, who);
             Reply::Stopping
