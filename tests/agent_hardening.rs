@@ -287,7 +287,11 @@ async fn parallel_calls_with_mixed_approvals_keep_the_model_order() {
         };
         h.running
             .commands
-            .send(AgentCommand::Approval { id: r.id, decision })
+            .send(AgentCommand::Approval {
+                id: r.id,
+                decision,
+                token: r.token.clone(),
+            })
             .unwrap();
     }
     let ev = until(&mut h.running.events, finished).await;
@@ -543,6 +547,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
         .send(AgentCommand::Approval {
             id: request.id,
             decision: vigil::event::Answer::ApproveSession,
+            token: request.token.clone(),
         })
         .unwrap();
     until(&mut h.running.events, finished).await;
@@ -640,6 +645,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
             .send(AgentCommand::Approval {
                 id: request.id,
                 decision: vigil::event::Answer::ApproveOnce,
+                token: request.token.clone(),
             })
             .unwrap();
         until(&mut resumed.events, finished).await;

@@ -126,6 +126,7 @@ async fn approved_run_shell_streams_and_returns_the_envelope() {
         AgentCommand::Approval {
             id: request.id,
             decision: vigil::event::Answer::ApproveOnce,
+            token: request.token.clone(),
         },
     );
     let after = until(&mut h.running.events, |e| {
@@ -213,6 +214,7 @@ async fn denied_run_shell_never_runs_and_the_model_is_told() {
         AgentCommand::Approval {
             id: request.id,
             decision: vigil::event::Answer::Deny,
+            token: request.token.clone(),
         },
     );
     let after = until(&mut h.running.events, |e| {
@@ -261,6 +263,7 @@ async fn cancel_kills_the_running_command_and_the_session_goes_on() {
         AgentCommand::Approval {
             id: request.id,
             decision: vigil::event::Answer::ApproveOnce,
+            token: request.token.clone(),
         },
     );
     until(&mut h.running.events, |e| {

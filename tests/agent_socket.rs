@@ -95,11 +95,12 @@ fn hello_welcome_replay_live_and_a_reattach_gets_only_newer_events() {
 }
 
 /// The id of the approval a `gate-me` turn waits on.
-fn requested(events: &[(u64, AgentEvent)]) -> u64 {
+/// The first request's id and the token its card carries.
+fn requested(events: &[(u64, AgentEvent)]) -> (u64, String) {
     events
         .iter()
         .find_map(|(_, e)| match e {
-            AgentEvent::ApprovalRequested { request } => Some(request.id),
+            AgentEvent::ApprovalRequested { request } => Some((request.id, request.token.clone())),
             _ => None,
         })
         .expect("an approval request")
@@ -122,10 +123,10 @@ fn two_consoles_share_an_approval_the_second_answers_and_a_watcher_cannot() {
     assert_eq!((one.you, two.you, watch.you), (1, 2, 3));
 
     c1.command(say("gate-me"));
-    let id = requested(&c1.until("the request on console 1", is_request));
+    let (id, token) = requested(&c1.until("the request on console 1", is_request));
     assert_eq!(
         requested(&c2.until("the request on console 2", is_request)),
-        id
+        (id, token.clone())
     );
     w.until("the request on the watcher", is_request);
 
@@ -133,6 +134,7 @@ fn two_consoles_share_an_approval_the_second_answers_and_a_watcher_cannot() {
     let approve = AgentCommand::Approval {
         id,
         decision: vigil::event::Answer::ApproveOnce,
+        token,
     };
     w.command(approve.clone());
     let why = w.refused();
@@ -192,7 +194,7 @@ fn two_consoles_share_an_approval_the_second_answers_and_a_watcher_cannot() {
     c1.command(approve);
     let why = c1.refused();
     assert!(
-        why.contains("already answered by console 2 (phone)"),
+        why.contains("already answered by console 2: uid ") && why.contains("(says \"phone\")"),
         "{why}"
     );
     c1.command(say("after"));
@@ -229,7 +231,7 @@ fn bad_lines_are_refused_with_a_reason_and_the_agent_carries_on() {
     let why = refused_then_closed(&mut c);
     assert!(why.contains("protocol version mismatch"), "{why}");
     assert!(
-        why.contains("version 1") && why.contains("version 99"),
+        why.contains("version 2") && why.contains("version 99"),
         "{why}"
     );
 
@@ -487,10 +489,11 @@ fn a_client_killed_mid_stream_does_not_hurt_the_agent() {
     let mut c = agent.connect();
     c.attach(Role::Console, 0, "fast");
     c.command(say("flood"));
-    let id = requested(&c.until("the flood's approval", is_request));
+    let (id, token) = requested(&c.until("the flood's approval", is_request));
     c.command(AgentCommand::Approval {
         id,
         decision: vigil::event::Answer::ApproveOnce,
+        token,
     });
     c.until("the flood running", |e| {
         matches!(e, AgentEvent::ToolOutput { .. })
@@ -575,10 +578,11 @@ fn mirror_frames_follow_the_managed_pane_and_sighup_does_not_end_the_agent() {
     let attached = c.attach(Role::Console, 0, "c");
     assert!(attached.agent.mirror.is_some(), "a managed pane to mirror");
     c.command(say("gate-me"));
-    let id = requested(&c.until("the request", is_request));
+    let (id, token) = requested(&c.until("the request", is_request));
     c.command(AgentCommand::Approval {
         id,
         decision: vigil::event::Answer::ApproveOnce,
+        token,
     });
     mirror_until(&mut c, "the command's output", |t| t.contains("gated-ran"));
 

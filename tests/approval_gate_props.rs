@@ -250,6 +250,7 @@ async fn run_case(seed: u64, rng: &mut Rng) -> usize {
                         .send(AgentCommand::Approval {
                             id: request.id,
                             decision,
+                            token: request.token.clone(),
                         })
                         .unwrap();
                 }

@@ -23,13 +23,14 @@ fn the_record_names_the_console_that_answered() {
     let seen = c.until("the approval", |e| {
         matches!(e, AgentEvent::ApprovalRequested { .. })
     });
-    let id = match &seen.last().unwrap().1 {
-        AgentEvent::ApprovalRequested { request } => request.id,
+    let (id, token) = match &seen.last().unwrap().1 {
+        AgentEvent::ApprovalRequested { request } => (request.id, request.token.clone()),
         _ => unreachable!(),
     };
     c.command(AgentCommand::Approval {
         id,
         decision: vigil::event::Answer::ApproveOnce,
+        token,
     });
     c.until("the turn's end", turn_finished);
 

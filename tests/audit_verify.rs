@@ -171,3 +171,107 @@ async fn the_record_verifies_and_every_tampering_is_named() {
     let (code, said) = verify(&home, "no-such-session");
     assert_eq!(code, 2, "{said}");
 }
+
+/// `lines` chained again from the start, as someone who read the writer
+/// would: every entry re-hashed, `seq` and `prev` rewritten; the head.
+fn rechain(id: &str, lines: &[&str]) -> (String, Value) {
+    use vigil::agent::audit::chain::{genesis, hash_of, line_of};
+    let mut prev = genesis(id);
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("hash");
+        o.insert("seq".into(), (i as u64 + 1).into());
+        o.insert("prev".into(), prev.clone().into());
+        let hash = hash_of(&prev, &v);
+        out.push_str(&line_of(&v, &hash));
+        prev = hash;
+    }
+    let head = serde_json::json!({"entries": lines.len(), "hash": prev});
+    (out, head)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_laundered_record_fails_verify_is_not_exported_and_is_never_resumed() {
+    let home = Home::new();
+    let (id, path) = recorded(&home).await;
+    let clean = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = clean.lines().collect();
+
+    // A duplicate key: `"approved": true` before the denied entry's own
+    // `false` (serde_json keeps the last; the hash still matches).
+    assert!(lines[1].contains("\"approved\":false"), "{}", lines[1]);
+    let twice = lines[1].replacen('{', "{\"approved\":true,", 1);
+    let mut edited: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+    edited[1] = twice;
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+    let (code, said) = verify(&home, &id);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("gives the key `approved` twice"), "{said}");
+    // Export verifies first and prints nothing of a broken record.
+    let (code, out, err) = home.vigil(&["audit", "export", &id]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("nothing exported"), "{err}");
+    let (code, out, _) = home.vigil(&["audit", "export", &id, "--unverified"]);
+    assert_eq!(code, 1);
+    assert_eq!(out.lines().count(), 4, "{out}");
+    // A space after a colon: same values, other bytes.
+    edited[1] = lines[1].replacen("\":", "\": ", 1);
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+    let (code, said) = verify(&home, &id);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("not written as vigil writes it"), "{said}");
+
+    // Launder: drop the denied entry, re-chain the rest, set the head in
+    // meta.json to match.
+    let kept = [lines[0], lines[2], lines[3]];
+    let (rechained, head) = rechain(&id, &kept);
+    std::fs::write(&path, &rechained).unwrap();
+    let meta_path = path.with_file_name("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["audit_head"] = head;
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (code, said) = verify(&home, &id);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("head store"), "{said}");
+
+    // Resume it for one turn through the real binary: refused, and the
+    // record and the head store are left as they were.
+    let head_file = home.data().join("audit-heads").join(format!("{id}.json"));
+    let heads_before = std::fs::read_to_string(&head_file).unwrap();
+    let again = call("five", "echo five", "{ role = \"user\" }")
+        + "[[rule]]\nwhen = { role = \"tool\" }\ntext = \"done\"\n";
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let resume = ["resume", id.as_str(), "--exec", "go on", "--json"];
+    let run = home
+        .run(&config, &again, &["--auto-approve"], &resume)
+        .await;
+    assert_ne!(
+        run.code, 0,
+        "a broken record was resumed: {:#?}",
+        run.events
+    );
+    assert!(
+        run.stderr.contains("cannot be resumed") && run.stderr.contains("does not verify"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.of("approval_resolved").is_empty(), "{:#?}", run.events);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), rechained);
+    assert_eq!(std::fs::read_to_string(&head_file).unwrap(), heads_before);
+    let (code, said) = verify(&home, &id);
+    assert_eq!(code, 1, "{said}");
+
+    // Put back: it verifies and resumes.
+    std::fs::write(&path, &clean).unwrap();
+    let run = home
+        .run(&config, &again, &["--auto-approve"], &resume)
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (code, said) = verify(&home, &id);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("verifies: 5 entries"), "{said}");
+}

@@ -120,8 +120,10 @@ fn another_agents_call_is_approved_from_this_console_and_the_overlay_switches_to
     c.keys(&["z"]);
     let tools = c.wait_for("who answered", |s| s.contains("at console"));
     assert!(tools.contains("approved by operator"), "{tools}");
+    // Named by the peer the kernel reported, the fleet view's own name
+    // beside it as a label.
     assert!(
-        tools.contains("(fleet view: "),
+        tools.contains("(uid ") && tools.contains("says \"fleet vi"),
         "answered_by names A's console:\n{tools}"
     );
     // A kept running: switching is a detach.

@@ -58,6 +58,7 @@ async fn turn(h: &mut Harness, text: &str) -> Vec<AgentEvent> {
                 .send(AgentCommand::Approval {
                     id: request.id,
                     decision: vigil::event::Answer::ApproveOnce,
+                    token: request.token.clone(),
                 })
                 .unwrap();
         }

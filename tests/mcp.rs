@@ -120,6 +120,7 @@ async fn turn(h: &mut Harness, text: &str) -> (Vec<AgentEvent>, Vec<String>) {
                     .send(AgentCommand::Approval {
                         id: request.id,
                         decision: vigil::event::Answer::ApproveOnce,
+                        token: request.token.clone(),
                     })
                     .unwrap();
             }

@@ -517,6 +517,7 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
                         .send(AgentCommand::Approval {
                             id: request.id,
                             decision: answer.clone(),
+                            token: request.token.clone(),
                         })
                         .unwrap();
                     asked = Some(request);

@@ -282,11 +282,20 @@ pub enum AuditAction {
         /// The session id (see `vigil sessions`), or "last".
         session: String,
     },
-    /// Print every entry as one JSON object per line (exit 1 when the
-    /// record does not verify; the entries are printed all the same).
+    /// Verify the record, then print exactly the lines verified, one JSON
+    /// object per line. A record that does not verify is not printed (exit
+    /// 1) unless `--unverified` is given.
     Export {
         /// The session id (see `vigil sessions`), or "last".
         session: String,
+        /// Print the file's bytes as they are even on a terminal (by
+        /// default, on a terminal, characters a terminal would act on are
+        /// written as `\uXXXX` escapes: the same JSON values).
+        #[arg(long, alias = "json")]
+        raw: bool,
+        /// Print a record that does not verify (still exit 1, saying why).
+        #[arg(long)]
+        unverified: bool,
     },
 }
 

@@ -1,23 +1,31 @@
 //! `vigil audit verify SESSION` and `vigil audit export SESSION`: check a
-//! session's decision record against its hash chain and head (naming the
-//! first broken entry), or print its entries as JSON lines for a team's
-//! log store. It reads files and prints; it never changes a record.
+//! session's decision record against its hash chain and the head store
+//! (naming the first broken entry), or print the lines it verified as JSON
+//! lines for a team's log store. It reads files and prints; it never
+//! changes a record, and export never prints a line it did not verify
+//! (unless told to, and then it says the record is broken).
 
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use crate::agent::audit::chain::AUDIT_FILE;
-use crate::agent::audit::verify::verify;
+use crate::agent::audit::verify::{read_record, verify, verify_text};
 use crate::agent::session::SessionStore;
 use crate::cli::args::AuditAction;
 use crate::cli::headless::exit;
 use crate::config::Config;
+use crate::protocol::text::json_for_terminal;
 
 /// Run one `vigil audit` action; returns the exit code (0: the record
 /// verifies; 1: it does not; 2: no such session).
 pub fn run(config: &Config, action: AuditAction) -> i32 {
     match action {
         AuditAction::Verify { session } => run_verify(config, &session),
-        AuditAction::Export { session } => run_export(config, &session),
+        AuditAction::Export {
+            session,
+            raw,
+            unverified,
+        } => run_export(config, &session, raw, unverified),
     }
 }
 
@@ -35,12 +43,18 @@ fn find(config: &Config, wanted: &str) -> Result<(String, PathBuf), i32> {
     let dir = store.dir_of(&id);
     if id.contains('/') || !dir.is_dir() {
         eprintln!(
-            "vigil: no session {id} in {} (see `vigil sessions`)",
+            "vigil: no session {} in {} (see `vigil sessions`)",
+            clean(&id),
             store.root().display()
         );
         return Err(exit::USAGE);
     }
     Ok((id, dir))
+}
+
+/// A name from the command line or the disk, safe to print.
+fn clean(s: &str) -> String {
+    crate::protocol::text::sanitize(s)
 }
 
 fn run_verify(config: &Config, wanted: &str) -> i32 {
@@ -51,7 +65,8 @@ fn run_verify(config: &Config, wanted: &str) -> i32 {
     match verify(&id, &dir, &config.data_dir()) {
         Ok(v) => {
             println!(
-                "session {id}: the decision record verifies: {} entries, checked against {}",
+                "session {}: the decision record verifies: {} entries, checked against {}",
+                clean(&id),
                 v.entries,
                 if v.heads.is_empty() {
                     "nothing (no entries yet)".to_string()
@@ -63,28 +78,63 @@ fn run_verify(config: &Config, wanted: &str) -> i32 {
         }
         Err(broken) => {
             eprintln!(
-                "vigil: session {id}: the decision record ({}) is broken: {broken}",
-                dir.join(AUDIT_FILE).display()
+                "vigil: session {}: the decision record ({}) is broken: {}",
+                clean(&id),
+                clean(&dir.join(AUDIT_FILE).display().to_string()),
+                clean(&broken.to_string())
             );
             exit::FAILED
         }
     }
 }
 
-fn run_export(config: &Config, wanted: &str) -> i32 {
+/// Read the record once, verify that text, and print that same text.
+fn run_export(config: &Config, wanted: &str, raw: bool, unverified: bool) -> i32 {
     let (id, dir) = match find(config, wanted) {
         Ok(found) => found,
         Err(code) => return code,
     };
-    let text = std::fs::read_to_string(dir.join(AUDIT_FILE)).unwrap_or_default();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        println!("{line}");
-    }
-    match verify(&id, &dir, &config.data_dir()) {
-        Ok(_) => exit::OK,
-        Err(broken) => {
-            eprintln!("vigil: session {id}: exported, but the record does not verify: {broken}");
-            exit::FAILED
+    let checked = read_record(&dir).map(|text| {
+        let verdict = verify_text(&id, &text, &config.data_dir());
+        (text, verdict)
+    });
+    let (text, verdict) = match checked {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("vigil: session {}: {}", clean(&id), clean(&e.to_string()));
+            return exit::FAILED;
         }
+    };
+    if let Err(broken) = &verdict {
+        let broken = clean(&broken.to_string());
+        if !unverified {
+            eprintln!(
+                "vigil: session {}: the decision record does not verify, nothing exported \
+                 (--unverified prints it anyway): {broken}",
+                clean(&id)
+            );
+            return exit::FAILED;
+        }
+        eprintln!(
+            "vigil: session {}: exporting a record that does not verify: {broken}",
+            clean(&id)
+        );
+    }
+    let out = if raw || !std::io::stdout().is_terminal() {
+        text
+    } else {
+        text.split_inclusive('\n').map(json_for_terminal).collect()
+    };
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return exit::FAILED;
+    }
+    match verdict {
+        Ok(_) => exit::OK,
+        Err(_) => exit::FAILED,
     }
 }

@@ -124,7 +124,11 @@ pub async fn ps(json: bool, prune: bool) -> i32 {
     if json {
         return print_json(&fleet);
     }
-    print!("{}", table(&fleet, now_ms()));
+    // Models, targets and reasons come from other processes: sanitised.
+    print!(
+        "{}",
+        crate::protocol::text::sanitize(&table(&fleet, now_ms()))
+    );
     exit::OK
 }
 
@@ -232,7 +236,8 @@ pub async fn stop(id: &str, remove_remote: bool, keep: bool) -> i32 {
     };
     match stopped {
         Ok(reason) => {
-            println!("stopped {id}: {reason}");
+            // The reason names a console by what it called itself.
+            println!("stopped {id}: {}", crate::protocol::text::sanitize(&reason));
             exit::OK
         }
         Err(e) => {

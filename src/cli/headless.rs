@@ -4,6 +4,12 @@
 //! closed unless `--auto-approve` was given. The exit code says how the run
 //! ended (see [`exit`]).
 //!
+//! Every text line goes through the console's sanitiser on its way out
+//! (`vigil_protocol::terminal::SafeWriter` on stdout, [`clean`] on stderr):
+//! no escape sequence, control character or bidi override from the model or
+//! a command's output reaches the terminal. `--json` prints the events'
+//! JSON unchanged (its strings are escaped JSON, for scripts).
+//!
 //! It only prints events and answers approvals; it never executes anything
 //! itself.
 
@@ -11,6 +17,12 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use crate::event::{AgentCommand, AgentEvent, FailureKind, TurnOutcome};
+use crate::protocol::terminal::SafeWriter;
+
+/// Text from the model, a command or a server, safe for the terminal.
+pub fn clean(text: &str) -> String {
+    crate::protocol::text::sanitize(text)
+}
 
 /// Exit codes of `vigil exec`.
 pub mod exit {
@@ -58,6 +70,13 @@ pub async fn drive(
     options: DriveOptions,
     out: &mut (dyn Write + Send),
 ) -> i32 {
+    let mut safe;
+    let out: &mut (dyn Write + Send) = if options.json {
+        out
+    } else {
+        safe = SafeWriter::new(out);
+        &mut safe
+    };
     let auto_approve = options.auto_approve;
     let _ = commands.send(AgentCommand::UserMessage { text: prompt });
     let mut printer = LinePrinter::default();
@@ -116,7 +135,7 @@ pub async fn drive(
                     eprintln!(
                         "vigil: `{}` needs the operator's approval and `vigil exec` has no \
                          operator; nothing was run ({hint}).",
-                        request.tool
+                        clean(&request.tool)
                     );
                     let _ = commands.send(AgentCommand::Cancel);
                 }
@@ -136,7 +155,7 @@ pub async fn drive(
                 return match outcome {
                     TurnOutcome::Completed => exit::OK,
                     TurnOutcome::Failed(msg) => {
-                        eprintln!("vigil: {msg}");
+                        eprintln!("vigil: {}", clean(&msg));
                         match failure {
                             Some(FailureKind::ModelUnreachable) => exit::MODEL_UNREACHABLE,
                             Some(FailureKind::BudgetExhausted) => exit::BUDGET_EXHAUSTED,
@@ -220,7 +239,7 @@ impl LinePrinter {
             }
             AgentEvent::Error { message } => {
                 self.end_text(out);
-                eprintln!("vigil: {message}");
+                eprintln!("vigil: {}", clean(message));
             }
             AgentEvent::McpServerState { name, state, tools } => {
                 self.end_text(out);

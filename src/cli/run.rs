@@ -175,7 +175,9 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
     let policy = startup_policy(config, false, auto_approve);
     let can_sandbox = crate::exec::ExecutionContext::local().can_sandbox();
     let broker = policycmd::broker(config, policy, can_sandbox);
-    let mut out = std::io::stdout();
+    // The command, its parse, a preview's output and a replayed session's
+    // text are foreign text: sanitised on the way to the terminal.
+    let mut out = crate::protocol::terminal::SafeWriter::new(std::io::stdout());
     match action {
         PolicyAction::Check {
             command,
@@ -186,7 +188,7 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
             let command = policycmd::command_line(&command);
             policycmd::check(&broker, can_sandbox, &command, &mut out);
             if let Some(note) = crate::agent::assemble::hooks::hooks_note(config, &command) {
-                println!("{note}");
+                let _ = std::io::Write::write_fmt(&mut out, format_args!("{note}\n"));
             }
             if !preview {
                 return exit::OK;
@@ -332,14 +334,20 @@ fn list_sessions(config: &Config) -> i32 {
                 "{:<24} {:<20} {:<24} {:>5}  LAST MESSAGE",
                 "ID", "STARTED (UTC)", "MODEL", "TURNS"
             );
+            // Ids, models and messages come from files anyone with the
+            // data directory can write: sanitised like the console's.
+            let clean = crate::protocol::text::sanitize;
             for s in list {
                 let started = crate::tools::time::UtcTime::from_unix_millis(s.started_ms as i64);
-                let last: String = s.last_message.replace('\n', " ").chars().take(60).collect();
+                let last: String = clean(&s.last_message.replace('\n', " "))
+                    .chars()
+                    .take(60)
+                    .collect();
                 println!(
                     "{:<24} {:<20} {:<24} {:>5}  {}",
-                    s.id,
+                    clean(&s.id),
                     format!("{} {}", started.date(), started.time()),
-                    s.model,
+                    clean(&s.model),
                     s.turns,
                     last
                 );
@@ -379,7 +387,13 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             let dir = config.data_dir().join("spill");
             let ctx = crate::tools::ToolContext::new("cli").with_spill_dir(dir);
             let run = registry.execute_with_context(&name, &arguments, &ctx).await;
-            println!("{}", run.model_text);
+            // On a terminal, the command's output is sanitised like the
+            // console's; piped, scripts get the envelope as it is.
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                println!("{}", crate::protocol::text::sanitize(&run.model_text));
+            } else {
+                println!("{}", run.model_text);
+            }
             if run.denied() {
                 exit::APPROVAL_REQUIRED
             } else if run.ok() {

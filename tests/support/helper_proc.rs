@@ -54,7 +54,7 @@ fn helper_client() {
     };
     let role = if mode == "slow" { "console" } else { "control" };
     let hello = format!(
-        "{{\"type\":\"hello\",\"protocol\":1,\"role\":\"{role}\",\"last_seq\":0,\"name\":\"{mode}\"}}\n"
+        "{{\"type\":\"hello\",\"protocol\":2,\"role\":\"{role}\",\"last_seq\":0,\"name\":\"{mode}\"}}\n"
     );
     let _ = stream.write_all(hello.as_bytes());
     let mut reader = std::io::BufReader::new(stream);

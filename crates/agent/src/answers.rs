@@ -21,6 +21,11 @@ impl AnswerBook {
         self.first.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Who answered approval `id` first, if anyone did.
+    pub fn first(&self, id: u64) -> Option<Answerer> {
+        self.book().get(&id).cloned()
+    }
+
     /// Note `who` answered approval `id`; Err: who answered it first.
     pub fn note(&self, id: u64, who: Answerer) -> Result<(), Answerer> {
         let mut book = self.book();

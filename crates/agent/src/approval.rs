@@ -34,9 +34,11 @@ use super::preview::PreviewDesk;
 mod hooked;
 mod policy;
 mod session_rules;
+mod token;
 mod trial;
 pub use hooked::combine;
 pub use policy::Policy;
+pub use token::AnswerRefused;
 pub use trial::{NO_VIEW, TRYING};
 
 use vigil_config::approval::RuleDecision;
@@ -157,7 +159,8 @@ impl ApprovalBroker {
     }
 
     /// Deliver the operator's answer. Returns false when no such request waits
-    /// (already answered, or cancelled).
+    /// (already answered, or cancelled). An answer from outside the agent
+    /// goes through [`ApprovalBroker::answer`], which checks the card's token.
     pub fn resolve(&self, id: u64, decision: ApprovalDecision) -> bool {
         let waiter = lock(&self.pending).remove(&id);
         match waiter {
@@ -241,6 +244,7 @@ impl ApprovalBroker {
             automatic: false,
             change: None,
             facts: Box::new(facts),
+            token: token::new_token(),
         };
         (request, a)
     }

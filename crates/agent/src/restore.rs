@@ -322,6 +322,7 @@ mod tests {
                     estimate_reason: String::new(),
                     automatic: false,
                     change: None,
+                    token: String::new(),
                     facts: Default::default(),
                 },
             },
@@ -399,6 +400,7 @@ mod tests {
                     estimate_reason: String::new(),
                     automatic: false,
                     change: None,
+                    token: String::new(),
                     facts: Box::new(CallFacts {
                         digest: digest.into(),
                         ..Default::default()

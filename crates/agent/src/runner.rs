@@ -170,11 +170,15 @@ async fn run_agent(
                     }
                     queue.push_back(text);
                 }
-                Some(AgentCommand::Approval { id, decision }) => {
-                    if !broker.resolve(id, decision.into()) {
-                        shared.emit(AgentEvent::Notice {
-                            text: format!("approval #{id} is no longer pending"),
-                        });
+                Some(AgentCommand::Approval { id, decision, token }) => {
+                    if let Err(refused) = broker.answer(id, &token, decision.into()) {
+                        let text = match refused {
+                            crate::approval::AnswerRefused::NotWaiting(_) => {
+                                format!("approval #{id} is no longer pending")
+                            }
+                            other => other.to_string(),
+                        };
+                        shared.emit(AgentEvent::Notice { text });
                     }
                 }
                 Some(AgentCommand::Preview { id }) => {

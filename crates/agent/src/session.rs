@@ -46,6 +46,14 @@ pub enum SessionError {
     NoneYet,
     #[error("bad session file {path}: {message}")]
     Bad { path: PathBuf, message: String },
+    #[error(
+        "session {id} cannot be resumed: its decision record does not verify ({broken}); \
+         vigil never extends a broken record (see `vigil audit verify {id}`; start a new session)"
+    )]
+    RecordBroken {
+        id: String,
+        broken: crate::audit::verify::Broken,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
@@ -227,12 +235,21 @@ impl SessionStore {
         })
     }
 
-    /// Re-open an existing session for appending.
+    /// Re-open an existing session for appending: only when its decision
+    /// record verifies against the head store (a broken record is never
+    /// extended, docs/audit.md).
     pub fn reopen(&self, id: &str, redactor: Redactor) -> Result<SessionWriter, SessionError> {
         let dir = self.dir_of(id);
         if !dir.join(META_FILE).exists() {
             return Err(SessionError::NotFound(id.to_string()));
         }
+        let data_dir = self.root.parent().unwrap_or(&self.root);
+        crate::audit::verify::verify(id, &dir, data_dir).map_err(|broken| {
+            SessionError::RecordBroken {
+                id: id.to_string(),
+                broken,
+            }
+        })?;
         SessionWriter::open(id.to_string(), dir, redactor)
     }
 

@@ -94,6 +94,13 @@ pub struct ApprovalRequest {
     /// argument, the directory it will run in.
     #[serde(default, skip_serializing_if = "no_facts")]
     pub facts: Box<CallFacts>,
+    /// What an answer to this card must carry back
+    /// ([`crate::AgentCommand::Approval`]'s `token`): made by the agent for
+    /// this request alone (128 random bits from the kernel, hex), so a client
+    /// that never received the card cannot answer it. Empty only in logs
+    /// written before tokens existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
 }
 
 #[allow(clippy::borrowed_box)] // serde hands the field as it is

@@ -8,6 +8,9 @@
 //! these types; none of them is re-exported from a layer, so editing a
 //! layer cannot change the protocol unseen.
 //!
+//! [`text`] and [`terminal`] hold the one sanitiser for foreign text on a
+//! terminal, shared by the console's panes and the command line's output.
+//!
 //! Nothing in here renders, executes or decides: data and pure helpers.
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +22,8 @@ pub mod lines;
 pub mod pane;
 pub mod preview;
 pub mod runtime;
+pub mod terminal;
+pub mod text;
 pub mod tool;
 pub mod wire;
 
@@ -237,7 +242,9 @@ pub enum AgentEvent {
     },
 }
 
-/// The console that answered an approval, and when.
+/// The console that answered an approval, and when. `console.peer` is who
+/// the agent found at the other end of the socket (`SO_PEERCRED`);
+/// `console.name` is only what that client called itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answerer {
     pub console: wire::ConsoleTag,
@@ -421,8 +428,15 @@ impl AgentEvent {
 pub enum AgentCommand {
     /// A message from the operator; queued if a turn is running.
     UserMessage { text: String },
-    /// The operator's answer to an approval request.
-    Approval { id: u64, decision: Answer },
+    /// The operator's answer to an approval request. `token` is the
+    /// request's own ([`ApprovalRequest::token`]): an answer without it, or
+    /// with another, is refused and the call keeps waiting.
+    Approval {
+        id: u64,
+        decision: Answer,
+        #[serde(default)]
+        token: String,
+    },
     /// Preview what a waiting command would do, in a throwaway view;
     /// answered by [`AgentEvent::PreviewReady`].
     Preview { id: u64 },

@@ -20,7 +20,9 @@ use super::{AgentCommand, AgentEvent, MirrorTarget, OnExit};
 
 /// The protocol version this build speaks. A peer with another version is
 /// refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version 2: an `approval` command carries its card's `token`, and a
+/// console's tag carries the `peer` the agent found on the socket.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The longest line either side accepts (a longer one is a protocol error:
 /// the connection is closed with a reason, the agent carries on).
@@ -107,7 +109,50 @@ pub enum ServerMsg {
 pub struct ConsoleTag {
     /// 1, 2, 3… in the order consoles attached to this agent.
     pub id: u32,
+    /// What the client called itself in its hello: a label, never proof.
     pub name: String,
+    /// Who the agent found at the other end of the socket (None: a tag
+    /// made without a socket, or a peer the kernel would not name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Peer>,
+}
+
+/// The process at the other end of the agent's socket, as the kernel
+/// reports it (`SO_PEERCRED`) when it connected: known, not claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peer {
+    pub uid: u32,
+    pub pid: u32,
+    /// The controlling terminal of that process (`pts/3`, `tty1`), read
+    /// from `/proc/PID/stat` when it connected; None: it has none, or it
+    /// could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tty: Option<String>,
+}
+
+impl ConsoleTag {
+    /// How the record and the panes name this console: what the kernel
+    /// said first, the client's own name after it as a label —
+    /// `console 2: uid 1000 pid 4242 on pts/3 (says "laptop")`.
+    pub fn describe(&self) -> String {
+        let label = crate::text::sanitize(&self.name);
+        match &self.peer {
+            Some(p) => format!("console {}: {} (says \"{label}\")", self.id, p.describe()),
+            None => format!("console {} (says \"{label}\")", self.id),
+        }
+    }
+}
+
+impl Peer {
+    /// `uid 1000 pid 4242 on pts/3`.
+    pub fn describe(&self) -> String {
+        let tty = self
+            .tty
+            .as_deref()
+            .map(|t| format!(" on {}", crate::text::sanitize(t)))
+            .unwrap_or_default();
+        format!("uid {} pid {}{tty}", self.uid, self.pid)
+    }
 }
 
 /// What an agent process is, for `vigil ps`, the fleet view and attach.
@@ -179,7 +224,7 @@ mod tests {
         let text = serde_json::to_string(&hello).unwrap();
         assert_eq!(
             text,
-            r#"{"type":"hello","protocol":1,"role":"watch","last_seq":7,"name":"pts/3"}"#
+            r#"{"type":"hello","protocol":2,"role":"watch","last_seq":7,"name":"pts/3"}"#
         );
         let cmd = ClientMsg::Command {
             command: AgentCommand::Cancel,

@@ -2,12 +2,18 @@
 //! entry carries the hash of the one before (`prev`) and its own (`hash`,
 //! SHA-256 over `prev` and the entry's canonical JSON), the first one
 //! chained to a value derived from the session id. The chain's head (how
-//! many entries, the last hash) is kept apart from the file: in the
-//! writer's memory, in the session's `meta.json` and in
-//! `<data_dir>/audit-heads/<id>.json`, so cutting the file short shows.
+//! many entries, the last hash) is kept apart from the session's
+//! directory, in the head store `<data_dir>/audit-heads/<id>.json`, so
+//! cutting or rewriting the file shows. The head store is the only head:
+//! nothing here reads a head from the session directory (its `meta.json`
+//! is writable by whoever can edit the record).
+//!
+//! A chain continues only a record that verifies against the head store
+//! ([`super::verify`]); a broken record is never extended (every append is
+//! refused, and a resume refuses to start: `SessionStore::reopen`).
 //!
 //! It appends and hashes; it never decides what an entry says
-//! ([`super::record`]) and never judges a chain ([`super::verify`]).
+//! ([`super::record`]) and never judges a chain itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,8 +24,6 @@ use sha2::{Digest, Sha256};
 
 /// The record's file in a session's directory.
 pub const AUDIT_FILE: &str = "audit.jsonl";
-/// The key of the head in `meta.json`.
-pub const META_KEY: &str = "audit_head";
 
 /// How many entries the chain holds and the last one's hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +46,19 @@ pub fn hash_of(prev: &str, body: &Value) -> String {
     h.update(b"\n");
     h.update(canonical(body).as_bytes());
     hex(&h.finalize())
+}
+
+/// An entry's line as the writer writes it: the canonical JSON of `body`
+/// (every field but `hash`) with `"hash"` added as the last key, and a
+/// newline. Verify compares each line's bytes with this.
+pub fn line_of(body: &Value, hash: &str) -> String {
+    let mut line = canonical(body);
+    line.truncate(line.len().saturating_sub(1));
+    if line.len() > 1 {
+        line.push(',');
+    }
+    line.push_str(&format!("\"hash\":\"{hash}\"}}\n"));
+    line
 }
 
 /// JSON with every object's keys sorted, no whitespace.
@@ -68,7 +85,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Where the copy of a session's head outside its directory lives.
+/// Where a session's head lives: the head store, outside its directory.
 pub fn head_file(data_dir: &Path, session_id: &str) -> PathBuf {
     data_dir
         .join("audit-heads")
@@ -82,25 +99,47 @@ pub struct Chain {
     dir: PathBuf,
     head_copy: PathBuf,
     head: Head,
+    /// Set when the record did not verify at open: nothing is appended.
+    broken: Option<super::verify::Broken>,
     /// Masks known secrets in each entry (the process-wide redactor).
     redactor: std::sync::Arc<crate::redact::Redactor>,
 }
 
 impl Chain {
-    /// The chain of the session in `dir`, continuing from the head kept
-    /// in its `meta.json` (a resumed session), else from the start.
+    /// The chain of the session in `dir`, continuing the record after it
+    /// verified against the head store (a resumed session), else from the
+    /// start. A record that does not verify gives a chain that refuses
+    /// every append ([`Chain::broken`] says why).
     pub fn open(session_id: &str, dir: &Path, data_dir: &Path) -> Chain {
-        let head = read_meta_head(dir).unwrap_or(Head {
-            entries: 0,
-            hash: genesis(session_id),
-        });
+        let (head, broken) = match super::verify::verify(session_id, dir, data_dir) {
+            Ok(v) => (
+                Head {
+                    entries: v.entries,
+                    hash: v.last,
+                },
+                None,
+            ),
+            Err(b) => (
+                Head {
+                    entries: 0,
+                    hash: genesis(session_id),
+                },
+                Some(b),
+            ),
+        };
         Chain {
             session_id: session_id.to_string(),
             dir: dir.to_path_buf(),
             head_copy: head_file(data_dir, session_id),
             head,
+            broken,
             redactor: crate::redact::current(),
         }
+    }
+
+    /// Why this chain refuses to grow (its record did not verify at open).
+    pub fn broken(&self) -> Option<&super::verify::Broken> {
+        self.broken.as_ref()
     }
 
     /// The same chain, masking what `redactor` knows.
@@ -117,6 +156,11 @@ impl Chain {
 
     /// Append `body` (an object) as the next entry, then store the head.
     pub fn append(&mut self, body: Value) -> std::io::Result<()> {
+        if let Some(broken) = &self.broken {
+            return Err(std::io::Error::other(format!(
+                "the record is broken and is not extended: {broken}"
+            )));
+        }
         let Value::Object(mut map) = body else {
             return Err(std::io::Error::other("an entry must be an object"));
         };
@@ -129,9 +173,7 @@ impl Chain {
         let redacted = self.redactor.apply(&canonical(&body));
         let body = serde_json::from_str(&redacted).unwrap_or(body);
         let hash = hash_of(&self.head.hash, &body);
-        let mut line = canonical(&body);
-        line.truncate(line.len() - 1);
-        line.push_str(&format!(",\"hash\":\"{hash}\"}}\n"));
+        let line = line_of(&body, &hash);
         let path = self.dir.join(AUDIT_FILE);
         let mut f = open_append(&path)?;
         f.write_all(line.as_bytes())?;
@@ -144,15 +186,6 @@ impl Chain {
 
     fn store_head(&self) -> std::io::Result<()> {
         let head = serde_json::to_value(&self.head).map_err(std::io::Error::other)?;
-        let meta = self.dir.join(super::META_FILE);
-        let mut v: Value = std::fs::read_to_string(&meta)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_else(|| serde_json::json!({}));
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert(META_KEY.into(), head.clone());
-        }
-        write_atomic(&meta, &serde_json::to_string_pretty(&v).unwrap_or_default())?;
         if let Some(parent) = self.head_copy.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -160,14 +193,7 @@ impl Chain {
     }
 }
 
-/// The head a session's `meta.json` keeps, if any.
-pub fn read_meta_head(dir: &Path) -> Option<Head> {
-    let text = std::fs::read_to_string(dir.join(super::META_FILE)).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    serde_json::from_value(v.get(META_KEY)?.clone()).ok()
-}
-
-/// The head kept outside the session's directory, if any.
+/// The head the head store keeps for a session, if any.
 pub fn read_head_copy(data_dir: &Path, session_id: &str) -> Option<Head> {
     let text = std::fs::read_to_string(head_file(data_dir, session_id)).ok()?;
     serde_json::from_str(&text).ok()

@@ -1,20 +1,31 @@
-//! Checking a session's decision record against its hash chain and its
-//! head: the first entry that is not what was written is named — changed,
-//! missing (deleted), out of order (swapped), cut short (truncated) — or
-//! the record verifies. It reads files and never writes one.
+//! Checking a session's decision record against its hash chain and the
+//! head store (`<data dir>/audit-heads/<id>.json`, the only head it
+//! trusts; a head in the session's own `meta.json` is never read): the
+//! first entry that is not what was written is named — changed, missing
+//! (deleted), out of order (swapped), cut short (truncated), a key given
+//! twice, a line not in the writer's canonical form — or the record
+//! verifies. Every line must be byte for byte what the writer writes for
+//! the entry it holds, so no line can read one way here and another way
+//! to a log store. It reads files and never writes one.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::chain::{AUDIT_FILE, Head, genesis, hash_of, read_head_copy, read_meta_head};
+use super::chain::{AUDIT_FILE, Head, genesis, hash_of, line_of, read_head_copy};
+use super::strict::duplicate_key;
+
+/// What the head store is called in what verify says.
+pub const HEAD_STORE: &str = "the head store";
 
 /// A record that verifies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
     pub entries: u64,
-    /// Which copies of the head it was checked against.
+    /// The last entry's hash (the genesis value for an empty record).
+    pub last: String,
+    /// Which head it was checked against (none for an empty record).
     pub heads: Vec<&'static str>,
 }
 
@@ -23,8 +34,18 @@ pub struct Verified {
 pub enum Broken {
     #[error("line {line}: not an entry (expected entry {seq}): the line was edited or cut short")]
     Unreadable { line: usize, seq: u64 },
+    #[error(
+        "line {line} (expected entry {seq}) gives the key `{key}` twice: a reader that keeps \
+         the first and one that keeps the last read different entries"
+    )]
+    DuplicateKey { line: usize, seq: u64, key: String },
     #[error("entry {seq} (line {line}) was changed: its content does not match its hash")]
     Changed { line: usize, seq: u64 },
+    #[error(
+        "entry {seq} (line {line}) is not written as vigil writes it (key order, spacing, \
+         escapes or numbers were changed): the line was edited"
+    )]
+    NotCanonical { line: usize, seq: u64 },
     #[error("entry {seq} is missing (deleted): line {line} holds entry {found}")]
     Missing { line: usize, seq: u64, found: u64 },
     #[error(
@@ -56,7 +77,8 @@ pub enum Broken {
         which: &'static str,
     },
     #[error(
-        "the record has {0} entries but no head was kept for it (meta.json and the head copy are gone)"
+        "the record has {0} entries but the head store has no head for it (its head file in \
+         audit-heads/ is gone)"
     )]
     NoHead(u64),
     #[error("cannot read {path}: {message}")]
@@ -72,38 +94,48 @@ fn gone(kept: u64, entries: u64) -> String {
     }
 }
 
-/// Verify the record of session `id` in `dir` (`data_dir` holds the head
-/// copy).
-pub fn verify(id: &str, dir: &Path, data_dir: &Path) -> Result<Verified, Broken> {
+/// The record's text as it is on disk now (empty when there is none yet).
+pub fn read_record(dir: &Path) -> Result<String, Broken> {
     let path = dir.join(AUDIT_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(Broken::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            });
+    match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| Broken::Io {
+            path: path.display().to_string(),
+            message: "not UTF-8: the file was edited".into(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(Broken::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Verify the record of session `id` in `dir` against the head store in
+/// `data_dir`.
+pub fn verify(id: &str, dir: &Path, data_dir: &Path) -> Result<Verified, Broken> {
+    let text = read_record(dir)?;
+    verify_text(id, &text, data_dir)
+}
+
+/// Verify `text`, a record of session `id`, against the head store in
+/// `data_dir` (what `vigil audit export` prints is this very text).
+pub fn verify_text(id: &str, text: &str, data_dir: &Path) -> Result<Verified, Broken> {
+    let (n, last) = walk(id, text)?;
+    let Some(head) = read_head_copy(data_dir, id) else {
+        if n > 0 {
+            return Err(Broken::NoHead(n));
         }
+        return Ok(Verified {
+            entries: 0,
+            last,
+            heads: Vec::new(),
+        });
     };
-    let n = walk(id, &text)?;
-    let heads = [
-        ("meta.json", read_meta_head(dir)),
-        ("the head copy", read_head_copy(data_dir, id)),
-    ];
-    let last = last_hash(id, &text);
-    let mut checked = Vec::new();
-    for (which, head) in heads {
-        let Some(head) = head else { continue };
-        check_head(&head, n, &last, which)?;
-        checked.push(which);
-    }
-    if checked.is_empty() && n > 0 {
-        return Err(Broken::NoHead(n));
-    }
+    check_head(&head, n, &last, HEAD_STORE)?;
     Ok(Verified {
         entries: n,
-        heads: checked,
+        last,
+        heads: vec![HEAD_STORE],
     })
 }
 
@@ -126,7 +158,9 @@ fn check_head(head: &Head, n: u64, last: &str, which: &'static str) -> Result<()
 }
 
 /// The entries' lines (blank lines count as lines: an emptied line is a
-/// change).
+/// change), each without its newline. A last line without a newline is
+/// kept as it is (and fails the canonical check: the writer ends every
+/// line).
 fn lines(text: &str) -> Vec<&str> {
     let mut v: Vec<&str> = text.split('\n').collect();
     if v.last() == Some(&"") {
@@ -139,15 +173,23 @@ fn seq_of(v: &Value) -> Option<u64> {
     v.get("seq").and_then(Value::as_u64)
 }
 
-/// Walk the chain; Ok: how many entries it holds.
-fn walk(id: &str, text: &str) -> Result<u64, Broken> {
+/// Walk the chain; Ok: how many entries it holds and the last hash.
+fn walk(id: &str, text: &str) -> Result<(u64, String), Broken> {
     let lines = lines(text);
+    let ends_cleanly = text.is_empty() || text.ends_with('\n');
     let parsed: Vec<Option<Value>> = lines.iter().map(|l| serde_json::from_str(l).ok()).collect();
     let present: HashSet<u64> = parsed.iter().flatten().filter_map(seq_of).collect();
     let mut prev = genesis(id);
     let mut expected = 1u64;
     for (i, v) in parsed.iter().enumerate() {
         let line = i + 1;
+        if let Some(key) = duplicate_key(lines[i]) {
+            return Err(Broken::DuplicateKey {
+                line,
+                seq: expected,
+                key,
+            });
+        }
         let Some(mut v) = v.clone().filter(|v| v.is_object()) else {
             return Err(Broken::Unreadable {
                 line,
@@ -170,6 +212,11 @@ fn walk(id: &str, text: &str) -> Result<u64, Broken> {
             .to_string();
         if hash_of(&own_prev, &v) != hash {
             return Err(Broken::Changed { line, seq });
+        }
+        let last_line = i + 1 == lines.len();
+        let written = line_of(&v, &hash);
+        if written.strip_suffix('\n') != Some(lines[i]) || (last_line && !ends_cleanly) {
+            return Err(Broken::NotCanonical { line, seq });
         }
         if seq > expected && !present.contains(&expected) {
             return Err(Broken::Missing {
@@ -195,16 +242,7 @@ fn walk(id: &str, text: &str) -> Result<u64, Broken> {
         prev = hash;
         expected += 1;
     }
-    Ok(expected - 1)
-}
-
-/// The last entry's hash (the genesis value for an empty record).
-fn last_hash(id: &str, text: &str) -> String {
-    lines(text)
-        .last()
-        .and_then(|l| serde_json::from_str::<Value>(l).ok())
-        .and_then(|v| v.get("hash").and_then(Value::as_str).map(String::from))
-        .unwrap_or_else(|| genesis(id))
+    Ok((expected - 1, prev))
 }
 
 #[cfg(test)]
@@ -222,7 +260,7 @@ mod tests {
         let mut chain = Chain::open("s1", &dir, data.path());
         for i in 0..n {
             chain
-                .append(json!({"call_id": format!("c{i}"), "decision": "deny"}))
+                .append(json!({"approved": false, "call_id": format!("c{i}"), "decision": "deny"}))
                 .unwrap();
         }
         (data, dir)
@@ -263,7 +301,7 @@ mod tests {
         let (data, dir) = session(4);
         let ok = verify("s1", &dir, data.path()).unwrap();
         assert_eq!(ok.entries, 4);
-        assert_eq!(ok.heads.len(), 2);
+        assert_eq!(ok.heads, [HEAD_STORE]);
 
         rewrite(&dir, |l| l[1] = l[1].replace("deny", "allow"));
         let e = verify("s1", &dir, data.path()).unwrap_err();
@@ -324,5 +362,152 @@ mod tests {
         std::fs::write(&path, &text[..text.len() - 30]).unwrap();
         let e = verify("s1", &dir, data.path()).unwrap_err();
         assert_eq!(e, Broken::Unreadable { line: 3, seq: 3 });
+    }
+
+    /// Re-chain `lines` from the start, as someone who read the writer
+    /// would: every entry re-hashed, `seq` and `prev` rewritten.
+    fn rechain(id: &str, lines: &[String]) -> (Vec<String>, Head) {
+        let mut prev = genesis(id);
+        let mut out = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("hash");
+            o.insert("seq".into(), json!(i as u64 + 1));
+            o.insert("prev".into(), json!(prev));
+            let hash = hash_of(&prev, &v);
+            out.push(line_of(&v, &hash).trim_end().to_string());
+            prev = hash;
+        }
+        let head = Head {
+            entries: out.len() as u64,
+            hash: prev,
+        };
+        (out, head)
+    }
+
+    #[test]
+    fn a_line_that_reads_two_ways_or_is_not_written_as_the_writer_writes_fails() {
+        // The same key twice, the added one first: serde_json keeps the
+        // last (the hash still matches), a first-wins reader sees `true`.
+        let (data, dir) = session(3);
+        rewrite(&dir, |l| {
+            l[1] = l[1].replacen('{', "{\"approved\":true,", 1)
+        });
+        let e = verify("s1", &dir, data.path()).unwrap_err();
+        assert!(
+            matches!(&e, Broken::DuplicateKey { line: 2, key, .. } if key == "approved"),
+            "{e}"
+        );
+        // …and twice at the end.
+        let (data, dir) = session(3);
+        rewrite(&dir, |l| {
+            l[0] = l[0].replacen(
+                "\"decision\":\"deny\"",
+                "\"decision\":\"deny\",\"decision\":\"deny\"",
+                1,
+            )
+        });
+        let e = verify("s1", &dir, data.path()).unwrap_err();
+        assert!(matches!(e, Broken::DuplicateKey { line: 1, .. }), "{e}");
+
+        // Same values, other bytes: spacing, an escape, key order, a
+        // number's form, a missing last newline. Each keeps the hash.
+        type Change = fn(&str) -> String;
+        let cases: [(&str, Change); 4] = [
+            ("a space", |l| l.replacen(":", ": ", 1)),
+            ("an escape", |l| l.replacen("\"deny\"", "\"\\u0064eny\"", 1)),
+            ("key order", |l| {
+                let body = l.strip_prefix('{').unwrap();
+                let (first, rest) = body.split_once(',').unwrap();
+                format!("{{{},{first}}}", rest.trim_end_matches('}'))
+            }),
+            ("the hash first", |l| {
+                let (body, hash) = l.rsplit_once(",\"hash\":").unwrap();
+                format!("{{\"hash\":{},{}", hash.trim_end_matches('}'), &body[1..]) + "}"
+            }),
+        ];
+        for (what, change) in cases {
+            let (data, dir) = session(3);
+            rewrite(&dir, |l| l[1] = change(&l[1]));
+            let e = verify("s1", &dir, data.path()).unwrap_err();
+            assert_eq!(e, Broken::NotCanonical { line: 2, seq: 2 }, "{what}");
+        }
+        let (data, dir) = session(2);
+        let path = dir.join(AUDIT_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.trim_end()).unwrap();
+        let e = verify("s1", &dir, data.path()).unwrap_err();
+        assert_eq!(
+            e,
+            Broken::NotCanonical { line: 2, seq: 2 },
+            "no last newline"
+        );
+    }
+
+    #[test]
+    fn a_number_in_another_form_fails() {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().join("s3");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut chain = Chain::open("s3", &dir, data.path());
+        chain.append(json!({"at_ms": 1.5, "n": 10})).unwrap();
+        assert!(verify("s3", &dir, data.path()).is_ok());
+        for (from, to) in [("1.5", "15e-1"), ("1.5", "1.50"), ("10", "1e1")] {
+            let path = dir.join(AUDIT_FILE);
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+            assert!(verify("s3", &dir, data.path()).is_err(), "{from} -> {to}");
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_rechained_record_with_its_head_in_meta_json_fails_and_is_never_extended() {
+        let (data, dir) = session(4);
+        let lines: Vec<String> = std::fs::read_to_string(dir.join(AUDIT_FILE))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        let mut kept = lines.clone();
+        kept.remove(1);
+        let (rechained, head) = rechain("s1", &kept);
+        std::fs::write(dir.join(AUDIT_FILE), rechained.join("\n") + "\n").unwrap();
+        let meta = json!({"id": "s1", "audit_head": head});
+        std::fs::write(dir.join("meta.json"), meta.to_string()).unwrap();
+        let e = verify("s1", &dir, data.path()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Broken::Truncated {
+                    kept: 3,
+                    entries: 4,
+                    which: HEAD_STORE
+                }
+            ),
+            "{e}"
+        );
+        // A chain opened on it refuses to grow, and the head store keeps
+        // saying four.
+        let mut chain = Chain::open("s1", &dir, data.path());
+        assert!(chain.broken().is_some());
+        let err = chain.append(json!({"call_id": "c9"})).unwrap_err();
+        assert!(err.to_string().contains("not extended"), "{err}");
+        assert_eq!(read_head_copy(data.path(), "s1").unwrap().entries, 4);
+        assert!(verify("s1", &dir, data.path()).is_err());
+        // Without its head file, a record with entries does not verify.
+        let (data, dir) = session(1);
+        std::fs::remove_file(super::super::chain::head_file(data.path(), "s1")).unwrap();
+        assert_eq!(verify("s1", &dir, data.path()), Err(Broken::NoHead(1)));
+    }
+
+    #[test]
+    fn a_good_chain_continues_where_the_head_store_says() {
+        let (data, dir) = session(2);
+        let mut chain = Chain::open("s1", &dir, data.path());
+        assert_eq!(chain.head().entries, 2);
+        chain.append(json!({"call_id": "c3"})).unwrap();
+        assert_eq!(verify("s1", &dir, data.path()).unwrap().entries, 3);
     }
 }

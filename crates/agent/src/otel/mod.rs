@@ -197,7 +197,7 @@ impl Exporter {
                 ));
                 if let Some(who) = answered_by {
                     s.attributes
-                        .push(str_attr("vigil.console", who.console.name.clone()));
+                        .push(str_attr("vigil.console", who.console.describe()));
                 }
                 s
             }),

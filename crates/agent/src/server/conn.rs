@@ -34,6 +34,9 @@ struct Hello {
 /// Serve one connection until it ends.
 pub async fn serve(hub: Arc<Hub>, stream: UnixStream) {
     let _counted = hub.connection();
+    // Who is at the other end, as the kernel says: what names this
+    // console in the record, beside the name it gives itself.
+    let peer = super::listener::peer_of(&stream);
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
     let hello = match tokio::time::timeout(HELLO_WAIT, lines::read_line(&mut rd)).await {
@@ -45,7 +48,7 @@ pub async fn serve(hub: Arc<Hub>, stream: UnixStream) {
         Ok(_) => return refuse(&mut wr, "the agent is stopping".into()).await,
         Err(reason) => return refuse(&mut wr, reason).await,
     };
-    let tag = hub.join(hello.role, &hello.name);
+    let tag = hub.join(hello.role, &hello.name, peer);
     let _member = Member {
         hub: hub.clone(),
         tag: tag.clone(),
@@ -210,7 +213,7 @@ fn handle(hub: &Hub, tag: &ConsoleTag, role: Role, text: &str) -> Reply {
         (ClientMsg::Stop { on_exit }, _) => {
             let who = match role {
                 Role::Control => "a control client".to_string(),
-                _ => format!("console {} ({})", tag.id, tag.name),
+                _ => tag.describe(),
             };
             hub.request_stop(on_exit, who);
             Reply::Stopping

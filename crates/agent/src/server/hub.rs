@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::journal::Journal;
 use crate::answers::AnswerBook;
 use crate::approval::ApprovalBroker;
-use vigil_protocol::wire::{AgentInfo, AgentState, ConsoleTag, Role};
+use vigil_protocol::wire::{AgentInfo, AgentState, ConsoleTag, Peer, Role};
 use vigil_protocol::{AgentCommand, AgentEvent, Answerer, MirrorTarget, OnExit};
 
 /// What the agent process is, fixed once its session started.
@@ -151,8 +151,9 @@ impl Hub {
     }
 
     /// Register a client; consoles and watchers are numbered 1, 2, 3…,
-    /// control clients are 0.
-    pub fn join(&self, role: Role, name: &str) -> ConsoleTag {
+    /// control clients are 0. `peer` is who the kernel says connected;
+    /// `name` only what the client says it is.
+    pub fn join(&self, role: Role, name: &str, peer: Option<Peer>) -> ConsoleTag {
         let id = match role {
             Role::Control => 0,
             _ => self.next_console.fetch_add(1, Ordering::SeqCst),
@@ -160,6 +161,7 @@ impl Hub {
         let tag = ConsoleTag {
             id,
             name: name.chars().take(200).collect(),
+            peer,
         };
         lock(&self.clients).push((tag.clone(), role));
         tag
@@ -172,24 +174,36 @@ impl Hub {
         }
     }
 
-    /// Hand a console's command to the agent. An approval remembers who
-    /// answered first; a later answer to the same request is refused with
-    /// who it was (Err: why, for the client).
+    /// Hand a console's command to the agent. An approval must carry its
+    /// card's token (else it is refused and nothing is noted: the call
+    /// keeps waiting for a console that saw the card); the first answer is
+    /// remembered with who gave it, a later one refused with who it was
+    /// (Err: why, for the client).
     pub fn command(&self, from: &ConsoleTag, command: AgentCommand) -> Result<(), String> {
-        match command {
+        match &command {
             AgentCommand::Quit => {
                 self.request_stop(OnExit::Unsaid, format!("console {} quit", from.id));
                 return Ok(());
             }
-            AgentCommand::Approval { id, .. } => {
+            AgentCommand::Approval { id, token, .. } => {
+                let id = *id;
+                if let Some(first) = self.answers.first(id) {
+                    return Err(format!(
+                        "approval #{id} was already answered by {}",
+                        first.console.describe()
+                    ));
+                }
+                self.broker
+                    .check_token(id, token)
+                    .map_err(|refused| refused.to_string())?;
                 let who = Answerer {
                     console: from.clone(),
                     at_ms: now_ms(),
                 };
                 if let Err(first) = self.answers.note(id, who) {
                     return Err(format!(
-                        "approval #{id} was already answered by console {} ({})",
-                        first.console.id, first.console.name
+                        "approval #{id} was already answered by {}",
+                        first.console.describe()
                     ));
                 }
             }
@@ -313,30 +327,61 @@ mod tests {
         let hub = Hub::new(
             Identity::default(),
             Journal::default(),
-            broker,
+            broker.clone(),
             cmd_tx,
             None,
             Default::default(),
         );
-        let one = hub.join(Role::Console, "one");
-        let two = hub.join(Role::Console, "two");
-        let watch = hub.join(Role::Watch, "w");
-        let _control = hub.join(Role::Control, "ps");
-        let _fleet = hub.join(Role::Fleet, "fleet view: pts/9");
+        let peer = Peer {
+            uid: 1000,
+            pid: 4242,
+            tty: Some("pts/3".into()),
+        };
+        let one = hub.join(Role::Console, "one", None);
+        let two = hub.join(Role::Console, "two", Some(peer));
+        let watch = hub.join(Role::Watch, "w", None);
+        let _control = hub.join(Role::Control, "ps", None);
+        let _fleet = hub.join(Role::Fleet, "fleet view: pts/9", None);
         assert_eq!((one.id, two.id, watch.id), (1, 2, 3));
         assert_eq!(
             hub.info().consoles,
             3,
             "control clients and fleet views are not consoles"
         );
-        let approve = |id| AgentCommand::Approval {
+        let approve = |id, token: &str| AgentCommand::Approval {
             id,
             decision: vigil_protocol::Answer::ApproveOnce,
+            token: token.into(),
         };
-        hub.command(&two, approve(7)).unwrap();
-        assert_eq!(commands.try_recv().unwrap(), approve(7));
-        let why = hub.command(&one, approve(7)).unwrap_err();
-        assert_eq!(why, "approval #7 was already answered by console 2 (two)");
+        broker.desk().wait(vigil_protocol::ApprovalRequest {
+            id: 7,
+            call_id: "c7".into(),
+            tool: "run_shell".into(),
+            target: "local".into(),
+            gate: vigil_protocol::GateInfo::shell("touch x"),
+            estimate: vigil_protocol::Risk::Medium,
+            estimate_reason: String::new(),
+            automatic: false,
+            change: None,
+            facts: Default::default(),
+            token: "card-token-7".into(),
+        });
+        // Without the card's token, or with another, nothing is noted and
+        // nothing reaches the agent.
+        for token in ["", "card-token-8", "card-token-"] {
+            let why = hub.command(&one, approve(7, token)).unwrap_err();
+            assert!(why.contains("token"), "{why}");
+            assert!(commands.try_recv().is_err(), "{token:?} reached the agent");
+        }
+        let why = hub.command(&one, approve(9, "card-token-7")).unwrap_err();
+        assert!(why.contains("not waiting"), "{why}");
+        hub.command(&two, approve(7, "card-token-7")).unwrap();
+        assert_eq!(commands.try_recv().unwrap(), approve(7, "card-token-7"));
+        let why = hub.command(&one, approve(7, "card-token-7")).unwrap_err();
+        assert_eq!(
+            why,
+            "approval #7 was already answered by console 2: uid 1000 pid 4242 on pts/3 (says \"two\")"
+        );
         assert!(
             commands.try_recv().is_err(),
             "the late answer never reaches the agent"

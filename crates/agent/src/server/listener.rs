@@ -1,6 +1,7 @@
 //! The agent's Unix socket: bound 0600 in the runtime directory (a stale
 //! socket left by a dead agent is removed first, and said), and every peer
-//! checked with `SO_PEERCRED` to be the same user.
+//! checked with `SO_PEERCRED` to be the same user, and named by it (uid,
+//! pid, the pid's controlling terminal: [`peer_of`]).
 //!
 //! It binds, accepts and checks; what a connection says is [`super::conn`]'s
 //! business. It never removes a socket that answers, nor a file that is not
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use tokio::net::{UnixListener, UnixStream};
 
 use vigil_protocol::runtime;
+use vigil_protocol::wire::Peer;
 
 /// Why the socket could not be bound.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +95,52 @@ pub fn foreign_peer(stream: &UnixStream) -> Option<String> {
     }
 }
 
+/// Who is at the other end of `stream`, as the kernel says (None: it
+/// would not say).
+pub fn peer_of(stream: &UnixStream) -> Option<Peer> {
+    let cred = stream.peer_cred().ok()?;
+    let pid = cred.pid().and_then(|p| u32::try_from(p).ok())?;
+    Some(Peer {
+        uid: cred.uid(),
+        pid,
+        tty: controlling_tty(pid),
+    })
+}
+
+/// The controlling terminal of process `pid` (`pts/3`, `tty1`, `ttyS0`, or
+/// `tty 4:70` when it has no better name), from `tty_nr` in
+/// `/proc/PID/stat`; None when it has none.
+pub fn controlling_tty(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session tty_nr …`; comm may hold
+    // spaces and parentheses, so count from the last `)`.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let tty_nr: u64 = after.split_whitespace().nth(4)?.parse().ok()?;
+    tty_name(tty_nr)
+}
+
+/// The name of the terminal device number `tty_nr` (the kernel's
+/// encoding: major in bits 8–19, minor in bits 0–7 and 20–31).
+pub fn tty_name(tty_nr: u64) -> Option<String> {
+    if tty_nr == 0 {
+        return None;
+    }
+    let major = (tty_nr >> 8) & 0xfff;
+    let minor = (tty_nr & 0xff) | ((tty_nr >> 12) & 0xfff00);
+    Some(match major {
+        136..=143 => format!("pts/{}", (major - 136) * 256 + minor),
+        4 if minor < 64 => format!("tty{minor}"),
+        4 => format!("ttyS{}", minor - 64),
+        _ => std::fs::read_to_string(format!("/sys/dev/char/{major}:{minor}/uevent"))
+            .ok()
+            .and_then(|u| {
+                u.lines()
+                    .find_map(|l| l.strip_prefix("DEVNAME=").map(String::from))
+            })
+            .unwrap_or_else(|| format!("tty {major}:{minor}")),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +165,21 @@ mod tests {
         let client = UnixStream::connect(&path).await.unwrap();
         let (server, _) = bound.listener.accept().await.unwrap();
         assert_eq!(foreign_peer(&server), None);
+        let peer = peer_of(&server).unwrap();
+        assert_eq!((peer.uid, peer.pid), (runtime::uid(), std::process::id()));
+        assert_eq!(peer.tty, controlling_tty(std::process::id()));
         drop(client);
+    }
+
+    #[test]
+    fn terminal_numbers_are_named() {
+        assert_eq!(tty_name(0), None);
+        assert_eq!(tty_name(136 << 8 | 3).as_deref(), Some("pts/3"));
+        // pts/300: major 137, minor 44.
+        assert_eq!(tty_name(137 << 8 | 44).as_deref(), Some("pts/300"));
+        // Minor 256 of major 136: the high minor bits live at bit 20.
+        assert_eq!(tty_name((136 << 8) | (1 << 20)).as_deref(), Some("pts/256"));
+        assert_eq!(tty_name(4 << 8 | 1).as_deref(), Some("tty1"));
+        assert_eq!(tty_name(4 << 8 | 64).as_deref(), Some("ttyS0"));
     }
 }

@@ -415,10 +415,19 @@ impl App {
 
     fn answer(&mut self, decision: OperatorAnswer) -> Vec<AgentCommand> {
         match self.approvals.answer(decision.clone()) {
-            Some(Answered { agent: None, id }) => vec![AgentCommand::Approval { id, decision }],
+            Some(Answered {
+                agent: None,
+                id,
+                token,
+            }) => vec![AgentCommand::Approval {
+                id,
+                decision,
+                token,
+            }],
             Some(Answered {
                 agent: Some(agent),
                 id,
+                ..
             }) => {
                 self.answer_elsewhere(agent, id, decision);
                 Vec::new()

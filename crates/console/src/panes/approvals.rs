@@ -57,6 +57,8 @@ pub struct Answered {
     /// None: this console's agent.
     pub agent: Option<String>,
     pub id: u64,
+    /// The card's token, which the answer carries back to the agent.
+    pub token: String,
 }
 
 #[derive(Debug, Default)]
@@ -210,6 +212,7 @@ impl ApprovalsPane {
         let answered = Answered {
             agent: pending.agent.as_ref().map(|a| a.id.clone()),
             id: pending.request.id,
+            token: pending.request.token.clone(),
         };
         if let Some(next) = self.queue.iter().position(|p| p.answered.is_none()) {
             self.selected = next;
@@ -559,6 +562,7 @@ mod tests {
             estimate_reason: String::new(),
             automatic: false,
             change: None,
+            token: format!("token-{id}"),
             facts: Default::default(),
         }
     }

@@ -150,6 +150,7 @@ mod tests {
             estimate_reason: String::new(),
             automatic: false,
             change: None,
+            token: String::new(),
             facts: Box::new(facts),
         }
     }

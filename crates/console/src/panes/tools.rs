@@ -250,14 +250,20 @@ pub fn format_duration(ms: u64) -> String {
     }
 }
 
-/// " at console 2 (pts/4) 14:03:12 UTC": who answered an approval, for the
-/// record on the call's status line.
+/// " at console 2 (uid 1000 pid 4242 on pts/4, says "laptop") 14:03:12
+/// UTC": who answered an approval, for the record on the call's status
+/// line — the peer the agent found on its socket first, the name the
+/// console gave itself only as a label after it.
 pub fn answered_by_text(who: &vigil_protocol::Answerer) -> String {
     let secs = who.at_ms / 1000 % 86_400;
+    let label = one_line(&sanitize(&who.console.name), 40);
+    let console = match &who.console.peer {
+        Some(peer) => format!("{}, says \"{label}\"", peer.describe()),
+        None => label,
+    };
     format!(
-        " at console {} ({}) {:02}:{:02}:{:02} UTC",
+        " at console {} ({console}) {:02}:{:02}:{:02} UTC",
         who.console.id,
-        one_line(&sanitize(&who.console.name), 40),
         secs / 3600,
         secs / 60 % 60,
         secs % 60

@@ -3,121 +3,13 @@
 //! a width.
 //!
 //! Every pane except the tmux mirror passes foreign text through [`sanitize`]
-//! before rendering. Pure functions: this module never touches the terminal.
-
-use std::iter::Peekable;
-use std::str::Chars;
+//! before rendering: the one sanitiser of `vigil_protocol::text`, which the
+//! command line's output goes through too. Pure functions: this module
+//! never touches the terminal.
 
 use ratatui::text::{Line, Span};
 
-/// Tab stops every this many columns.
-pub const TAB_WIDTH: usize = 4;
-
-/// Remove escape sequences (CSI, OSC, DCS and friends, 7- and 8-bit), control
-/// characters other than `\n`, and bidi overrides; expand tabs to spaces.
-pub fn sanitize(input: &str) -> String {
-    // Fast path for the common case (plain printable ASCII lines), which a
-    // flood of command output mostly is.
-    if is_plain(input) {
-        return input.to_string();
-    }
-    let mut out = String::with_capacity(input.len());
-    let mut col = 0usize;
-    let mut chars = input.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' => {
-                out.push('\n');
-                col = 0;
-            }
-            '\t' => {
-                let n = TAB_WIDTH - col % TAB_WIDTH;
-                out.extend(std::iter::repeat_n(' ', n));
-                col += n;
-            }
-            '\u{1b}' => skip_escape(&mut chars),
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            c if c.is_control() || is_bidi_control(c) => {}
-            c => {
-                out.push(c);
-                col += char_width(c);
-            }
-        }
-    }
-    out
-}
-
-/// Whether `input` is printable ASCII and newlines only, which
-/// [`sanitize`] leaves as it is.
-pub fn is_plain(input: &str) -> bool {
-    let plain = |b: u8| b == b'\n' || (0x20..0x7f).contains(&b);
-    // Whole blocks without an early exit inside, so the check vectorizes.
-    let mut blocks = input.as_bytes().chunks_exact(64);
-    for block in &mut blocks {
-        if !block.iter().fold(true, |ok, &b| ok & plain(b)) {
-            return false;
-        }
-    }
-    blocks.remainder().iter().all(|&b| plain(b))
-}
-
-/// Bidirectional overrides and isolates can make text display differently
-/// from what it is (a command that reads safe but is not).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
-}
-
-fn skip_escape(chars: &mut Peekable<Chars<'_>>) {
-    match chars.peek().copied() {
-        Some('[') => {
-            chars.next();
-            skip_csi(chars);
-        }
-        Some(']' | 'P' | 'X' | '^' | '_') => {
-            chars.next();
-            skip_string(chars);
-        }
-        Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
-            // nF sequence: intermediates then one final byte.
-            while chars
-                .next_if(|c| ('\u{20}'..='\u{2f}').contains(c))
-                .is_some()
-            {}
-            chars.next_if(|c| ('\u{30}'..='\u{7e}').contains(c));
-        }
-        Some(c) if ('\u{30}'..='\u{7e}').contains(&c) => {
-            chars.next();
-        }
-        _ => {}
-    }
-}
-
-fn skip_csi(chars: &mut Peekable<Chars<'_>>) {
-    while let Some(&c) = chars.peek() {
-        if ('\u{20}'..='\u{3f}').contains(&c) {
-            chars.next();
-        } else {
-            if ('\u{40}'..='\u{7e}').contains(&c) {
-                chars.next();
-            }
-            return;
-        }
-    }
-}
-
-fn skip_string(chars: &mut Peekable<Chars<'_>>) {
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{7}' | '\u{9c}' => return,
-            '\u{1b}' => {
-                chars.next_if_eq(&'\\');
-                return;
-            }
-            _ => {}
-        }
-    }
-}
+pub use vigil_protocol::text::{TAB_WIDTH, is_plain, sanitize};
 
 /// Display width of one character (0 for combining marks).
 pub fn char_width(c: char) -> usize {

@@ -23,7 +23,11 @@ fn waiting(app: &mut crate::app::App, id: u64, call: &str, action: &str) {
 
 /// What answering request `id` sends to the agent.
 fn sent(id: u64, decision: vigil_protocol::Answer) -> Vec<AgentCommand> {
-    vec![AgentCommand::Approval { id, decision }]
+    vec![AgentCommand::Approval {
+        id,
+        decision,
+        token: format!("token-{id}"),
+    }]
 }
 
 /// The agent confirms the operator approved request `id`.

@@ -32,6 +32,7 @@ pub(crate) fn request(id: u64, call_id: &str, action: &str) -> ApprovalRequest {
         estimate_reason: String::new(),
         automatic: false,
         change: None,
+        token: format!("token-{id}"),
         facts: Box::new(vigil_protocol::CallFacts {
             cwd: Some("/home/ops".into()),
             // As the agent sends them with every shell command.
@@ -121,14 +122,16 @@ fn y_and_n_answer_the_selected_approval_with_its_id() {
         press(&mut app, KeyCode::Char('y')),
         vec![AgentCommand::Approval {
             id: 7,
-            decision: vigil_protocol::Answer::ApproveOnce
+            decision: vigil_protocol::Answer::ApproveOnce,
+            token: "token-7".into(),
         }]
     );
     assert_eq!(
         press(&mut app, KeyCode::Char('n')),
         vec![AgentCommand::Approval {
             id: 8,
-            decision: vigil_protocol::Answer::Deny
+            decision: vigil_protocol::Answer::Deny,
+            token: "token-8".into(),
         }]
     );
     assert!(
@@ -160,7 +163,8 @@ fn typing_y_into_the_input_box_does_not_approve() {
         press(&mut app, KeyCode::Char('y')),
         vec![AgentCommand::Approval {
             id: 1,
-            decision: vigil_protocol::Answer::ApproveOnce
+            decision: vigil_protocol::Answer::ApproveOnce,
+            token: "token-1".into(),
         }]
     );
 }

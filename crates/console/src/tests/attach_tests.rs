@@ -153,6 +153,7 @@ fn the_tools_pane_says_who_answered_100x24() {
             console: ConsoleTag {
                 id: 2,
                 name: "pts/4 on laptop".into(),
+                peer: None,
             },
             // 2026-11-23 14:03:12 UTC
             at_ms: 1_795_442_592_000,

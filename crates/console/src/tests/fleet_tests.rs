@@ -139,7 +139,8 @@ fn this_agents_call_still_goes_to_this_agent() {
         press(&mut app, KeyCode::Char('n')),
         vec![AgentCommand::Approval {
             id: 1,
-            decision: vigil_protocol::Answer::Deny
+            decision: vigil_protocol::Answer::Deny,
+            token: "token-1".into(),
         }]
     );
     assert!(app.take_fleet_answers().is_empty());

@@ -112,7 +112,12 @@ fn a_second_v_sends_nothing_and_r_quotes_the_preview() {
     app.on_agent_event(AgentEvent::PreviewReady { id: 1, outcome });
     app.on_key(key(KeyCode::Char('r')));
     let sent = app.on_key(key(KeyCode::Enter));
-    let [AgentCommand::Approval { id: 1, decision }] = sent.as_slice() else {
+    let [
+        AgentCommand::Approval {
+            id: 1, decision, ..
+        },
+    ] = sent.as_slice()
+    else {
         panic!("{sent:?}");
     };
     let vigil_protocol::Answer::DenyWithReason(reason) = decision else {

@@ -100,7 +100,8 @@ fn r_denies_with_the_typed_reason() {
         app.on_key(key(KeyCode::Enter)),
         vec![AgentCommand::Approval {
             id: 5,
-            decision: vigil_protocol::Answer::DenyWithReason("not on prod, y".into())
+            decision: vigil_protocol::Answer::DenyWithReason("not on prod, y".into()),
+            token: "token-5".into(),
         }]
     );
     assert!(app.modal.is_none());
@@ -122,7 +123,8 @@ fn e_runs_the_edited_command() {
         app.on_key(key(KeyCode::Enter)),
         vec![AgentCommand::Approval {
             id: 6,
-            decision: vigil_protocol::Answer::ApproveEdited("rm -rf /tmp/old".into())
+            decision: vigil_protocol::Answer::ApproveEdited("rm -rf /tmp/old".into()),
+            token: "token-6".into(),
         }]
     );
 }

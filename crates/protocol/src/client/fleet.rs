@@ -191,12 +191,20 @@ impl State {
         FleetView { agents, pending }
     }
 
-    /// Send the console's answer on the agent's connection.
+    /// Send the console's answer on the agent's connection, with the
+    /// token of the card it answers (the agent refuses an answer without).
     fn route(&self, answer: FleetAnswer) {
         if let Some(a) = self.agents.get(&answer.agent) {
+            let token = a
+                .pending
+                .iter()
+                .find(|p| p.request.id == answer.id)
+                .map(|p| p.request.token.clone())
+                .unwrap_or_default();
             let command = AgentCommand::Approval {
                 id: answer.id,
                 decision: answer.decision,
+                token,
             };
             let _ = a.out.send(ClientMsg::Command { command });
         }
@@ -320,6 +328,7 @@ mod tests {
             automatic: false,
             change: None,
             facts: Default::default(),
+            token: format!("token-{id}"),
         }
     }
 
@@ -377,6 +386,7 @@ mod tests {
         };
         let mut a = join(&mut state, "a", 1);
         let mut b = join(&mut state, "b", 2);
+        state.apply(Update::Asked("b".into(), request(7)));
         state.route(FleetAnswer {
             agent: "b".into(),
             id: 7,
@@ -387,9 +397,11 @@ mod tests {
             Some(ClientMsg::Command {
                 command: AgentCommand::Approval {
                     id: 7,
-                    decision: crate::Answer::Deny
+                    decision: crate::Answer::Deny,
+                    token: "token-7".into(),
                 }
-            })
+            }),
+            "the answer carries the card's token"
         );
         assert!(a.try_recv().is_err());
         // An answer for an agent that went is dropped, not misdelivered.
