@@ -352,8 +352,9 @@ async fn policy_check_keeps_the_words_it_was_given() {
     assert!(stdout.contains("command:   ls -l /tmp\n"), "{stdout}");
 }
 
-/// `vigil ps --help` and `vigil attach --help` list their own flags and the
-/// few global ones they read, not the agent's (`--demo`, `--tmux`…).
+/// `vigil ps --help`, `vigil policy check --help` and the other commands
+/// that start no agent list their own flags and the few global ones they
+/// read, not the agent's (`--demo`, `--model`, `--tmux`…).
 #[tokio::test(flavor = "multi_thread")]
 async fn client_subcommands_list_only_their_flags() {
     let env = env().await;
@@ -364,6 +365,38 @@ async fn client_subcommands_list_only_their_flags() {
         assert!(help.contains(own) && help.contains("--config"), "{help}");
         for other in ["--demo", "--auto-approve", "--tmux", "--ssh", "--base-url"] {
             assert!(!help.contains(other), "{sub} lists {other}:\n{help}");
+        }
+    }
+    // Nested ones too: `policy check` reads the policy, never a model.
+    for (sub, own, other) in [
+        (
+            &["policy", "check"][..],
+            "--preview",
+            &["--model", "--api-key", "--demo", "--ssh"][..],
+        ),
+        (
+            &["policy", "replay"],
+            "--data-dir",
+            &["--model", "--base-url", "--tmux"],
+        ),
+        (
+            &["audit", "verify"],
+            "--data-dir",
+            &["--model", "--auto-approve", "--tmux"],
+        ),
+        (
+            &["tool", "call"],
+            "--ssh",
+            &["--model", "--api-key", "--demo", "--no-color"],
+        ),
+    ] {
+        let args = [sub, &["--help"]].concat();
+        let out = vigil(&env, &args).await;
+        let help = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{help}");
+        assert!(help.contains(own) && help.contains("--config"), "{help}");
+        for other in other {
+            assert!(!help.contains(other), "{sub:?} lists {other}:\n{help}");
         }
     }
     let help = text(&vigil(&env, &["exec", "--help"]).await.stdout);

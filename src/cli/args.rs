@@ -83,14 +83,43 @@ const GLOBALS: [&str; 14] = [
     "no_color",
 ];
 
-/// The subcommands that start no agent, with the global flags they read:
-/// their help lists only those (and their own).
-const CLIENTS: [(&str, &[&str]); 5] = [
-    ("ps", &["config", "verbose"]),
-    ("attach", &["config", "verbose", "no_color"]),
-    ("stop", &["config", "verbose"]),
-    ("sessions", &["config", "data_dir", "verbose"]),
-    ("audit", &["config", "data_dir", "verbose"]),
+/// The global flags a command that runs no model still reads: the target
+/// it runs tools on (`vigil tool`).
+const TARGET: &[&str] = &[
+    "config",
+    "data_dir",
+    "auto_approve",
+    "tmux",
+    "no_tmux",
+    "tmux_socket",
+    "ssh",
+    "container",
+    "verbose",
+];
+
+/// The subcommands that start no agent (by their path of names), with the
+/// global flags they read: their help lists only those (and their own).
+/// The others (the console, `exec`, `resume`, `__agent`) read them all.
+const CLIENTS: [(&[&str], &[&str]); 13] = [
+    (&["ps"], &["config", "verbose"]),
+    (&["attach"], &["config", "verbose", "no_color"]),
+    (&["stop"], &["config", "verbose"]),
+    (&["sessions"], &["config", "data_dir", "verbose"]),
+    (&["audit"], &["config", "data_dir", "verbose"]),
+    (&["audit", "verify"], &["config", "data_dir", "verbose"]),
+    (&["audit", "export"], &["config", "data_dir", "verbose"]),
+    (
+        &["policy"],
+        &["config", "data_dir", "auto_approve", "verbose"],
+    ),
+    (&["policy", "check"], &["config", "auto_approve", "verbose"]),
+    (
+        &["policy", "replay"],
+        &["config", "data_dir", "auto_approve", "verbose"],
+    ),
+    (&["tool"], TARGET),
+    (&["tool", "list"], TARGET),
+    (&["tool", "call"], TARGET),
 ];
 
 impl Cli {
@@ -105,16 +134,13 @@ impl Cli {
             .filter(|a| GLOBALS.contains(&a.get_id().as_str()))
             .map(|a| a.clone().global(false).hide(true))
             .collect();
-        for (name, reads) in CLIENTS {
-            cmd = cmd.mut_subcommand(name, |mut sub| {
-                for a in hidden
-                    .iter()
-                    .filter(|a| !reads.contains(&a.get_id().as_str()))
-                {
-                    sub = sub.arg(a.clone());
-                }
-                sub
-            });
+        for (path, reads) in CLIENTS {
+            let unread: Vec<clap::Arg> = hidden
+                .iter()
+                .filter(|a| !reads.contains(&a.get_id().as_str()))
+                .cloned()
+                .collect();
+            cmd = with_args(cmd, path, &unread);
         }
         cmd
     }
@@ -124,6 +150,15 @@ impl Cli {
     pub fn parse_args() -> Cli {
         let matches = Cli::described().get_matches();
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// `cmd` with `args` added to its subcommand at `path` (names, outermost
+/// first).
+fn with_args(cmd: clap::Command, path: &[&str], args: &[clap::Arg]) -> clap::Command {
+    match path {
+        [] => args.iter().fold(cmd, |c, a| c.arg(a.clone())),
+        [first, rest @ ..] => cmd.mut_subcommand(*first, |sub| with_args(sub, rest, args)),
     }
 }
 

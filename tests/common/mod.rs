@@ -351,8 +351,18 @@ fn zombie_status(pid: &str) -> Option<String> {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").output();
+        remove_tmux_socket(&self.socket);
         stop_agents(self.runtime_dir());
     }
+}
+
+/// Remove the socket of the tmux server `-L name` (a server that exits
+/// leaves its socket file in tmux's socket directory).
+pub fn remove_tmux_socket(name: &str) {
+    let base = std::env::var_os("TMUX_TMPDIR").map_or_else(|| "/tmp".into(), PathBuf::from);
+    // SAFETY: getuid(2) cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let _ = std::fs::remove_file(base.join(format!("tmux-{uid}")).join(name));
 }
 
 /// The vigil agent processes started with `VIGIL_RUNTIME_DIR=dir`, found
@@ -448,6 +458,7 @@ impl Drop for Server {
             .args(["-L", &self.socket, "kill-server"])
             .env_remove("TMUX")
             .output();
+        remove_tmux_socket(&self.socket);
         let prefix = format!("vigil-{}-", self.socket);
         let tmp = [std::path::PathBuf::from("/tmp"), std::env::temp_dir()];
         for entry in tmp.iter().flat_map(std::fs::read_dir).flatten().flatten() {

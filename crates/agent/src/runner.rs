@@ -22,7 +22,7 @@ use super::approval::ApprovalBroker;
 use super::context::ContextBudget;
 use super::conversation::Conversation;
 use super::model::ChatModel;
-use super::model::discover::Discovery;
+use super::model::discover::{Discovery, ServerModels};
 use super::model::retry::RetryPolicy;
 use super::model::types::{ChatMessage, Role};
 use super::restore::Restored;
@@ -272,34 +272,22 @@ async fn run_agent(
 /// The configured context window, else the one the server publishes (told
 /// to the operator), else [`DEFAULT_CONTEXT_LIMIT`]. The server is asked
 /// either way: a model list without the configured model is warned about.
-/// A server that cannot be reached gets no notice here (the turn's own
-/// error says so).
+/// With the window configured the list only serves that warning, so it is
+/// asked in the background and the start never waits on it (a silent server
+/// cost up to [`DISCOVERY_TIMEOUT`]). A server that cannot be reached gets
+/// no notice here (the turn's own error says so).
 async fn context_limit(setup: &AgentSetup, events: &mpsc::UnboundedSender<AgentEvent>) -> u64 {
+    if let Some(limit) = setup.context_limit {
+        let (model, events) = (setup.model.clone(), events.clone());
+        tokio::spawn(async move { discover(model.as_ref(), &events).await });
+        return limit;
+    }
+    let Some(found) = discover(setup.model.as_ref(), events).await else {
+        return DEFAULT_CONTEXT_LIMIT;
+    };
     let say = |text: String| {
         let _ = events.send(AgentEvent::Notice { text });
     };
-    let found = match tokio::time::timeout(DISCOVERY_TIMEOUT, setup.model.discover()).await {
-        Ok(Discovery::Answered(found)) => found,
-        Ok(Discovery::Unreachable(why)) => {
-            tracing::info!("model list not asked: {why}");
-            return setup.context_limit.unwrap_or(DEFAULT_CONTEXT_LIMIT);
-        }
-        Err(_) => {
-            tracing::info!("the model list did not come within {DISCOVERY_TIMEOUT:?}");
-            return setup.context_limit.unwrap_or(DEFAULT_CONTEXT_LIMIT);
-        }
-    };
-    let model = setup.model.model_name();
-    if found.lacks(model) {
-        say(format!(
-            "the model server does not list the model `{model}` (it lists: {}); check [model] \
-             model",
-            shown_list(&found.listed)
-        ));
-    }
-    if let Some(limit) = setup.context_limit {
-        return limit;
-    }
     say(match found.window {
         Some(n) => format!(
             "context window: {n} tokens, as the model server publishes it ([model] \
@@ -311,6 +299,35 @@ async fn context_limit(setup: &AgentSetup, events: &mpsc::UnboundedSender<AgentE
         ),
     });
     found.window.unwrap_or(DEFAULT_CONTEXT_LIMIT)
+}
+
+/// Ask the server for its model list (at most [`DISCOVERY_TIMEOUT`]) and warn
+/// when it does not list the configured model. `None`: no answer.
+async fn discover(
+    model: &dyn ChatModel,
+    events: &mpsc::UnboundedSender<AgentEvent>,
+) -> Option<ServerModels> {
+    let found = match tokio::time::timeout(DISCOVERY_TIMEOUT, model.discover()).await {
+        Ok(Discovery::Answered(found)) => found,
+        Ok(Discovery::Unreachable(why)) => {
+            tracing::info!("model list not asked: {why}");
+            return None;
+        }
+        Err(_) => {
+            tracing::info!("the model list did not come within {DISCOVERY_TIMEOUT:?}");
+            return None;
+        }
+    };
+    let name = model.model_name();
+    if found.lacks(name) {
+        let text = format!(
+            "the model server does not list the model `{name}` (it lists: {}); check [model] \
+             model",
+            shown_list(&found.listed)
+        );
+        let _ = events.send(AgentEvent::Notice { text });
+    }
+    Some(found)
 }
 
 /// At most five names, then how many more.

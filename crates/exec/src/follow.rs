@@ -39,6 +39,33 @@ const TICK: Duration = Duration::from_millis(10);
 /// wall time.
 pub const TICK_MAX: usize = 16 * 1024 * 1024;
 
+/// The output files' name: this prefix, the pid of the process that made
+/// them, `-`, a random part. A file goes with its run (or its process's
+/// exit); one a killed process left goes at the next process's first run.
+const OUT_PREFIX: &str = "vigil-out-";
+
+/// Remove the output files in `dir` of processes that are gone (killed
+/// before their files could go).
+fn remove_left_by_dead(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(OUT_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the pid exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// One stream's file and how far it was read.
 struct Followed {
     file: NamedTempFile,
@@ -61,8 +88,12 @@ impl FileOutputs {
     /// tmux mode's command files; the spill folder is only written at the
     /// end, so a full spill folder never fails the command itself).
     pub fn create(retain: &Retain, on_output: Option<OutputFn>) -> std::io::Result<Self> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| remove_left_by_dead(&std::env::temp_dir()));
         let one = || -> std::io::Result<Followed> {
-            let file = tempfile::Builder::new().prefix("vigil-out-").tempfile()?;
+            let file = tempfile::Builder::new()
+                .prefix(&format!("{OUT_PREFIX}{}-", std::process::id()))
+                .tempfile()?;
             let reader = file.reopen()?;
             Ok(Followed {
                 file,
@@ -239,6 +270,25 @@ mod tests {
 
     use super::*;
     use crate::process::run_retaining;
+
+    #[test]
+    fn output_files_of_a_dead_process_go_and_live_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let names = [
+            format!("{OUT_PREFIX}{dead}-a1"),
+            format!("{OUT_PREFIX}{}-b2", std::process::id()),
+            format!("{OUT_PREFIX}c3"),
+        ];
+        for n in &names {
+            std::fs::write(dir.path().join(n), "x").unwrap();
+        }
+        remove_left_by_dead(dir.path());
+        let left: Vec<bool> = names.iter().map(|n| dir.path().join(n).exists()).collect();
+        assert_eq!(left, [false, true, true]);
+    }
 
     fn sh(script: &str) -> Command {
         let mut c = Command::new("sh");

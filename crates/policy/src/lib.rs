@@ -25,4 +25,5 @@ pub mod secret_content;
 pub mod secret_operands;
 pub mod secret_patterns;
 pub mod secret_reads;
+pub mod secret_walks;
 pub mod view_eligible;

@@ -8,8 +8,10 @@
 //! of the script names (tilde and `$HOME` expanded, `..` and symlinks
 //! followed by [`resolve_local`]); a glob is compared with the places
 //! component by component; a recursive reader (`grep -r`, `rg`, `tar`…)
-//! given a folder that holds a secret place reads it too. What cannot be
-//! known (`cd -`, a recursive read of a huge tree) is reported as unknown:
+//! given a folder that holds a secret place reads it too (the walk of that
+//! folder is [`super::secret_walks`], kept off the decision path). What cannot be
+//! known (`cd -`, a recursive read of a huge tree, or of a large one not
+//! looked through yet) is reported as unknown:
 //! the estimate then rates the command medium, never low.
 //!
 //! It reads directory entries and symlinks only (never a file's contents),
@@ -28,12 +30,9 @@ use super::secret_operands::{
 };
 pub use super::secret_patterns::shell_glob;
 use super::secret_patterns::{braces, names_of, opaque_entry, pattern_reaches};
-use vigil_config::secrets::{SecretPlaces, glob_name};
+use super::secret_walks::{self, SYNC_LIMIT, WALK_LIMIT, Walk};
+use vigil_config::secrets::SecretPlaces;
 use vigil_shell::{Redirect, Script, SimpleCommand};
-
-/// Most directory entries looked at for one command text (every recursive
-/// operand together; each folder is walked once).
-const WALK_LIMIT: usize = 10_000;
 
 /// Most directories a relative operand is resolved against (more `cd`s
 /// than that: where it leads is not told).
@@ -46,6 +45,7 @@ static INSTALLED: RwLock<Option<SecretPlaces>> = RwLock::new(None);
 /// from the config: `[secrets]` and vigil's own directories).
 pub fn install(places: SecretPlaces) {
     *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = Some(places);
+    secret_walks::forget();
 }
 
 /// The places in force: the installed ones, else the default config's.
@@ -399,84 +399,51 @@ fn path_hit(
         }
     }
     match walks.walk(real, &scope.places) {
-        Walk::Found(entry, at) => Some(hit(
+        Some(Walk::Found(entry, at)) => Some(hit(
             &entry,
             format!("{shown} (holds {})", at.display()),
             Certainty::Reads,
         )),
-        Walk::TooBig => Some(hit(
+        Some(Walk::TooBig) => Some(hit(
             &format!("more than {WALK_LIMIT} entries to look through"),
             shown,
             Certainty::Unknown,
         )),
-        Walk::Clean => None,
+        None => Some(hit(
+            "a large tree still being looked through",
+            shown,
+            Certainty::Unknown,
+        )),
+        Some(Walk::Clean) => None,
     }
 }
 
-#[derive(Clone)]
-enum Walk {
-    Found(String, PathBuf),
-    TooBig,
-    Clean,
+/// The walks of one command text: each folder once, and at most
+/// [`SYNC_LIMIT`] entries listed now for all of them together (a text
+/// naming the same big tree a thousand times costs one look).
+struct Walks {
+    done: RefCell<HashMap<PathBuf, Option<Walk>>>,
+    budget: Cell<usize>,
 }
 
-/// The walks of one command text: each folder once, all of them together
-/// at most [`WALK_LIMIT`] entries (a text naming the same big tree a
-/// thousand times costs one walk).
-#[derive(Default)]
-struct Walks {
-    done: RefCell<HashMap<PathBuf, Walk>>,
-    seen: Cell<usize>,
+impl Default for Walks {
+    fn default() -> Self {
+        Walks {
+            done: RefCell::default(),
+            budget: Cell::new(SYNC_LIMIT),
+        }
+    }
 }
 
 impl Walks {
-    fn walk(&self, dir: &Path, places: &SecretPlaces) -> Walk {
+    fn walk(&self, dir: &Path, places: &SecretPlaces) -> Option<Walk> {
         if let Some(w) = self.done.borrow().get(dir) {
             return w.clone();
         }
-        let w = walk_for_secret(dir, places, &self.seen);
+        let w = secret_walks::walk(dir, places, &self.budget);
         self.done.borrow_mut().insert(dir.to_path_buf(), w.clone());
         w
     }
-}
-
-/// Look through the tree under `dir` (symlinks not followed, but their
-/// targets checked) for a secret place, up to [`WALK_LIMIT`] entries.
-fn walk_for_secret(dir: &Path, places: &SecretPlaces, seen: &Cell<usize>) -> Walk {
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            seen.set(seen.get() + 1);
-            if seen.get() > WALK_LIMIT {
-                return Walk::TooBig;
-            }
-            let Ok(kind) = e.file_type() else { continue };
-            let name = e.file_name();
-            let path = d.join(&name);
-            // The absolute places beneath `dir` were checked before the
-            // walk: here only names, and where a symlink leads.
-            let found = if kind.is_symlink() {
-                let real = resolve_local(&path).unwrap_or_else(|_| path.clone());
-                places.matches(&real).map(str::to_string)
-            } else {
-                let name = name.to_string_lossy();
-                places
-                    .names()
-                    .find(|g| glob_name(g, &name))
-                    .map(str::to_string)
-            };
-            if let Some(entry) = found {
-                return Walk::Found(entry, path);
-            }
-            if kind.is_dir() {
-                pending.push(path);
-            }
-        }
-    }
-    Walk::Clean
 }
 
 /// A glob that could reach a secret place: `(entry, pattern)`.
