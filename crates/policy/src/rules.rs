@@ -177,6 +177,14 @@ impl PolicyRules {
 }
 
 impl PolicyRules {
+    /// Whether a `deny` or `ask` rule could apply to a call of `tool` (a
+    /// call its tool runs without asking is still screened by them).
+    pub fn guards(&self, tool: &str) -> bool {
+        self.0
+            .iter()
+            .any(|r| r.decision != RuleDecision::Allow && tool_applies(&r.tool, r.decision, tool))
+    }
+
     /// Why the call is asked although no rule matched it: it is a command
     /// some of whose programs cannot be told ("cannot tell which program
     /// runs: …"), and a `deny` or `ask` rule on commands could apply to it.
