@@ -82,7 +82,7 @@ pub fn combine(outcome: Outcome, verdicts: &[Verdict], sandboxable: bool) -> Out
     match (outcome, verdicts.iter().find(|v| v.answer == Answer::Allow)) {
         (Outcome::Ask(None), Some(v)) if sandboxable => Outcome::Unasked(by(v)),
         (Outcome::Ask(None), Some(v)) => Outcome::Ask(Some(format!(
-            "{} allows it, but this call has no sandbox to run in unasked: asking",
+            "{}; but this call has no sandbox to run in unasked, so it is asked",
             v.line()
         ))),
         (outcome, _) => outcome,
