@@ -25,6 +25,7 @@ pub fn broker(config: &Config, policy: Policy, can_sandbox: bool) -> ApprovalBro
     let broker = ApprovalBroker::new(tx, "local".into(), policy);
     crate::policy::secret_reads::install(config.secret_places());
     broker.set_rules(PolicyRules::from_config(&config.approval));
+    broker.set_denylist(config.tools.shell_denylist.clone());
     broker.set_can_sandbox(can_sandbox);
     broker
 }

@@ -33,6 +33,7 @@ use super::preview::PreviewDesk;
 
 mod hooked;
 mod policy;
+mod screen;
 mod session_rules;
 mod token;
 mod trial;
@@ -85,6 +86,8 @@ pub struct ApprovalBroker {
     hooks: Mutex<Option<Arc<crate::hooks::DecideHooks>>>,
     /// The hooks' answers on calls sent to the view, by call id.
     trial_hooks: Mutex<HashMap<String, Vec<String>>>,
+    /// `[tools] shell_denylist`: a command it cannot judge is asked.
+    denylist: Mutex<Vec<String>>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -135,7 +138,14 @@ impl ApprovalBroker {
             held: Mutex::new(Restored::default()),
             hooks: Mutex::new(None),
             trial_hooks: Mutex::new(HashMap::new()),
+            denylist: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The operator's shell denylist (`run_shell` refuses what it matches;
+    /// the broker asks a command whose programs it cannot tell).
+    pub fn set_denylist(&self, denylist: Vec<String>) {
+        *lock(&self.denylist) = denylist;
     }
 
     /// Use the policy file's rules.
@@ -230,7 +240,7 @@ impl ApprovalBroker {
     ) -> (ApprovalRequest, Assessment) {
         let a = assessment(tool, gate, script, facts.cwd.as_deref());
         let mut facts = facts;
-        if script.is_some() {
+        if is_command(tool, gate) {
             facts.prefix_rules = prefix_rule::choices(&gate.action);
         }
         let request = ApprovalRequest {
@@ -285,6 +295,9 @@ impl ApprovalBroker {
                 return Outcome::Ask(Some(format!("{label} says to ask")));
             }
             _ => {}
+        }
+        if let Some(why) = self.cannot_tell(&rules, &call) {
+            return Outcome::Ask(Some(why));
         }
         let policy = lock(&self.policy).clone();
         match policy {
@@ -363,7 +376,7 @@ impl Approver for ApprovalBroker {
         arguments: &serde_json::Value,
     ) -> ApprovalDecision {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
+        let script = screen::script_of(tool, gate, arguments);
         let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
         let outcome = self.outcome(&request, script.as_deref());
         let outcome = self
@@ -371,9 +384,7 @@ impl Approver for ApprovalBroker {
             .await;
         match &outcome {
             Outcome::Trial => return ApprovalDecision::TryInView,
-            Outcome::Ask(Some(why)) if *lock(&self.policy) == Policy::ByEffect => {
-                request.facts.trial = Some(why.clone());
-            }
+            Outcome::Ask(Some(why)) => request.facts.trial = Some(why.clone()),
             _ => {}
         }
         let automatic = self.automatic(outcome);
@@ -389,8 +400,23 @@ impl Approver for ApprovalBroker {
             self.announce(id, &decision, decided_by);
             return decision;
         }
-        let preview = self.wants_preview(&request, script.as_deref());
+        let preview = is_command(tool, gate) && self.wants_preview(&request, script.as_deref());
         self.ask(request, preview, None).await
+    }
+
+    fn screens(&self, tool: &str) -> bool {
+        ApprovalBroker::screens(self, tool)
+    }
+
+    async fn screen(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        arguments: &serde_json::Value,
+    ) -> Option<ApprovalDecision> {
+        ApprovalBroker::screen(self, call_id, tool, gate, facts, arguments).await
     }
 }
 

@@ -128,6 +128,57 @@ pub struct DecideHookConfig {
     pub on_failure: String,
 }
 
+/// The tool names a decide hook's `match.tools` may name: vigil's own
+/// tools, and the names Claude Code's PreToolUse format gives them. An MCP
+/// tool is named `SERVER__TOOL` or `mcp__SERVER__TOOL` for a server of
+/// `[mcp]`.
+pub const HOOK_TOOL_NAMES: &[&str] = &[
+    "run_shell",
+    "read_file",
+    "write_file",
+    "edit",
+    "fetch_url",
+    "web_search",
+    "time",
+    "send-keys",
+    "capture-pane",
+    "tmux-create-session",
+    "tmux-kill-session",
+    "tmux-create-pane",
+    "tmux-kill-pane",
+    "request_tools",
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "WebFetch",
+    "WebSearch",
+];
+
+/// Whether `name` in a matcher can ever name a call, given the `[mcp]`
+/// server names.
+fn names_a_tool(name: &str, servers: &[String]) -> bool {
+    if HOOK_TOOL_NAMES.contains(&name) {
+        return true;
+    }
+    let name = name.strip_prefix("mcp__").unwrap_or(name);
+    let Some((server, tool)) = name.split_once("__") else {
+        return false;
+    };
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    !tool.is_empty() && servers.iter().any(|s| s == server || safe(s) == server)
+}
+
 /// The lifecycle events a `[[hooks.on]]` entry can be told about.
 pub const LIFECYCLE_EVENTS: &[&str] = &[
     "session_start",
@@ -233,14 +284,29 @@ impl HooksConfig {
             .unwrap_or_else(|| format!("hooks.decide[{}]", i + 1))
     }
 
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+    /// `servers`: the `[mcp]` server names (an MCP tool a matcher names
+    /// must belong to one).
+    pub(super) fn validate(&self, servers: &[String]) -> Result<(), ConfigError> {
         for (i, hook) in self.decide.iter().enumerate() {
-            hook.get_ref()
-                .check()
-                .map_err(|message| ConfigError::Invalid {
-                    key: format!("hooks.decide[{}] ({})", i + 1, self.decide_origin(i)),
-                    message,
-                })?;
+            let hook = hook.get_ref();
+            let unknown = hook
+                .matcher
+                .tools
+                .iter()
+                .find(|t| !names_a_tool(t, servers));
+            let checked = match unknown {
+                Some(t) => Err(format!(
+                    "match.tools names `{t}`, which is no tool vigil has, so the hook would never \
+                     see a call (vigil's tools and their PreToolUse names: {}; an MCP tool: \
+                     SERVER__TOOL or mcp__SERVER__TOOL for a server of [mcp])",
+                    HOOK_TOOL_NAMES.join(", ")
+                )),
+                None => hook.check(),
+            };
+            checked.map_err(|message| ConfigError::Invalid {
+                key: format!("hooks.decide[{}] ({})", i + 1, self.decide_origin(i)),
+                message,
+            })?;
         }
         for (i, hook) in self.on.iter().enumerate() {
             let hook = hook.get_ref();
@@ -310,6 +376,25 @@ mod tests {
         assert!(none.unwrap_err().contains("needs a `command` or a `url`"));
         let event = parse("[[hooks.on]]\nevents = [\"boot\"]\ncommand = \"x\"\n");
         assert!(event.unwrap_err().contains("unknown event `boot`"));
+        let typo = parse("[[hooks.decide]]\ncommand = \"x\"\nmatch = { tools = [\"Bsh\"] }\n");
+        let typo = typo.unwrap_err();
+        assert!(
+            typo.contains("hooks.decide[1] (t.toml:1)") && typo.contains("`Bsh`"),
+            "{typo}"
+        );
+        let mcp = "[mcp.servers.fs]\ncommand = \"x\"\n[[hooks.decide]]\ncommand = \"x\"\n";
+        for ok in [
+            "Bash",
+            "send-keys",
+            "read_file",
+            "mcp__fs__write",
+            "fs__write",
+        ] {
+            let text = format!("{mcp}match = {{ tools = [\"{ok}\"] }}\n");
+            assert!(parse(&text).is_ok(), "{ok}: {:?}", parse(&text));
+        }
+        let text = format!("{mcp}match = {{ tools = [\"mcp__other__write\"] }}\n");
+        assert!(parse(&text).is_err());
         let slow = parse("[[hooks.decide]]\ncommand = \"x\"\ntimeout_secs = 0\n");
         assert!(slow.unwrap_err().contains("timeout_secs 0"));
 

@@ -462,7 +462,8 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.notify.validate()?;
-        self.hooks.validate()?;
+        let servers: Vec<String> = self.mcp.servers.keys().cloned().collect();
+        self.hooks.validate(&servers)?;
         self.telemetry.validate()?;
         self.sandbox
             .validate()

@@ -44,6 +44,28 @@ pub trait Approver: Send + Sync {
     ) -> ApprovalDecision {
         self.decide_change(call_id, tool, gate, change).await
     }
+
+    /// Whether an ungated call of `tool` (its tool runs it without asking)
+    /// must be screened ([`Approver::screen`]) first. By default none is.
+    fn screens(&self, _tool: &str) -> bool {
+        false
+    }
+
+    /// Screen an ungated call with what no switch skips (deny and ask
+    /// rules, decide hooks, a command whose programs cannot be told).
+    /// `None`: it runs as its tool would; otherwise a deny or the
+    /// operator's answer. `gate` describes the call (it asks nobody by
+    /// itself). By default nothing is screened.
+    async fn screen(
+        &self,
+        _call_id: &str,
+        _tool: &str,
+        _gate: &GateInfo,
+        _facts: CallFacts,
+        _arguments: &serde_json::Value,
+    ) -> Option<ApprovalDecision> {
+        None
+    }
 }
 
 /// How a call decided by its trial in the view is named.

@@ -2,11 +2,16 @@
 //! call. Rules are tried in order, and a matching `deny` wins over any
 //! `allow` or `ask`. For commands, rules read the parsed command
 //! ([`vigil_shell`]):
-//! - `deny` / `ask` with `command` words match any simple command in the
-//!   text (chained, piped, substituted) whose words start with them, the
-//!   program compared by base name; with `pattern`, any simple command whose
-//!   words (joined by single spaces) match the glob. A text the parser
-//!   rejects is matched on its whitespace-separated words.
+//! - `deny` / `ask` with `command` words match any program the text runs
+//!   ([`shell::program_runs`]: chained, piped, substituted, and through
+//!   wrappers, `xargs`, `find -exec`, `sh -c` / `eval` text and global
+//!   options such as `git -C`) whose words start with them, the program
+//!   compared by base name; with `pattern`, any such run whose words
+//!   (joined by single spaces) match the glob. A text the parser rejects is
+//!   matched on its whitespace-separated words. A command whose programs
+//!   cannot all be told ([`PolicyRules::cannot_tell`]) is asked wherever
+//!   such a rule could apply, never run unasked. Rules on `run_shell` also
+//!   read the text `send-keys` types into a pane (deny and ask only).
 //! - `allow` matches only a command the parser fully understands: one plain
 //!   simple command whose literal words start with the rule's words and
 //!   whose remaining words are allowed for unasked running (the prefix-rule
@@ -172,6 +177,30 @@ impl PolicyRules {
 }
 
 impl PolicyRules {
+    /// Whether a `deny` or `ask` rule could apply to a call of `tool` (a
+    /// call its tool runs without asking is still screened by them).
+    pub fn guards(&self, tool: &str) -> bool {
+        self.0
+            .iter()
+            .any(|r| r.decision != RuleDecision::Allow && tool_applies(&r.tool, r.decision, tool))
+    }
+
+    /// Why the call is asked although no rule matched it: it is a command
+    /// some of whose programs cannot be told ("cannot tell which program
+    /// runs: …"), and a `deny` or `ask` rule on commands could apply to it.
+    pub fn cannot_tell(&self, call: &Call) -> Option<String> {
+        let script = call.script?;
+        let guarded = self.0.iter().any(|r| {
+            r.decision != RuleDecision::Allow
+                && !matches!(r.matcher, Matcher::Path(_))
+                && tool_applies(&r.tool, r.decision, call.tool)
+        });
+        if !guarded {
+            return None;
+        }
+        shell::program_runs(script, &script.text).why_unknown()
+    }
+
     /// Whether a `preview = true` rule matches `call`.
     pub fn wants_preview(&self, call: &Call) -> bool {
         self.0.iter().any(|r| r.preview && r.matches(call))
@@ -180,10 +209,10 @@ impl PolicyRules {
 
 impl Rule {
     fn matches(&self, call: &Call) -> bool {
-        if self.tool != call.tool && self.tool != "*" {
+        if !tool_applies(&self.tool, self.decision, call.tool) {
             return false;
         }
-        let action = call.gate.action.as_str();
+        let action = call.script.map_or("", |s| s.text.as_str());
         match (&self.matcher, call.script) {
             (Matcher::Path(globs), _) => {
                 // An allow needs the real path; a deny or ask takes either.
@@ -224,9 +253,18 @@ fn allow_matches(m: &Matcher, script: &Script) -> bool {
     }
 }
 
-/// Words of every simple command (see [`shell::command_runs`]).
+/// Every program run of the text (see [`shell::program_runs`]).
 fn loose_runs(script: &Script, action: &str) -> Vec<Vec<String>> {
-    shell::command_runs(script, action)
+    shell::program_runs(script, action).runs
+}
+
+/// Whether a rule on `rule_tool` reads a call of `tool`: the same tool,
+/// `*`, or `run_shell` for the text `send-keys` types (not for `allow`:
+/// a pane's keys never run unasked).
+fn tool_applies(rule_tool: &str, decision: RuleDecision, tool: &str) -> bool {
+    rule_tool == tool
+        || rule_tool == "*"
+        || (rule_tool == "run_shell" && tool == "send-keys" && decision != RuleDecision::Allow)
 }
 
 fn starts_with(words: &[String], rule: &[String]) -> bool {

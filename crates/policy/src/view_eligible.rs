@@ -158,50 +158,19 @@ fn no(rule: &'static str, why: String) -> Ineligible {
     Ineligible { rule, why }
 }
 
-/// Programs that run another program named by an operand.
-const WRAPPERS: &[&str] = &[
-    "env",
-    "nice",
-    "nohup",
-    "timeout",
-    "xargs",
-    "time",
-    "stdbuf",
-    "chrt",
-    "setsid",
-    "flock",
-    "unbuffer",
-    "caffeinate",
-    "systemd-run",
-];
-
-/// The program's base name (`/usr/bin/ps` → `ps`).
-fn base(word: &str) -> &str {
-    vigil_shell::program_name(word)
-}
-
 /// The programs a simple command runs: its first word and, through
-/// wrappers (`env ps`, `timeout 5 top`, `xargs kill`), the program each
-/// wrapper runs.
-fn programs(words: &[String]) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut wrapped = true;
-    for w in words {
-        if !wrapped {
-            break;
-        }
-        let operand = !w.starts_with('-') && !w.contains('=') && w.parse::<f64>().is_err();
-        if out.is_empty() || operand {
-            out.push(base(w));
-            wrapped = WRAPPERS.contains(&base(w));
-        }
-    }
-    out
+/// wrappers (`env ps`, `timeout 5 top`, `xargs kill`, `sh -c 'ps'`), the
+/// program each wrapper runs: the shell crate's one answer
+/// ([`vigil_shell::command_programs`]).
+fn programs(cmd: &SimpleCommand) -> Vec<String> {
+    let runs = vigil_shell::command_programs(cmd);
+    runs.programs().into_iter().map(str::to_string).collect()
 }
 
 fn by_program(cmd: &SimpleCommand) -> Result<(), Ineligible> {
     let words = cmd.loose_words();
-    for name in programs(&words) {
+    for name in programs(cmd) {
+        let name = name.as_str();
         let listed = |list: &[&str]| list.contains(&name);
         if listed(PRIVILEGE) {
             return Err(no(
@@ -244,7 +213,7 @@ fn is_other_process(word: &str) -> bool {
 }
 
 fn pane_state(cmd: &SimpleCommand) -> Result<(), Ineligible> {
-    if let Some(name) = cmd.program().map(base)
+    if let Some(name) = cmd.program().map(vigil_shell::program_name)
         && SHELL_STATE.contains(&name)
     {
         return Err(no(
@@ -313,6 +282,10 @@ mod tests {
         assert_eq!(rule("python3 -c 'print(1)'", false), None);
         assert_eq!(rule("xargs kill < pids", false), Some("processes"));
         assert_eq!(rule("timeout 5 top", false), Some("processes"));
+        assert_eq!(rule("sudo -u x env nice -n 5 ps", false), Some("privilege"));
+        assert_eq!(rule("env -i A=1 nice -n 5 ps", false), Some("processes"));
+        assert_eq!(rule("sh -c 'ip addr'", false), Some("network"));
+        assert_eq!(rule("find . -exec kill {} \\;", false), Some("processes"));
         assert_eq!(rule("grep -w ps notes.txt", false), None);
     }
 

@@ -143,9 +143,10 @@ pub struct CallFacts {
     /// throwaway view does not have).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_pane: bool,
-    /// Under `approval = "by_effect"`: why this call is asked although
-    /// the mode tries calls in the view first (the trial's effects, or
-    /// the rule that kept it out of the view). Shown on the card.
+    /// Why this call is asked when something other than the mode made it
+    /// wait: under `approval = "by_effect"` the trial's effects or the rule
+    /// that kept it out of the view; an `ask` rule; a hook; a command whose
+    /// program cannot be told. Shown on the card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<String>,
     /// For a shell command: the session rules its card can offer, judged by

@@ -22,8 +22,11 @@ use std::sync::Arc;
 
 mod convert;
 mod parsed;
+mod runs;
 mod word;
+mod wrappers;
 
+pub use runs::{Runs, command_programs, program_runs};
 pub use word::Word;
 
 /// Where a simple command runs relative to the shell that reads the text.
@@ -244,3 +247,6 @@ pub fn command_runs(script: &Script, text: &str) -> Vec<Vec<String>> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod runs_tests;

@@ -3,6 +3,10 @@
 //! lookup, repeated-failure suppression, argument parsing and schema
 //! validation, the approval gate, execution, the envelope.
 //!
+//! A call its tool runs without asking is still screened by the approver
+//! when it says so ([`Approver::screens`]: deny and ask rules, decide hooks
+//! and an unknown program are never skipped by a switch).
+//!
 //! It never renders and never decides approvals itself: it asks its
 //! [`Approver`], with what the tool established about the call and the
 //! digest of its full canonical arguments ([`CallFacts`](vigil_policy::gate::CallFacts)),
@@ -337,7 +341,21 @@ impl ToolRegistry {
         }
         let mut effective = args.to_string();
         let mut decision = None;
-        let gate = tool.gate(&args);
+        let mut gate = tool.gate(&args);
+        let mut screened = None;
+        if gate.is_none() && self.approver.screens(name) {
+            // No switch skips the deny rules, the hooks nor an unknown program.
+            let described = describe(tool, &args);
+            let mut facts = tool.facts(&args).await;
+            facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
+            screened = self
+                .approver
+                .screen(&ctx.call_id, name, &described, facts, &args)
+                .await;
+            if screened.is_some() {
+                gate = Some(described);
+            }
+        }
         let mut approved_paths = None;
         let mut approved_cwd = None;
         if let Some(gate) = &gate {
@@ -346,10 +364,14 @@ impl ToolRegistry {
             facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
             approved_paths = Some(facts.paths.clone());
             approved_cwd = facts.cwd.clone();
-            let d = self
-                .approver
-                .decide_call(&ctx.call_id, name, gate, change, facts.clone(), &args)
-                .await;
+            let d = match screened.take() {
+                Some(d) => d,
+                None => {
+                    self.approver
+                        .decide_call(&ctx.call_id, name, gate, change, facts.clone(), &args)
+                        .await
+                }
+            };
             let d = match d {
                 ApprovalDecision::TryInView => {
                     match self.try_in_view(tool, &effective, gate, facts, ctx).await {
@@ -447,6 +469,23 @@ impl ToolRegistry {
                 run
             }
         }
+    }
+}
+
+/// How an ungated call is shown when it is screened: the command of a
+/// `run_shell` call (editable, as its gate would be), else its summary.
+fn describe(tool: &dyn Tool, args: &Value) -> vigil_policy::gate::GateInfo {
+    let action = tool.summary(args).unwrap_or_else(|| summarize_args(args));
+    let command = tool.name() == "run_shell";
+    vigil_policy::gate::GateInfo {
+        action,
+        model_risk: args["risk"]
+            .as_str()
+            .and_then(vigil_policy::gate::Risk::parse),
+        mutation: args["mutation"].as_bool(),
+        privesc: args["privesc"].as_bool(),
+        why: args["why"].as_str().map(str::to_string),
+        editable_field: command.then(|| "command".to_string()),
     }
 }
 

@@ -9,7 +9,8 @@
 //! stands in for the operator's "ask" (the call then runs unasked, in the
 //! kernel sandbox, exactly like a policy-file `allow`), and never skips an
 //! `ask` rule, the throwaway view of `by_effect`, nor the sandbox (no
-//! sandbox: it asks). It never runs a hook itself (that is
+//! sandbox: it asks; an MCP tool, `fetch_url`, `send-keys` and a write
+//! outside the working tree have none, [`super::screen::sandboxable`]). It never runs a hook itself (that is
 //! [`crate::hooks`]) and never renders.
 
 use super::{ApprovalBroker, Outcome, lock};
@@ -43,7 +44,7 @@ impl ApprovalBroker {
         };
         let verdicts = hooks.consult(request, script, arguments.clone()).await;
         request.facts.hooks = verdicts.iter().map(Verdict::line).collect();
-        let outcome = combine(outcome, &verdicts);
+        let outcome = combine(outcome, &verdicts, super::screen::sandboxable(request));
         if outcome == Outcome::Trial && !request.facts.hooks.is_empty() {
             // The trial's own request (announced later) shows them too.
             lock(&self.trial_hooks).insert(request.call_id.clone(), request.facts.hooks.clone());
@@ -58,7 +59,9 @@ impl ApprovalBroker {
 }
 
 /// The outcome once the hooks' `verdicts` are in (see the module docs).
-pub fn combine(outcome: Outcome, verdicts: &[Verdict]) -> Outcome {
+/// `sandboxable`: the call has a sandbox to run in unasked; without one a
+/// hook's allow leaves it asked.
+pub fn combine(outcome: Outcome, verdicts: &[Verdict], sandboxable: bool) -> Outcome {
     if matches!(outcome, Outcome::Deny(..)) {
         return outcome;
     }
@@ -77,7 +80,11 @@ pub fn combine(outcome: Outcome, verdicts: &[Verdict]) -> Outcome {
         return Outcome::Ask(Some(format!("{} says to ask", v.line())));
     }
     match (outcome, verdicts.iter().find(|v| v.answer == Answer::Allow)) {
-        (Outcome::Ask(None), Some(v)) => Outcome::Unasked(by(v)),
+        (Outcome::Ask(None), Some(v)) if sandboxable => Outcome::Unasked(by(v)),
+        (Outcome::Ask(None), Some(v)) => Outcome::Ask(Some(format!(
+            "{}; but this call has no sandbox to run in unasked, so it is asked",
+            v.line()
+        ))),
         (outcome, _) => outcome,
     }
 }
@@ -150,10 +157,16 @@ mod tests {
         for (before, answers, after) in table {
             let verdicts: Vec<Verdict> = answers.into_iter().map(v).collect();
             assert_eq!(
-                combine(before.clone(), &verdicts),
+                combine(before.clone(), &verdicts, true),
                 after,
                 "{before:?} + {verdicts:?}"
             );
         }
+        // No sandbox (MCP, fetch_url, a write outside the tree): an allow asks.
+        let asked = combine(Outcome::Ask(None), &[v(Allow)], false);
+        assert!(
+            matches!(&asked, Outcome::Ask(Some(why)) if why.contains("no sandbox")),
+            "{asked:?}"
+        );
     }
 }

@@ -136,6 +136,7 @@ pub async fn start_agent_with(
         policy,
     ));
     broker.set_can_sandbox(exec.can_sandbox());
+    broker.set_denylist(config.tools.shell_denylist.clone());
     broker.set_rules(vigil_policy::rules::PolicyRules::from_config(
         &config.approval,
     ));

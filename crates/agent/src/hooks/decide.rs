@@ -164,13 +164,18 @@ fn parsed(script: &Script) -> ParsedCommand {
     }
 }
 
-/// Whether a hook with this matcher sees the call. The command words
-/// over-match on purpose (the hook then decides): the prefix may start at
-/// any word of any simple command (`sudo rm`, `x && rm`, `$(rm …)`), the
-/// first word is compared by its last path component (`/bin/rm`), and a
-/// text the parser rejects is shown to every command matcher.
+/// Whether a hook with this matcher sees the call. `tools` names a call
+/// by vigil's tool name or by the name the PreToolUse format gives it
+/// ([`super::pretooluse::claude_name`]: `Bash` is `run_shell` and the text
+/// `send-keys` types). The command words over-match on purpose (the hook
+/// then decides): the prefix may start at any word of any program the text
+/// runs ([`vigil_shell::program_runs`]: `sudo rm`, `x && rm`, `$(rm …)`,
+/// `env rm`, `sh -c 'rm …'`, `git -C . push`), the first word is compared
+/// by its last path component (`/bin/rm`), and a text the parser rejects,
+/// or one whose programs cannot all be told (`$CMD`, `eval "$X"`), is
+/// shown to every command matcher.
 pub fn matches(m: &HookMatch, tool: &str, script: Option<&Script>) -> bool {
-    if !m.tools.is_empty() && !m.tools.iter().any(|t| t == tool) {
+    if !m.tools.is_empty() && !m.tools.iter().any(|t| names_tool(t, tool)) {
         return false;
     }
     if m.command.is_empty() {
@@ -182,10 +187,20 @@ pub fn matches(m: &HookMatch, tool: &str, script: Option<&Script>) -> bool {
     if script.error.is_some() {
         return true;
     }
-    script.commands.iter().any(|c| {
-        let words = c.loose_words();
-        (0..words.len()).any(|i| starts_with(&words[i..], &m.command))
-    })
+    let runs = vigil_shell::program_runs(script, &script.text);
+    !runs.resolved()
+        || runs
+            .runs
+            .iter()
+            .any(|words| (0..words.len()).any(|i| starts_with(&words[i..], &m.command)))
+}
+
+/// Whether the name `written` in a matcher names a call of `tool`.
+pub fn names_tool(written: &str, tool: &str) -> bool {
+    written == tool
+        || super::pretooluse::claude_names(tool)
+            .iter()
+            .any(|n| n == written)
 }
 
 fn starts_with(words: &[String], prefix: &[String]) -> bool {
@@ -257,9 +272,23 @@ mod tests {
             "ls && /bin/rm x",
             "echo $(rm y)",
             "rm 'a",
+            "env rm x",
+            "timeout 5 rm x",
+            "xargs rm",
+            "sh -c 'rm x'",
+            "eval 'rm -f x'",
+            "find . -exec rm {} \\;",
+            "sudo env timeout 5 sh -c 'xargs rm'",
+            "$CMD x",
+            "eval \"$X\"",
         ] {
             assert!(matches(&rm, "run_shell", Some(&parse(text))), "{text}");
+            let bash = m(&["Bash"], &["rm"]);
+            assert!(matches(&bash, "send-keys", Some(&parse(text))), "{text}");
         }
+        let push = m(&[], &["git", "push"]);
+        assert!(matches(&push, "run_shell", Some(&parse("git -C . push"))));
+        assert!(!matches(&push, "run_shell", Some(&parse("git log"))));
         for text in ["ls -l", "git rm-cache"] {
             assert!(!matches(&rm, "run_shell", Some(&parse(text))), "{text}");
         }

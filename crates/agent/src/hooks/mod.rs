@@ -82,6 +82,25 @@ impl DecideHooks {
             .collect()
     }
 
+    /// Whether some hook's matcher names a call of `tool` at all (then an
+    /// ungated call of it is shown to the hooks too).
+    pub fn sees_tool(&self, tool: &str) -> bool {
+        self.hooks.iter().any(|h| {
+            let tools = &h.config.matcher.tools;
+            tools.is_empty() || tools.iter().any(|t| decide::names_tool(t, tool))
+        })
+    }
+
+    /// Whether some hook matches commands of `tool` by their words (then a
+    /// command whose programs cannot be told must be asked).
+    pub fn guards_commands(&self, tool: &str) -> bool {
+        self.hooks.iter().any(|h| {
+            let m = &h.config.matcher;
+            !m.command.is_empty()
+                && (m.tools.is_empty() || m.tools.iter().any(|t| decide::names_tool(t, tool)))
+        })
+    }
+
     /// Ask every hook whose matcher takes the call, in order, stopping at
     /// the first deny. Empty: no hook takes it.
     pub async fn consult(

@@ -2,7 +2,9 @@
 //! format, so guardrail scripts and servers written for it work unchanged.
 //! The input is `{session_id, transcript_path, cwd, hook_event_name:
 //! "PreToolUse", tool_name, tool_input, tool_use_id, permission_mode}` with
-//! vigil's tools given the names that CLI uses (`run_shell` is `Bash`);
+//! vigil's tools given the names that CLI uses ([`claude_name`]:
+//! `run_shell` and the text `send-keys` types are `Bash`, an MCP tool is
+//! `mcp__SERVER__TOOL`);
 //! the answer is exit code 2 with a reason on stderr (block), or JSON on
 //! stdout: `hookSpecificOutput.permissionDecision` (allow, deny, ask) with
 //! `permissionDecisionReason`, or the older `decision` (approve, block)
@@ -33,20 +35,50 @@ pub fn input(call: &Input, transcript: Option<String>) -> Value {
 /// vigil's tool as that CLI names it, and its input in that CLI's shape.
 fn tool(call: &Input) -> (String, Value) {
     let arg = |k: &str| call.arguments.get(k).cloned().unwrap_or(Value::Null);
-    match call.tool.as_str() {
-        "run_shell" => (
-            "Bash".into(),
-            json!({"command": call.action, "description": call.model.why}),
-        ),
-        "write_file" => (
-            "Write".into(),
-            json!({"file_path": arg("path"), "content": arg("content")}),
-        ),
-        "edit" => ("Edit".into(), with_path(&call.arguments)),
-        "read_file" => ("Read".into(), with_path(&call.arguments)),
-        "fetch" => ("WebFetch".into(), call.arguments.clone()),
-        other => (other.to_string(), call.arguments.clone()),
+    let name = claude_name(&call.tool, &call.arguments);
+    let input = match name.as_str() {
+        "Bash" if call.tool == "send-keys" => {
+            json!({"command": arg("literal_text"), "description": call.model.why})
+        }
+        "Bash" => json!({"command": call.action, "description": call.model.why}),
+        "Write" => json!({"file_path": arg("path"), "content": arg("content")}),
+        "Edit" | "Read" => with_path(&call.arguments),
+        _ => call.arguments.clone(),
+    };
+    (name, input)
+}
+
+/// The name that CLI gives a call of vigil's `tool` with `arguments`:
+/// `run_shell` and the text `send-keys` types are `Bash`, `write_file`
+/// `Write`, `edit` `Edit` (`Read` when it only views), `read_file` `Read`,
+/// `fetch_url` `WebFetch`, `web_search` `WebSearch`, an MCP tool
+/// `SERVER__TOOL` is `mcp__SERVER__TOOL`; any other keeps its name.
+pub fn claude_name(tool: &str, arguments: &Value) -> String {
+    let text = arguments.get("literal_text").and_then(Value::as_str);
+    let view = arguments.get("command").and_then(Value::as_str) == Some("view");
+    match tool {
+        "send-keys" if text.is_some() => "Bash".into(),
+        "edit" if view => "Read".into(),
+        _ => claude_names(tool)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| tool.to_string()),
     }
+}
+
+/// Every name that CLI may give a call of `tool` (empty: only its own).
+pub fn claude_names(tool: &str) -> Vec<String> {
+    let names: &[&str] = match tool {
+        "run_shell" | "send-keys" => &["Bash"],
+        "write_file" => &["Write"],
+        "edit" => &["Edit", "Read"],
+        "read_file" => &["Read"],
+        "fetch_url" => &["WebFetch"],
+        "web_search" => &["WebSearch"],
+        t if t.contains("__") => return vec![format!("mcp__{t}")],
+        _ => &[],
+    };
+    names.iter().map(|n| n.to_string()).collect()
 }
 
 /// The arguments with `path` also given as `file_path`.

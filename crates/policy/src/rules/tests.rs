@@ -233,3 +233,122 @@ fn path_rules_on_tools_without_paths_or_with_dotdot_are_refused_at_load() {
         assert!(e.contains(says) && e.contains("v.toml"), "{e}");
     }
 }
+
+/// Each wrapper form a `deny` rule on `rm` and on `git push` must see.
+const EVASIONS: &[(&str, &str)] = &[
+    ("rm -f x", "rm"),
+    ("env rm -f x", "rm"),
+    ("env -i A=1 rm -f x", "rm"),
+    ("timeout 5 rm -f x", "rm"),
+    ("nice -n 5 rm -f x", "rm"),
+    ("nohup rm -f x", "rm"),
+    ("command rm -f x", "rm"),
+    ("exec rm -f x", "rm"),
+    ("stdbuf -oL rm -f x", "rm"),
+    ("setsid rm -f x", "rm"),
+    ("ionice -c 3 rm -f x", "rm"),
+    ("chrt -b 0 rm -f x", "rm"),
+    ("taskset 1 rm -f x", "rm"),
+    ("time rm -f x", "rm"),
+    ("sudo -u x rm -f x", "rm"),
+    ("doas -u x rm -f x", "rm"),
+    ("busybox rm -f x", "rm"),
+    ("toybox rm -f x", "rm"),
+    ("xargs -0 rm -f", "rm"),
+    ("find . -exec rm {} \\;", "rm"),
+    ("find . -okdir rm {} +", "rm"),
+    ("sh -c 'rm -f x'", "rm"),
+    ("bash -c 'rm -f x'", "rm"),
+    ("su -c 'rm -f x'", "rm"),
+    ("eval 'rm -f x'", "rm"),
+    ("sudo env timeout 5 sh -c 'xargs rm'", "rm"),
+    ("git push origin", "git push"),
+    ("git -C . push", "git push"),
+    ("git -c a=b --no-pager push", "git push"),
+    ("sudo git --git-dir=.git push", "git push"),
+];
+
+fn rules_of(text: &str) -> PolicyRules {
+    let config = vigil_config::Config::from_toml(text, std::path::Path::new("v.toml")).unwrap();
+    PolicyRules::from_config(&config.approval)
+}
+
+fn call_decision(rules: &PolicyRules, tool: &str, a: &str) -> (Option<RuleDecision>, bool) {
+    let g = gate(a);
+    let script = vigil_shell::parse(a);
+    let call = Call {
+        tool,
+        gate: &g,
+        script: Some(&script),
+        estimate: crate::risk::assess(&script).risk,
+        paths: &[],
+        written: &[],
+    };
+    (
+        rules.decide(&call).map(|r| r.decision),
+        rules.cannot_tell(&call).is_some(),
+    )
+}
+
+#[test]
+fn deny_rules_see_through_every_wrapper() {
+    let rules = rules_of(
+        "[[approval.rules]]\ncommand = [\"rm\"]\ndecision = \"deny\"\n\
+         [[approval.rules]]\ncommand = [\"git\", \"push\"]\ndecision = \"deny\"\n\
+         [[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"allow\"\n",
+    );
+    for (text, _) in EVASIONS {
+        assert_eq!(
+            call_decision(&rules, "run_shell", text).0,
+            Some(RuleDecision::Deny),
+            "{text}"
+        );
+        // The text typed into a pane by send-keys too.
+        assert_eq!(
+            call_decision(&rules, "send-keys", text).0,
+            Some(RuleDecision::Deny),
+            "send-keys {text}"
+        );
+    }
+    // Controls: near misses are not denied, nor unknown.
+    for text in ["ls -l", "echo rm", "git log push", "grep -r rm src"] {
+        assert_ne!(
+            call_decision(&rules, "run_shell", text),
+            (Some(RuleDecision::Deny), false),
+            "{text}"
+        );
+        assert!(!call_decision(&rules, "run_shell", text).1, "{text}");
+    }
+    // An allow rule never reaches a pane's keys.
+    assert_eq!(call_decision(&rules, "send-keys", "ls -l").0, None);
+}
+
+#[test]
+fn a_command_that_cannot_be_told_is_asked_where_a_deny_rule_could_apply() {
+    let deny = rules_of("[[approval.rules]]\ncommand = [\"rm\"]\ndecision = \"deny\"\n");
+    for text in [
+        "$CMD -f x",
+        "eval \"$X\"",
+        "sh -c \"$X\"",
+        "env $A rm",
+        "echo rm | sh",
+    ] {
+        assert_eq!(
+            call_decision(&deny, "run_shell", text),
+            (None, true),
+            "{text}"
+        );
+    }
+    assert_eq!(call_decision(&deny, "run_shell", "ls -l"), (None, false));
+    // Nothing to guard: nothing to ask for.
+    let allow = rules_of("[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"allow\"\n");
+    assert_eq!(
+        call_decision(&allow, "run_shell", "$CMD -f x"),
+        (None, false)
+    );
+    // A rule on another tool does not guard commands.
+    let other = rules_of(
+        "[[approval.rules]]\ntool = \"write_file\"\npath = \"/etc/*\"\ndecision = \"deny\"\n",
+    );
+    assert_eq!(call_decision(&other, "run_shell", "$CMD"), (None, false));
+}

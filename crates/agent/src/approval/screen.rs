@@ -1,0 +1,164 @@
+//! What no switch skips. A call its tool runs without asking (`[tools]
+//! shell_confirm = false`, `read_file`, `edit`'s view, `capture-pane`, an
+//! ungated `fetch_url`…) still meets the policy file's `deny` and `ask`
+//! rules, the decide hooks whose matcher names it, and, for a command
+//! whose programs cannot all be told, an ask ([`ApprovalBroker::screen`]).
+//! A gated call meets the same through [`ApprovalBroker::outcome`]
+//! ([`ApprovalBroker::cannot_tell`] is shared).
+//!
+//! It also says which text is a command: a `run_shell` command, and the
+//! text `send-keys` types into a pane ([`script_of`]); and whether a call
+//! has a sandbox to run in unasked ([`sandboxable`]). It never runs a call
+//! and never renders.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{ApprovalBroker, Outcome, lock};
+use vigil_config::approval::RuleDecision;
+use vigil_policy::denylist;
+use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, is_command};
+use vigil_policy::rules::{Call, PolicyRules};
+use vigil_protocol::{AgentEvent, DecidedBy};
+use vigil_shell::{self as shell, Script};
+
+/// The shell text a call runs: a command's, or the text `send-keys` types
+/// (a shell in the pane reads it as a command).
+pub(super) fn script_of(tool: &str, gate: &GateInfo, arguments: &Value) -> Option<Arc<Script>> {
+    if is_command(tool, gate) {
+        return Some(shell::parse(&gate.action));
+    }
+    let typed = arguments.get("literal_text").and_then(Value::as_str);
+    match (tool, typed) {
+        ("send-keys", Some(text)) => Some(shell::parse(text)),
+        _ => None,
+    }
+}
+
+/// Whether a call approved without the operator has a sandbox to run in:
+/// a shell command (the kernel sandbox), a write or edit inside vigil's
+/// working tree. An MCP tool, `fetch_url`, `send-keys` and a write outside
+/// the tree have none, so nothing but the operator lets them run unasked.
+pub(super) fn sandboxable(request: &ApprovalRequest) -> bool {
+    match request.tool.as_str() {
+        "run_shell" => true,
+        "write_file" | "edit" => {
+            let Ok(tree) = std::env::current_dir() else {
+                return false;
+            };
+            let paths = &request.facts.paths;
+            !paths.is_empty()
+                && paths
+                    .iter()
+                    .all(|p| std::path::Path::new(p).starts_with(&tree))
+        }
+        _ => false,
+    }
+}
+
+impl ApprovalBroker {
+    /// Why a command must be asked although no rule decided it: some
+    /// program it runs cannot be told, and a deny or ask rule, the
+    /// denylist or a decide hook's command matcher could have applied.
+    pub(super) fn cannot_tell(&self, rules: &PolicyRules, call: &Call) -> Option<String> {
+        let script = call.script?;
+        if let Some(why) = rules.cannot_tell(call) {
+            return Some(why);
+        }
+        if let Some(why) = denylist::unresolved(&script.text, &lock(&self.denylist)) {
+            return Some(why);
+        }
+        let hooks = lock(&self.hooks).clone()?;
+        if !hooks.guards_commands(call.tool) {
+            return None;
+        }
+        shell::program_runs(script, &script.text).why_unknown()
+    }
+
+    /// Whether an ungated call of `tool` must be screened: a deny or ask
+    /// rule, a hook, or the denylist could apply to it.
+    pub fn screens(&self, tool: &str) -> bool {
+        let command = matches!(tool, "run_shell" | "send-keys");
+        (command && !lock(&self.denylist).is_empty())
+            || lock(&self.rules).guards(tool)
+            || lock(&self.hooks)
+                .as_ref()
+                .is_some_and(|h| h.sees_tool(tool))
+    }
+
+    /// An ungated call, screened: `None` runs it as its tool would;
+    /// otherwise a deny (a rule, a hook) or the operator's answer (an ask
+    /// rule, a hook's ask, a command whose programs cannot be told). A
+    /// hook's allow changes nothing here: the call was to run anyway.
+    pub async fn screen(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        arguments: &Value,
+    ) -> Option<ApprovalDecision> {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let script = script_of(tool, gate, arguments);
+        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
+        let outcome = self.screen_outcome(&request, script.as_deref());
+        let outcome = self
+            .hooked(&mut request, script.as_deref(), outcome, arguments)
+            .await;
+        let automatic = match outcome {
+            Outcome::Deny(reason, by) => Some((ApprovalDecision::DenyWithReason(reason), by)),
+            Outcome::Ask(Some(why)) => {
+                request.facts.trial = Some(why);
+                None
+            }
+            _ => return None,
+        };
+        let request = ApprovalRequest {
+            automatic: automatic.is_some(),
+            ..request
+        };
+        let _ = self.events.send(AgentEvent::ApprovalRequested {
+            request: request.clone(),
+        });
+        if let Some((decision, by)) = automatic {
+            self.announce(id, &decision, by);
+            return Some(decision);
+        }
+        Some(self.ask(request, false, None).await)
+    }
+
+    /// The rules' word on an ungated call: deny, ask, or (as the tool
+    /// would) run, which the hooks may still turn into a deny or an ask.
+    fn screen_outcome(&self, request: &ApprovalRequest, script: Option<&Script>) -> Outcome {
+        let call = Call {
+            tool: &request.tool,
+            gate: &request.gate,
+            script,
+            estimate: request.estimate,
+            paths: &request.facts.paths,
+            written: &request.facts.written,
+        };
+        let rules = lock(&self.rules);
+        match rules.decide(&call).map(|r| (r.decision, r.label())) {
+            Some((RuleDecision::Deny, label)) => {
+                let by = DecidedBy::PolicyRule {
+                    rule: label.clone(),
+                };
+                return Outcome::Deny(format!("denied by {label}"), by);
+            }
+            Some((RuleDecision::Ask, label)) => {
+                return Outcome::Ask(Some(format!("{label} says to ask")));
+            }
+            _ => {}
+        }
+        match self.cannot_tell(&rules, &call) {
+            Some(why) => Outcome::Ask(Some(why)),
+            None => Outcome::Approve(DecidedBy::Policy {
+                name: "not gated".into(),
+            }),
+        }
+    }
+}
