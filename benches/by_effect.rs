@@ -114,13 +114,45 @@ fn class(why: &str) -> String {
     if let Some(rest) = why.split("(rule `").nth(1) {
         return format!("rule {}", rest.split('`').next().unwrap_or(""));
     }
-    let first = why
-        .trim_start_matches("tried in the view: ")
-        .split([':', ';', '('])
-        .next()
-        .unwrap_or(why)
-        .trim();
+    let effect = why.trim_start_matches("tried in the view: ");
+    let first = effect.split([':', ';', '(']).next().unwrap_or(why).trim();
+    if first == "reads outside the readable places" {
+        let path = effect.split([':', ';']).nth(1).unwrap_or("").trim();
+        let path = path.split(" (and ").next().unwrap_or(path);
+        return format!("{first}: {}", area(path));
+    }
     first.to_string()
+}
+
+/// Where a path lies, as the readable world's entries name places: `~/X`
+/// for the home folder's first level, else the first two levels.
+fn area(path: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    if let Some(rest) = path.strip_prefix(&format!("{home}/")) {
+        return format!("~/{}", rest.split('/').next().unwrap_or(""));
+    }
+    if path == home {
+        return "~".into();
+    }
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).take(2).collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// `VIGIL_BENCH_WORLD=bare`: the readable world without the tool homes
+/// (what each class of command needs them for shows as the places it
+/// was asked for).
+fn set_world() {
+    if std::env::var("VIGIL_BENCH_WORLD").as_deref() == Ok("bare") {
+        let config = vigil::config::readable::SandboxConfig {
+            readable_remove: vigil::config::readable::TOOL_HOMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            ..Default::default()
+        };
+        sandbox::world::set_config(config);
+        println!("readable world: without the tool homes");
+    }
 }
 
 /// What the by_effect run saw.
@@ -359,6 +391,7 @@ fn main() {
     );
     decided(&commands, Policy::Ask).line("ask", commands.len());
     decided(&commands, Policy::AutoApproveLow).line("auto_low", commands.len());
+    set_world();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let started = Instant::now();
     let seen = rt.block_on(by_effect(&commands, limit_s));
@@ -378,7 +411,7 @@ fn main() {
     let mut classes: Vec<(&String, &usize)> = seen.classes.iter().collect();
     classes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     println!("still asked under by_effect, by class:");
-    for (class, count) in classes.iter().take(12) {
+    for (class, count) in classes.iter().take(24) {
         println!("  {count:>5}  {class}");
     }
     rt.block_on(overhead(&seen.clean));
