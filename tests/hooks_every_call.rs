@@ -5,6 +5,8 @@
 //!   tool) and gets the call under that CLI's name and input;
 //! - with `[tools] shell_confirm = false`, a `deny` rule and a deny hook
 //!   still stop `rm` (the control without them runs it);
+//! - a Bash guard blocks `rm` typed by `send-keys` into a managed pane
+//!   (real tmux, a private server the test kills);
 //! - a hook's `allow` on `fetch_url` (no sandbox) still asks, where the
 //!   same allow on a shell command runs it unasked.
 
@@ -148,4 +150,101 @@ async fn a_hooks_allow_never_runs_fetch_url_unasked() {
     let run = home.exec(&config, &one_command("true"), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.resolved()["decision"]["decision"], "approve_unasked");
+}
+
+/// A private tmux server for one test, killed (only it) when dropped.
+struct TmuxServer(String);
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+        // Its socket file too, when the server left it behind.
+        let uid = unsafe_free_uid();
+        let _ = std::fs::remove_file(format!("/tmp/tmux-{uid}/{}", self.0));
+    }
+}
+
+/// This process's uid, from /proc (no libc call).
+fn unsafe_free_uid() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// A scenario where the model types `text` into the managed pane, Enter.
+fn typed(text: &str) -> String {
+    one_call(
+        "send-keys",
+        &serde_json::json!({
+            "literal_text": text, "enter": true, "risk": "low", "mutation": true,
+            "privesc": false, "why": "the hook test types"
+        }),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bash_guard_blocks_rm_typed_by_send_keys() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let home = Home::new();
+    let server = TmuxServer(format!("vigil-hooks-{}", std::process::id()));
+    let input = home.file("in.json");
+    let guard = script(
+        &home,
+        "bash-guard.sh",
+        &format!(
+            "cat > {in:?}\ngrep -q '\"command\":\"rm ' {in:?} && {{ echo 'rm is blocked' >&2; exit 2; }}\nexit 0",
+            in = input.display().to_string()
+        ),
+    );
+    let config = format!(
+        "[tmux]\nsocket = {:?}\n[[hooks.decide]]\nname = \"bash-guard\"\nformat = \"pretooluse\"\n\
+         command = {guard}\nmatch = {{ tools = [\"Bash\"], command = [\"rm\"] }}\n",
+        server.0
+    );
+    let canary = home.file("canary");
+    std::fs::write(&canary, "keep").unwrap();
+    let text = format!("rm -f {}", canary.display());
+    let run = home
+        .exec_tmux(&config, &typed(&text), &["--auto-approve"])
+        .await;
+    let resolved = run.resolved();
+    assert_eq!(
+        resolved["decided_by"]["by"], "hook",
+        "{resolved}\n{}",
+        run.stderr
+    );
+    let got: Value = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+    assert_eq!(got["tool_name"], "Bash", "{got}");
+    assert_eq!(got["tool_input"]["command"], text, "{got}");
+
+    // Control: text the guard lets through is typed and runs in the pane.
+    let marker = home.file("marker");
+    let run = home
+        .exec_tmux(
+            &config,
+            &typed(&format!("touch {}", marker.display())),
+            &["--auto-approve"],
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(marker.exists(), "the control's keys arrived and ran");
+    assert!(canary.exists(), "the blocked rm never reached the pane");
 }

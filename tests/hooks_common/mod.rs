@@ -136,6 +136,25 @@ impl Home {
     /// `vigil <extra…> <command…>` with `config` against a scripted model
     /// playing `scenario`; `command` must print JSON events (`--json`).
     pub async fn run(&self, config: &str, scenario: &str, extra: &[&str], command: &[&str]) -> Run {
+        let mut args = vec!["--no-tmux"];
+        args.extend_from_slice(extra);
+        self.run_with(config, scenario, &args, command).await
+    }
+
+    /// `vigil exec --json go` with tmux (the config names a private
+    /// `[tmux] socket`; the caller kills that server).
+    pub async fn exec_tmux(&self, config: &str, scenario: &str, extra: &[&str]) -> Run {
+        self.run_with(config, scenario, extra, &["exec", "--json", "go"])
+            .await
+    }
+
+    async fn run_with(
+        &self,
+        config: &str,
+        scenario: &str,
+        extra: &[&str],
+        command: &[&str],
+    ) -> Run {
         let server = ScriptedServer::start(Scenario::from_toml_str(scenario).expect("scenario"))
             .await
             .expect("scripted server");
@@ -144,13 +163,7 @@ impl Home {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil"));
         cmd.arg("--config")
             .arg(&cfg)
-            .args([
-                "--base-url",
-                &server.base_url(),
-                "--model",
-                "m",
-                "--no-tmux",
-            ])
+            .args(["--base-url", &server.base_url(), "--model", "m"])
             .args(extra)
             .args(command)
             .env("VIGIL_DATA_DIR", self.data())
