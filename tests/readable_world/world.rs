@@ -87,6 +87,15 @@ pub const STORES: &[Store] = &[
         root_only: false,
     },
     Store {
+        class: "another process's root",
+        path: "{HOME}/.config/hub",
+        // In the view PID 1 is its init, outside the command's root; the
+        // control reads through its own root (this machine's PID 1 may be
+        // out of reach without vigil too).
+        read: "cat /proc/1/root{HOME}/.config/hub || cat /proc/self/root{HOME}/.config/hub",
+        root_only: false,
+    },
+    Store {
         class: "root-only file",
         path: "/etc/vigil-rw-{TAG}.conf",
         read: "cat /etc/vigil-rw-{TAG}.conf",
