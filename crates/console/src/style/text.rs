@@ -156,28 +156,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn strips_escape_sequences_and_controls() {
-        assert_eq!(sanitize("\x1b[31mred\x1b[0m"), "red");
-        assert_eq!(sanitize("a\x1b]0;title\x07b"), "ab");
-        assert_eq!(
-            sanitize("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b"),
-            "alinkb"
-        );
-        assert_eq!(sanitize("x\x1b(By"), "xy");
-        assert_eq!(sanitize("x\x1bcy"), "xy");
-        assert_eq!(sanitize("one\r\ntwo\x07\x08"), "one\ntwo");
-        assert_eq!(sanitize("a\u{9b}2Jb"), "ab");
-        assert_eq!(sanitize("safe\u{202e}txt.exe"), "safetxt.exe");
-        assert_eq!(sanitize("trailing\x1b"), "trailing");
-    }
-
-    #[test]
-    fn expands_tabs_to_stops() {
-        assert_eq!(sanitize("a\tb"), "a   b");
-        assert_eq!(sanitize("abcd\tb"), "abcd    b");
-        assert_eq!(sanitize("x\n\ty"), "x\n    y");
-    }
+    // The sanitiser's own tests live with it (vigil_protocol::text).
 
     #[test]
     fn wraps_on_words_and_breaks_long_words() {
