@@ -213,7 +213,7 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
     });
     let mut registry = ToolRegistry::new();
     let config = ShellConfig {
-        denylist: Config::default().tools.shell_denylist,
+        denylist: vigil::policy::denylist::Denylist::read(&Config::default().tools.shell_denylist),
         ..ShellConfig::default()
     };
     registry.register(RunShell::new(ExecutionContext::local(), config));

@@ -78,9 +78,10 @@ async fn main() {
         },
     );
     let args = r#"{"command":"true","risk":"low","mutation":false,"privesc":false,"why":"bench"}"#;
+    let args = vigil::tools::call_as_sent(&tool, args);
     let ctx = ToolContext::default();
     for _ in 0..20 {
-        tool.execute(args, &ctx).await.expect("warm-up");
+        tool.execute(&args, &ctx).await.expect("warm-up");
     }
 
     // The tmux floor: a second session with the same shell.
@@ -113,7 +114,7 @@ async fn main() {
     // Interleave the three so load changes hit them alike.
     for i in 0..n {
         let t = Instant::now();
-        let out = tool.execute(args, &ctx).await.expect("run_shell true");
+        let out = tool.execute(&args, &ctx).await.expect("run_shell true");
         managed.push(t.elapsed());
         assert_eq!(out.exit_code, Some(0));
 

@@ -351,7 +351,7 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
         let args = serde_json::json!({
             "command": command, "risk": "low", "mutation": false, "privesc": false, "why": "t",
         });
-        rt.block_on(shell.trial(&args.to_string(), &ctx))
+        rt.block_on(shell.trial(&vigil::tools::call_as_sent(&shell, &args.to_string()), &ctx))
     };
     // A file the view may read but not write (/etc is readable):
     // reopened for writing through its descriptor's /proc link.

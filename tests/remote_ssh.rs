@@ -229,7 +229,10 @@ async fn a_dead_master_is_re_established_with_a_notice() {
     let args = serde_json::json!({"command": "echo three", "risk": "low",
         "mutation": false, "privesc": false, "why": "test"});
     let out = tool
-        .execute(&args.to_string(), &ToolContext::default())
+        .execute(
+            &vigil::tools::call_as_sent(&tool, &args.to_string()),
+            &ToolContext::default(),
+        )
         .await
         .unwrap();
     assert_eq!(out.result["stdout"], "three\n");

@@ -35,10 +35,13 @@ fn meta(mut v: Value) -> Value {
 }
 
 async fn call(t: &dyn Tool, v: Value) -> Value {
-    t.execute(&meta(v).to_string(), &ToolContext::default())
-        .await
-        .unwrap_or_else(|e| panic!("{}: {e}", t.name()))
-        .result
+    t.execute(
+        &vigil::tools::call_as_sent(t, &meta(v).to_string()),
+        &ToolContext::default(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{}: {e}", t.name()))
+    .result
 }
 
 fn shell(ctx: &ExecutionContext) -> RunShell {

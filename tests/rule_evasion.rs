@@ -105,7 +105,11 @@ impl Tool for FakeMcp {
             ..Default::default()
         }
     }
-    async fn execute(&self, _arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        _call: &vigil::policy::call::ToolCall,
+        _ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text("ok"))
     }
 }

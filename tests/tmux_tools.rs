@@ -26,10 +26,13 @@ fn meta(mut v: Value) -> Value {
 }
 
 async fn call(t: &dyn Tool, v: Value) -> Result<String, String> {
-    t.execute(&v.to_string(), &ToolContext::default())
-        .await
-        .map(|o| o.result.as_str().unwrap_or_default().to_string())
-        .map_err(|e| e.to_string())
+    t.execute(
+        &vigil::tools::call_as_sent(t, &v.to_string()),
+        &ToolContext::default(),
+    )
+    .await
+    .map(|o| o.result.as_str().unwrap_or_default().to_string())
+    .map_err(|e| e.to_string())
 }
 
 async fn sh(b: &dyn Backend, cmd: &str) {

@@ -307,14 +307,23 @@ pub async fn run_shell_sandboxes_only_unasked_calls(ctx: vigil::exec::ExecutionC
 
     let mut unasked = ToolContext::new("t1");
     unasked.sandboxed = true;
-    let out = tool.execute(&args, &unasked).await.unwrap();
+    let out = tool
+        .execute(&vigil::tools::call_as_sent(&tool, &args), &unasked)
+        .await
+        .unwrap();
     assert_eq!(out.result["stdout"], "touch=1\n", "{:?}", out.result);
     let stderr = out.result["stderr"].as_str().unwrap_or_default();
     assert!(stderr.contains("denied"), "{:?}", out.result);
     assert!(!marker.exists(), "the unasked call wrote a file");
 
     // The same call approved by the operator runs as today.
-    let out = tool.execute(&args, &ToolContext::new("t2")).await.unwrap();
+    let out = tool
+        .execute(
+            &vigil::tools::call_as_sent(&tool, &args),
+            &ToolContext::new("t2"),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.exit_code, Some(0), "{:?}", out.result);
     assert!(marker.exists());
 }

@@ -151,7 +151,7 @@ fn a_trial_flooding_stdout_names_the_bound() {
         "privesc": false, "why": "t",
     });
     let rt = tokio::runtime::Runtime::new().unwrap();
-    match rt.block_on(shell.trial(&args.to_string(), &ctx)) {
+    match rt.block_on(shell.trial(&vigil::tools::call_as_sent(&shell, &args.to_string()), &ctx)) {
         Trial::Asks { why, .. } => assert!(why.contains("output past 64 MB"), "{why}"),
         Trial::Clean(out) => panic!("ran unasked: {:?}", out.result),
     }

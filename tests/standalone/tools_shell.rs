@@ -45,7 +45,7 @@ fn recording_ctx() -> (Events, ToolContext) {
 #[tokio::test]
 async fn result_has_exit_code_and_both_streams() {
     let out = shell(quiet())
-        .execute(
+        .execute_text(
             &args("echo out; echo err >&2; exit 7").to_string(),
             &ToolContext::default(),
         )
@@ -98,7 +98,7 @@ async fn long_output_is_cut_keeping_the_end_and_spilled() {
         stdout_limit: 200,
         ..quiet()
     })
-    .execute(&args(cmd).to_string(), &ctx)
+    .execute_text(&args(cmd).to_string(), &ctx)
     .await
     .unwrap();
     assert!(out.truncated);
@@ -116,7 +116,7 @@ async fn long_output_is_cut_keeping_the_end_and_spilled() {
         keep: Keep::Head,
         ..quiet()
     })
-    .execute(&args("seq 1 100").to_string(), &ToolContext::default())
+    .execute_text(&args("seq 1 100").to_string(), &ToolContext::default())
     .await
     .unwrap();
     assert_eq!(head.result["stdout"], "1\n2\n3\n4\n5\n...[truncated]");
@@ -126,7 +126,7 @@ async fn long_output_is_cut_keeping_the_end_and_spilled() {
 #[tokio::test]
 async fn invalid_utf8_is_replaced_and_noted() {
     let out = shell(quiet())
-        .execute(
+        .execute_text(
             &args(r"printf 'ok\377\n'").to_string(),
             &ToolContext::default(),
         )
@@ -135,7 +135,7 @@ async fn invalid_utf8_is_replaced_and_noted() {
     assert_eq!(out.result["stdout"], "ok\u{FFFD}\n");
     assert!(out.result["note"].as_str().unwrap().contains("UTF-8"));
     let clean = shell(quiet())
-        .execute(&args("echo fine").to_string(), &ToolContext::default())
+        .execute_text(&args("echo fine").to_string(), &ToolContext::default())
         .await
         .unwrap();
     assert!(clean.result.get("note").is_none());
@@ -147,7 +147,7 @@ async fn timeouts_kill_and_report_partial_output() {
     a["wait"] = json!("500ms");
     let start = Instant::now();
     let e = shell(quiet())
-        .execute(&a.to_string(), &ToolContext::default())
+        .execute_text(&a.to_string(), &ToolContext::default())
         .await
         .unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -164,7 +164,7 @@ async fn timeouts_kill_and_report_partial_output() {
     let mut a = args("sleep 5");
     a["wait"] = json!(1);
     let e = shell(quiet())
-        .execute(&a.to_string(), &ToolContext::default())
+        .execute_text(&a.to_string(), &ToolContext::default())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("timed out after 1s"), "{e}");
@@ -175,12 +175,12 @@ async fn denylisted_commands_never_run() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let cfg = ShellConfig {
-        denylist: vec!["shutdown".into()],
+        denylist: vigil::policy::denylist::Denylist::read(&["shutdown".into()]),
         ..quiet()
     };
     let cmd = format!("touch {}; \"shut\"down  -h now", marker.display());
     let e = shell(cfg)
-        .execute(&args(&cmd).to_string(), &ToolContext::default())
+        .execute_text(&args(&cmd).to_string(), &ToolContext::default())
         .await
         .unwrap_err();
     assert_eq!(e.class(), FailureClass::PermissionDenied);
@@ -197,7 +197,7 @@ async fn a_denylisted_program_by_path_before_a_syntax_error_never_runs() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let cfg = ShellConfig {
-        denylist: vec!["touch".into()],
+        denylist: vigil::policy::denylist::Denylist::read(&["touch".into()]),
         ..quiet()
     };
     for cmd in [
@@ -205,7 +205,7 @@ async fn a_denylisted_program_by_path_before_a_syntax_error_never_runs() {
         format!("x=1; /usr/bin/touch {} \"", marker.display()),
     ] {
         let e = shell(cfg.clone())
-            .execute(&args(&cmd).to_string(), &ToolContext::default())
+            .execute_text(&args(&cmd).to_string(), &ToolContext::default())
             .await
             .unwrap_err();
         assert_eq!(e.class(), FailureClass::PermissionDenied, "{cmd}");
@@ -218,7 +218,7 @@ async fn detach_without_tmux_is_a_clear_failure() {
     let mut a = args("sleep 1");
     a["wait"] = json!(false);
     let e = shell(quiet())
-        .execute(&a.to_string(), &ToolContext::default())
+        .execute_text(&a.to_string(), &ToolContext::default())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("tmux"), "{e}");
@@ -285,4 +285,24 @@ async fn registry_gates_runs_edits_and_wraps() {
         "{}",
         run.model_text
     );
+}
+
+/// Run a tool on argument text, as sent (not through the registry).
+trait ExecuteText {
+    async fn execute_text(
+        &self,
+        text: &str,
+        ctx: &ToolContext,
+    ) -> Result<vigil::tools::ToolOutput, vigil::tools::ToolError>;
+}
+
+impl<T: Tool> ExecuteText for T {
+    async fn execute_text(
+        &self,
+        text: &str,
+        ctx: &ToolContext,
+    ) -> Result<vigil::tools::ToolOutput, vigil::tools::ToolError> {
+        self.execute(&vigil::tools::call_as_sent(self, text), ctx)
+            .await
+    }
 }

@@ -33,6 +33,8 @@ use super::preview::PreviewDesk;
 
 mod hooked;
 mod policy;
+#[cfg(test)]
+mod read_once;
 mod screen;
 mod session_rules;
 mod token;
@@ -44,6 +46,7 @@ pub use trial::{NO_VIEW, TRYING};
 
 use vigil_config::approval::RuleDecision;
 use vigil_exec::preview::PreviewReport;
+use vigil_policy::call::ToolCall;
 use vigil_policy::gate::{
     ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
 };
@@ -87,7 +90,7 @@ pub struct ApprovalBroker {
     /// The hooks' answers on calls sent to the view, by call id.
     trial_hooks: Mutex<HashMap<String, Vec<String>>>,
     /// `[tools] shell_denylist`: a command it cannot judge is asked.
-    denylist: Mutex<Vec<String>>,
+    denylist: Mutex<vigil_policy::denylist::Denylist>,
 }
 
 /// Session rules restored from a log: `(tool, action)` and `(tool, prefix)`.
@@ -138,14 +141,14 @@ impl ApprovalBroker {
             held: Mutex::new(Restored::default()),
             hooks: Mutex::new(None),
             trial_hooks: Mutex::new(HashMap::new()),
-            denylist: Mutex::new(Vec::new()),
+            denylist: Mutex::new(Default::default()),
         }
     }
 
     /// The operator's shell denylist (`run_shell` refuses what it matches;
     /// the broker asks a command whose programs it cannot tell).
     pub fn set_denylist(&self, denylist: Vec<String>) {
-        *lock(&self.denylist) = denylist;
+        *lock(&self.denylist) = vigil_policy::denylist::Denylist::read(&denylist);
     }
 
     /// Use the policy file's rules.
@@ -219,9 +222,9 @@ impl ApprovalBroker {
     /// [`ApprovalBroker::preview`] of a call with what vigil found out
     /// about it (its digest, resolved paths).
     pub fn preview_call(&self, tool: &str, gate: &GateInfo, facts: CallFacts) -> Preview {
-        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (request, assessment) = self.request(0, "", tool, gate, script.as_deref(), facts);
-        let outcome = self.outcome(&request, script.as_deref());
+        let command = is_command(tool, gate).then(|| shell::Command::read(&gate.action));
+        let (request, assessment) = self.request(0, "", tool, gate, command.as_deref(), facts);
+        let outcome = self.outcome(&request, command.as_deref());
         Preview {
             assessment,
             outcome,
@@ -235,13 +238,14 @@ impl ApprovalBroker {
         call_id: &str,
         tool: &str,
         gate: &GateInfo,
-        script: Option<&shell::Script>,
+        command: Option<&shell::Command>,
         facts: CallFacts,
     ) -> (ApprovalRequest, Assessment) {
+        let script = command.map(|c| &c.script);
         let a = assessment(tool, gate, script, facts.cwd.as_deref());
         let mut facts = facts;
-        if is_command(tool, gate) {
-            facts.prefix_rules = prefix_rule::choices(&gate.action);
+        if let Some(script) = script.filter(|_| is_command(tool, gate)) {
+            facts.prefix_rules = prefix_rule::choices_of(script);
         }
         let request = ApprovalRequest {
             id,
@@ -261,11 +265,11 @@ impl ApprovalBroker {
 
     /// Whether a `preview = true` rule matches the call (it is previewed
     /// as soon as it waits).
-    fn wants_preview(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> bool {
+    fn wants_preview(&self, request: &ApprovalRequest, command: Option<&shell::Command>) -> bool {
         let call = Call {
             tool: &request.tool,
             gate: &request.gate,
-            script,
+            command,
             estimate: request.estimate,
             paths: &request.facts.paths,
             written: &request.facts.written,
@@ -273,11 +277,11 @@ impl ApprovalBroker {
         lock(&self.rules).wants_preview(&call)
     }
 
-    fn outcome(&self, request: &ApprovalRequest, script: Option<&shell::Script>) -> Outcome {
+    fn outcome(&self, request: &ApprovalRequest, command: Option<&shell::Command>) -> Outcome {
         let call = Call {
             tool: &request.tool,
             gate: &request.gate,
-            script,
+            command,
             estimate: request.estimate,
             paths: &request.facts.paths,
             written: &request.facts.written,
@@ -310,12 +314,12 @@ impl ApprovalBroker {
         if let Some(rule) = rule {
             return Outcome::Unasked(DecidedBy::PolicyRule { rule: rule.label() });
         }
-        if let Some(by) = self.covered(request, script) {
+        if let Some(by) = self.covered(request, command) {
             return Outcome::Unasked(by);
         }
         match policy {
             Policy::DenyAll(reason) => Outcome::Deny(reason, named("deny all")),
-            Policy::ByEffect => self.by_effect(request, script),
+            Policy::ByEffect => self.by_effect(request, command),
             Policy::AutoApproveLow if is_low(request) => {
                 Outcome::Unasked(named("auto-approve low risk"))
             }
@@ -354,33 +358,26 @@ impl Approver for ApprovalBroker {
         gate: &GateInfo,
         change: Option<FileChange>,
     ) -> ApprovalDecision {
-        let arguments = serde_json::Value::Object(Default::default());
-        self.decide_call(
-            call_id,
-            tool,
-            gate,
-            change,
-            CallFacts::default(),
-            &arguments,
-        )
-        .await
+        let text = is_command(tool, gate).then_some(gate.action.as_str());
+        let call = ToolCall::read(tool, serde_json::json!({}), text);
+        self.decide_call(call_id, &call, gate, change).await
     }
 
     async fn decide_call(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         change: Option<FileChange>,
-        facts: CallFacts,
-        arguments: &serde_json::Value,
     ) -> ApprovalDecision {
+        let tool = call.tool.as_str();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let script = screen::script_of(tool, gate, arguments);
-        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
-        let outcome = self.outcome(&request, script.as_deref());
+        let command = call.command.as_deref();
+        let facts = call.facts.clone();
+        let (mut request, _) = self.request(id, call_id, tool, gate, command, facts);
+        let outcome = self.outcome(&request, command);
         let outcome = self
-            .hooked(&mut request, script.as_deref(), outcome, arguments)
+            .hooked(&mut request, command, outcome, &call.args)
             .await;
         match &outcome {
             Outcome::Trial => return ApprovalDecision::TryInView,
@@ -400,7 +397,7 @@ impl Approver for ApprovalBroker {
             self.announce(id, &decision, decided_by);
             return decision;
         }
-        let preview = is_command(tool, gate) && self.wants_preview(&request, script.as_deref());
+        let preview = is_command(tool, gate) && self.wants_preview(&request, command);
         self.ask(request, preview, None).await
     }
 
@@ -411,12 +408,10 @@ impl Approver for ApprovalBroker {
     async fn screen(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
-        facts: CallFacts,
-        arguments: &serde_json::Value,
     ) -> Option<ApprovalDecision> {
-        ApprovalBroker::screen(self, call_id, tool, gate, facts, arguments).await
+        ApprovalBroker::screen(self, call_id, call, gate).await
     }
 }
 

@@ -42,6 +42,9 @@ pub type OutputFn = Arc<dyn Fn(OutputStream, &str) + Send + Sync>;
 pub struct RunRequest {
     /// Shell text, run with `sh -c` on the target.
     pub command: String,
+    /// That text as the registry read it for the call's decisions (the
+    /// tmux guard reads this same parse); `None`: read here when needed.
+    pub read: Option<std::sync::Arc<vigil_shell::Command>>,
     /// Give up (and kill the command) after this long; `None`: wait for exit.
     pub timeout: Option<Duration>,
     /// `false`: dispatch and return at once (tmux-backed targets only).

@@ -18,22 +18,46 @@
 
 use vigil_shell as shell;
 
-/// The denylist entry `command` matches, if any.
-pub fn denied_by<'a>(command: &str, denylist: &'a [String]) -> Option<&'a str> {
-    let commands = shell::program_runs(&shell::parse(command), command).runs;
-    denylist.iter().map(String::as_str).find(|entry| {
-        let pattern: Vec<String> = entry_words(entry);
-        !pattern.is_empty() && commands.iter().any(|words| contains_run(words, &pattern))
-    })
+/// The denylist, each entry read once (when the configuration is loaded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Denylist {
+    entries: Vec<(String, Vec<String>)>,
 }
 
-/// Why a non-empty `denylist` cannot judge `command`: some program it runs
-/// cannot be told before it runs ("cannot tell which program runs: …").
-pub fn unresolved(command: &str, denylist: &[String]) -> Option<String> {
-    if denylist.iter().all(|e| entry_words(e).is_empty()) {
-        return None;
+impl Denylist {
+    /// Read the entries as written in `[tools] shell_denylist`.
+    pub fn read(entries: &[String]) -> Denylist {
+        Denylist {
+            entries: entries
+                .iter()
+                .map(|e| (e.clone(), entry_words(e)))
+                .filter(|(_, words)| !words.is_empty())
+                .collect(),
+        }
     }
-    shell::program_runs(&shell::parse(command), command).why_unknown()
+
+    /// Whether no entry can match anything.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry `command` matches, if any.
+    pub fn denied_by(&self, command: &shell::Command) -> Option<&str> {
+        let runs = &command.runs.runs;
+        self.entries
+            .iter()
+            .find(|(_, pattern)| runs.iter().any(|words| contains_run(words, pattern)))
+            .map(|(entry, _)| entry.as_str())
+    }
+
+    /// Why this denylist cannot judge `command`: some program it runs
+    /// cannot be told before it runs ("cannot tell which program runs: …").
+    pub fn unresolved(&self, command: &shell::Command) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        command.runs.why_unknown()
+    }
 }
 
 /// An entry's words, as written (quote-removed; see
@@ -64,9 +88,13 @@ fn contains_run(words: &[String], pattern: &[String]) -> bool {
 mod tests {
     use super::*;
 
+    fn read(text: &str) -> std::sync::Arc<shell::Command> {
+        shell::Command::read(text)
+    }
+
     #[test]
     fn denylist_survives_spacing_quotes_and_escapes() {
-        let list = vec!["rm -rf /".to_string(), "mkfs".to_string()];
+        let list = Denylist::read(&["rm -rf /".to_string(), "mkfs".to_string()]);
         for cmd in [
             "rm -rf /",
             "rm   -rf    /",
@@ -88,9 +116,9 @@ mod tests {
             "eval 'rm -rf /'",
             "sudo env timeout 5 sh -c 'xargs rm -rf /'",
         ] {
-            assert_eq!(denied_by(cmd, &list), Some("rm -rf /"), "{cmd}");
+            assert_eq!(list.denied_by(&read(cmd)), Some("rm -rf /"), "{cmd}");
         }
-        assert_eq!(denied_by("mkfs.ext4 /dev/sdz", &list), Some("mkfs"));
+        assert_eq!(list.denied_by(&read("mkfs.ext4 /dev/sdz")), Some("mkfs"));
         for cmd in [
             "rm -rf /tmp/build",
             "ls /",
@@ -98,12 +126,15 @@ mod tests {
             "lsmkfs",
             "echo 'rm -rf /'",
         ] {
-            assert_eq!(denied_by(cmd, &list), None, "{cmd}");
+            assert_eq!(list.denied_by(&read(cmd)), None, "{cmd}");
         }
-        assert_eq!(denied_by("anything", &[String::new()]), None);
-        assert!(unresolved("$CMD -rf /", &list).is_some());
-        assert!(unresolved("eval \"$X\"", &list).is_some());
-        assert_eq!(unresolved("$CMD -rf /", &[]), None);
-        assert_eq!(unresolved("rm -rf /tmp/x", &list), None);
+        assert_eq!(
+            Denylist::read(&[String::new()]).denied_by(&read("anything")),
+            None
+        );
+        assert!(list.unresolved(&read("$CMD -rf /")).is_some());
+        assert!(list.unresolved(&read("eval \"$X\"")).is_some());
+        assert_eq!(Denylist::default().unresolved(&read("$CMD -rf /")), None);
+        assert_eq!(list.unresolved(&read("rm -rf /tmp/x")), None);
     }
 }

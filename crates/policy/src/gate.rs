@@ -7,6 +7,8 @@
 
 use async_trait::async_trait;
 
+use super::call::ToolCall;
+
 pub use vigil_protocol::approval::*;
 
 /// Something that can answer approval requests (the agent's broker, a terminal
@@ -29,20 +31,18 @@ pub trait Approver: Send + Sync {
         self.decide(call_id, tool, gate).await
     }
 
-    /// Decide on a call with what vigil found out about it ([`CallFacts`]:
-    /// the digest session rules key on, resolved paths, every argument, the
-    /// directory) and its validated `arguments` (for decide hooks; never on
-    /// the wire). By default neither is looked at.
+    /// Decide on a call as the registry read it once ([`ToolCall`]: its
+    /// validated arguments, the command it runs and the programs in it, and
+    /// [`CallFacts`]: the digest session rules key on, resolved paths, the
+    /// directory). By default only the tool's name is looked at.
     async fn decide_call(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         change: Option<FileChange>,
-        _facts: CallFacts,
-        _arguments: &serde_json::Value,
     ) -> ApprovalDecision {
-        self.decide_change(call_id, tool, gate, change).await
+        self.decide_change(call_id, &call.tool, gate, change).await
     }
 
     /// Whether an ungated call of `tool` (its tool runs it without asking)
@@ -59,10 +59,8 @@ pub trait Approver: Send + Sync {
     async fn screen(
         &self,
         _call_id: &str,
-        _tool: &str,
+        _call: &ToolCall,
         _gate: &GateInfo,
-        _facts: CallFacts,
-        _arguments: &serde_json::Value,
     ) -> Option<ApprovalDecision> {
         None
     }

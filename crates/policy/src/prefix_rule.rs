@@ -186,6 +186,12 @@ pub fn rule_words(prefix: &str) -> Result<Vec<String>, String> {
             None => "a prefix must be one command's plain words (no ; & | < > or =)".into(),
         });
     };
+    bare_runner(&words)?;
+    Ok(words)
+}
+
+/// A rule of one word that names a program running any code is refused.
+fn bare_runner(words: &[String]) -> Result<(), String> {
     if words.len() == 1 && runs_code(&words[0]) {
         return Err(format!(
             "a rule on bare `{}` is refused: its arguments can make it run any code \
@@ -194,19 +200,24 @@ pub fn rule_words(prefix: &str) -> Result<Vec<String>, String> {
             words[0], words[0]
         ));
     }
-    Ok(words)
+    Ok(())
 }
 
 /// Why `prefix` cannot be a session rule for `command`, or `None` when it
 /// can (it must be a word prefix of the command, the command must be one
 /// plain command, and the rule must not be a bare program that runs code).
 pub fn rule_error(prefix: &str, command: &str) -> Option<String> {
+    rule_error_of(prefix, &shell::parse(command))
+}
+
+/// [`rule_error`] for a command already read.
+pub fn rule_error_of(prefix: &str, script: &Script) -> Option<String> {
     let rule = match rule_words(prefix) {
         Ok(r) => r,
         Err(e) => return Some(e),
     };
-    let Some((_, words)) = plain_command(command) else {
-        let why = shell::parse(command)
+    let Some((_, words)) = plain_of(script) else {
+        let why = script
             .not_plain_reason()
             .unwrap_or_else(|| "it assigns or redirects".into());
         return Some(format!("no rule can cover this command: {why}"));
@@ -221,8 +232,13 @@ pub fn rule_error(prefix: &str, command: &str) -> Option<String> {
 /// with why it cannot be a rule: what the card offers
 /// ([`PrefixChoices`]), judged here so no console needs a parser.
 pub fn choices(command: &str) -> PrefixChoices {
-    let Some((cmd, _)) = plain_command(command) else {
-        let why = shell::parse(command)
+    choices_of(&shell::parse(command))
+}
+
+/// [`choices`] for a command already read (the call's one read).
+pub fn choices_of(script: &Script) -> PrefixChoices {
+    let Some((cmd, words)) = plain_of(script) else {
+        let why = script
             .not_plain_reason()
             .unwrap_or_else(|| "it assigns or redirects".into());
         return PrefixChoices {
@@ -231,11 +247,12 @@ pub fn choices(command: &str) -> PrefixChoices {
         };
     };
     let raw: Vec<&str> = cmd.words.iter().map(|w| w.raw.as_str()).collect();
+    // Each prefix is the command's own first words: its rule words are
+    // those words (already read), so only the bare-runner refusal applies.
     let prefixes = (1..raw.len())
-        .map(|n| raw[..n].join(" "))
-        .map(|prefix| PrefixChoice {
-            refused: rule_error(&prefix, command),
-            prefix,
+        .map(|n| PrefixChoice {
+            prefix: raw[..n].join(" "),
+            refused: bare_runner(&words[..n]).err(),
         })
         .collect();
     PrefixChoices {

@@ -83,8 +83,8 @@ pub struct PolicyRules(Vec<Rule>);
 pub struct Call<'a> {
     pub tool: &'a str,
     pub gate: &'a GateInfo,
-    /// The parsed command, for shell commands.
-    pub script: Option<&'a Script>,
+    /// The command read once (its parse and programs), for shell text.
+    pub command: Option<&'a shell::Command>,
     pub estimate: Risk,
     /// The canonical paths the call acts on (file tools; empty otherwise).
     pub paths: &'a [String],
@@ -189,7 +189,7 @@ impl PolicyRules {
     /// some of whose programs cannot be told ("cannot tell which program
     /// runs: …"), and a `deny` or `ask` rule on commands could apply to it.
     pub fn cannot_tell(&self, call: &Call) -> Option<String> {
-        let script = call.script?;
+        let command = call.command?;
         let guarded = self.0.iter().any(|r| {
             r.decision != RuleDecision::Allow
                 && !matches!(r.matcher, Matcher::Path(_))
@@ -198,7 +198,7 @@ impl PolicyRules {
         if !guarded {
             return None;
         }
-        shell::program_runs(script, &script.text).why_unknown()
+        command.runs.why_unknown()
     }
 
     /// Whether a `preview = true` rule matches `call`.
@@ -212,8 +212,7 @@ impl Rule {
         if !tool_applies(&self.tool, self.decision, call.tool) {
             return false;
         }
-        let action = call.script.map_or("", |s| s.text.as_str());
-        match (&self.matcher, call.script) {
+        match (&self.matcher, call.command) {
             (Matcher::Path(globs), _) => {
                 // An allow needs the real path; a deny or ask takes either.
                 let written = match self.decision {
@@ -226,10 +225,10 @@ impl Rule {
                     .any(|p| globs.iter().any(|g| path_glob_match(g, p)))
             }
             (_, None) => false,
-            (m, Some(script)) if self.decision == RuleDecision::Allow => {
-                call.estimate != Risk::High && allow_matches(m, script)
+            (m, Some(command)) if self.decision == RuleDecision::Allow => {
+                call.estimate != Risk::High && allow_matches(m, &command.script)
             }
-            (m, Some(script)) => loose_runs(script, action).iter().any(|words| match m {
+            (m, Some(command)) => command.runs.runs.iter().any(|words| match m {
                 Matcher::Command(rule) => starts_with(words, rule),
                 Matcher::Pattern(glob) => glob_match(glob, &words.join(" ")),
                 Matcher::Path(_) => false,
@@ -251,11 +250,6 @@ fn allow_matches(m: &Matcher, script: &Script) -> bool {
         }
         Matcher::Path(_) => false,
     }
-}
-
-/// Every program run of the text (see [`shell::program_runs`]).
-fn loose_runs(script: &Script, action: &str) -> Vec<Vec<String>> {
-    shell::program_runs(script, action).runs
 }
 
 /// Whether a rule on `rule_tool` reads a call of `tool`: the same tool,

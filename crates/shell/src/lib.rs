@@ -1,6 +1,7 @@
 //! vigil's one reader of shell text. Every safety decision about a command
 //! (the risk estimate and "low", prefix rules, the policy file, the denylist,
-//! the shared tmux shell's guard) reads the [`Script`] this module makes.
+//! the shared tmux shell's guard) reads the [`Command`] (a [`Script`] and
+//! its [`Runs`]) this crate makes once per call.
 //!
 //! It wraps brush-parser (the parser of the brush shell) rather than
 //! tree-sitter-bash: brush-parser is pure Rust (no C build step), parses the
@@ -18,14 +19,13 @@
 //! This module sits at the bottom of the crate: it imports nothing else from
 //! vigil, never runs anything, and never decides; readers decide.
 
-use std::sync::Arc;
-
+mod command;
 mod convert;
-mod parsed;
 mod runs;
 mod word;
 mod wrappers;
 
+pub use command::{Command, parses};
 pub use runs::{Runs, command_programs, program_runs};
 pub use word::Word;
 
@@ -186,11 +186,12 @@ impl Script {
 /// Read `text` as bash would. Never panics; a text the parser rejects comes
 /// back with [`Script::error`] set and no commands.
 ///
-/// One call's command is read by several checks (the approval broker, the
-/// denylist, the tmux guard); the last few parses are kept, so each text is
-/// parsed once and every check reads the same [`Script`].
-pub fn parse(text: &str) -> Arc<Script> {
-    parsed::get_or_parse(text, convert::parse)
+/// A tool call's command is read once, by [`Command::read`], and every
+/// check reads that value; this is for texts that are not a call (a rule's
+/// prefix, a denylist entry, `vigil policy check`).
+pub fn parse(text: &str) -> Script {
+    command::count();
+    convert::parse(text)
 }
 
 /// A program word by its base name: `/bin/rm` is `rm`; a word with nothing

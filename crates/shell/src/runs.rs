@@ -126,7 +126,7 @@ impl Walk {
             self.unknown("shell text nested deeper than vigil reads".into());
             return;
         }
-        let script = super::convert::parse(text);
+        let script = super::parse(text);
         self.script(&script, text, depth);
     }
 

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -506,8 +507,8 @@ impl Tool for Edit {
         ))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = super::parse_args(arguments)?;
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: &Value = super::object_args(call)?;
         let command = v["command"].as_str().unwrap_or_default();
         let shown = v["path"].as_str().unwrap_or_default();
         if shown.trim().is_empty() {
@@ -529,10 +530,10 @@ impl Tool for Edit {
         }
         let work = async {
             match command {
-                "view" => self.view(&v, &real, shown, ctx).await,
-                "create" => self.create(&v, &real, shown).await,
-                "str_replace" => self.str_replace(&v, &real, shown).await,
-                "insert" => self.insert(&v, &real, shown).await,
+                "view" => self.view(v, &real, shown, ctx).await,
+                "create" => self.create(v, &real, shown).await,
+                "str_replace" => self.str_replace(v, &real, shown).await,
+                "insert" => self.insert(v, &real, shown).await,
                 "undo_edit" => self.undo(&real, shown).await,
                 other => Err(bad(format!(
                     "unknown command {other:?}; use one of {}",

@@ -8,7 +8,6 @@
 //! describes and compares; it never runs or retries anything.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::ToolError;
 use vigil_exec::ExecError;
@@ -125,50 +124,6 @@ impl From<ExecError> for ToolError {
     }
 }
 
-/// Arguments re-serialised with sorted keys at every level, so `{"a":1,"b":2}`
-/// and `{ "b": 2, "a": 1 }` are the same call. Unparseable text is trimmed.
-pub fn canonical_arguments(arguments: &str) -> String {
-    fn write(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    write(&m[k], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, e) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(e, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let trimmed = arguments.trim();
-    let text = if trimmed.is_empty() { "{}" } else { trimmed };
-    match serde_json::from_str::<Value>(text) {
-        Ok(v) => {
-            let mut out = String::new();
-            write(&v, &mut out);
-            out
-        }
-        Err(_) => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,14 +164,5 @@ mod tests {
             assert!(!c.hint().is_empty());
             assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
         }
-    }
-    #[test]
-    fn canonical_arguments_sort_keys_at_every_level() {
-        assert_eq!(
-            canonical_arguments(r#"{"b":{"y":1,"x":[{"d":1,"c":2}]},"a":"s"}"#),
-            r#"{"a":"s","b":{"x":[{"c":2,"d":1}],"y":1}}"#
-        );
-        assert_eq!(canonical_arguments("  "), "{}");
-        assert_eq!(canonical_arguments(" {nope "), "{nope");
     }
 }

@@ -13,6 +13,7 @@
 //! fetch follows a redirect only to another listed host.
 
 use std::time::Duration;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use reqwest::Url;
@@ -317,8 +318,8 @@ impl Tool for FetchUrl {
         Some(format!("GET {}", args["url"].as_str()?))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = super::parse_args(arguments)?;
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: &Value = super::object_args(call)?;
         let url = v["url"]
             .as_str()
             .filter(|u| !u.trim().is_empty())

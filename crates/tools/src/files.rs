@@ -9,6 +9,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use vigil_policy::call::ToolCall;
 
 use super::paths::{PathPolicy, secret_refusal};
 use super::truncate::{self, Keep};
@@ -143,9 +144,9 @@ impl Tool for ReadFile {
         Some(format!("read {}", args["path"].as_str()?))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = super::parse_args(arguments)?;
-        let path = required_str(&v, "path")?;
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: &Value = super::object_args(call)?;
+        let path = required_str(v, "path")?;
         let read = self.paths.check_read(path, self.ctx.is_local())?;
         if let Some(entry) = &read.secret
             && !ctx.asked
@@ -277,10 +278,10 @@ impl Tool for WriteFile {
         Some(format!("write {} ({n} bytes)", args["path"].as_str()?))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = super::parse_args(arguments)?;
-        let path = required_str(&v, "path")?;
-        let content = required_str(&v, "content")?;
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: &Value = super::object_args(call)?;
+        let path = required_str(v, "path")?;
+        let content = required_str(v, "content")?;
         let real = self.paths.check(path, self.ctx.is_local())?;
         super::file_target::check_bound(ctx, path, &real, self.ctx.is_local())?;
         let n = self.ctx.write_file(&real, content.as_bytes()).await;
@@ -344,7 +345,10 @@ mod tests {
         std::fs::write(&small, "héllo\n").unwrap();
         let t = ReadFile::new(ctx());
         let args = json!({"path": small}).to_string();
-        let out = t.execute(&args, &ToolContext::default()).await.unwrap();
+        let out = t
+            .execute(&crate::test_call(&args), &ToolContext::default())
+            .await
+            .unwrap();
         assert_eq!(out.result, json!("héllo\n"));
         assert!(!out.truncated);
 
@@ -354,7 +358,7 @@ mod tests {
         let spill = dir.path().join("spill");
         let tc = ToolContext::default().with_spill_dir(spill.clone());
         let out = t
-            .execute(&json!({"path": big}).to_string(), &tc)
+            .execute(&crate::test_call(&json!({"path": big}).to_string()), &tc)
             .await
             .unwrap();
         assert!(out.truncated);
@@ -371,7 +375,10 @@ mod tests {
         let p = dir.path().join("blob");
         std::fs::write(&p, [0u8, 159, 146, 150, 255]).unwrap();
         let out = ReadFile::new(ctx())
-            .execute(&json!({"path": p}).to_string(), &ToolContext::default())
+            .execute(
+                &crate::test_call(&json!({"path": p}).to_string()),
+                &ToolContext::default(),
+            )
             .await
             .unwrap();
         let s = out.result.as_str().unwrap();
@@ -385,13 +392,19 @@ mod tests {
     async fn read_errors_and_bad_arguments_are_clear() {
         let t = ReadFile::new(ctx());
         let e = t
-            .execute(r#"{"path":"/nonexistent/vigil"}"#, &ToolContext::default())
+            .execute(
+                &crate::test_call(r#"{"path":"/nonexistent/vigil"}"#),
+                &ToolContext::default(),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.class(), crate::FailureClass::NotFound);
         assert!(e.to_string().contains("no such file"), "{e}");
         for bad in [r#"{}"#, r#"{"path":""}"#, r#"{"path":3}"#, "nope"] {
-            let e = t.execute(bad, &ToolContext::default()).await.unwrap_err();
+            let e = t
+                .execute(&crate::test_call(bad), &ToolContext::default())
+                .await
+                .unwrap_err();
             assert!(matches!(e, ToolError::InvalidArguments(_)), "{bad}");
         }
     }
@@ -402,7 +415,10 @@ mod tests {
         let link = dir.path().join("hostname-link");
         std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
         let e = ReadFile::new(ctx())
-            .execute(&json!({"path": link}).to_string(), &ToolContext::default())
+            .execute(
+                &crate::test_call(&json!({"path": link}).to_string()),
+                &ToolContext::default(),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.class(), crate::FailureClass::PermissionDenied);
@@ -412,7 +428,7 @@ mod tests {
         let e = WriteFile::new(ctx(), false)
             .with_paths(confined)
             .execute(
-                &json!({"path": outside, "content": "x"}).to_string(),
+                &crate::test_call(&json!({"path": outside, "content": "x"}).to_string()),
                 &ToolContext::default(),
             )
             .await
@@ -427,7 +443,10 @@ mod tests {
         let p = dir.path().join("out.txt");
         let t = WriteFile::new(ctx(), false);
         let args = json!({"path": p, "content": "héllo"}).to_string();
-        let out = t.execute(&args, &ToolContext::default()).await.unwrap();
+        let out = t
+            .execute(&crate::test_call(&args), &ToolContext::default())
+            .await
+            .unwrap();
         assert_eq!(
             out.result,
             json!(format!("Wrote 6 bytes to {}", p.display()))
@@ -435,10 +454,15 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "héllo");
         // Empty content is a valid write.
         let args = json!({"path": p, "content": ""}).to_string();
-        t.execute(&args, &ToolContext::default()).await.unwrap();
+        t.execute(&crate::test_call(&args), &ToolContext::default())
+            .await
+            .unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"");
         let e = t
-            .execute(r#"{"path":"/x"}"#, &ToolContext::default())
+            .execute(
+                &crate::test_call(r#"{"path":"/x"}"#),
+                &ToolContext::default(),
+            )
             .await
             .unwrap_err();
         assert!(matches!(e, ToolError::InvalidArguments(ref m) if m.contains("content")));
@@ -482,7 +506,7 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            let e = t.execute(&args, &tc).await.unwrap_err();
+            let e = t.execute(&crate::test_call(&args), &tc).await.unwrap_err();
             assert_eq!(e.class(), crate::FailureClass::PermissionDenied);
             assert!(!e.to_string().contains("KEY-BYTES"), "{e}");
             assert!(e.to_string().contains("`.ssh`"), "{e}");
@@ -491,7 +515,7 @@ mod tests {
             asked: true,
             ..Default::default()
         };
-        let out = t.execute(&args, &asked).await.unwrap();
+        let out = t.execute(&crate::test_call(&args), &asked).await.unwrap();
         assert_eq!(out.result, json!("KEY-BYTES"));
     }
 

@@ -41,6 +41,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use vigil_policy::call::ToolCall;
 
 pub use failure::FailureClass;
 pub use registry::{ToolRegistry, ToolRun};
@@ -293,10 +294,17 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// A call these (already parsed) arguments make that is refused before
-    /// anyone is asked (the operator's shell denylist): why. `None`: the
-    /// call goes on to the gate.
-    fn refusal(&self, _args: &Value) -> Option<ToolError> {
+    /// The shell text a call with these arguments runs (a command, the
+    /// text typed into a pane's shell), which the registry reads once into
+    /// the call's [`ToolCall::command`]. `None`: no shell reads it.
+    fn shell_text<'a>(&self, _args: &'a Value) -> Option<&'a str> {
+        None
+    }
+
+    /// A call (already read) that is refused before anyone is asked (the
+    /// operator's shell denylist): why. `None`: the call goes on to the
+    /// gate.
+    fn refusal(&self, _call: &ToolCall) -> Option<ToolError> {
         None
     }
 
@@ -327,14 +335,15 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Execute with the raw JSON argument string the model provided.
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+    /// Execute the call as the registry read it: its validated arguments
+    /// ([`ToolCall::args`]) and the command in it, never the text again.
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 
     /// Run the call in the throwaway view instead of for real
     /// (`approval = "by_effect"`): its output when the view saw no effect,
     /// else the report and why it must be asked. By default a tool cannot
     /// be tried.
-    async fn trial(&self, _arguments: &str, _ctx: &ToolContext) -> Trial {
+    async fn trial(&self, _call: &ToolCall, _ctx: &ToolContext) -> Trial {
         Trial::Asks {
             why: format!("{} cannot be tried in the view", self.name()),
             report: None,
@@ -353,13 +362,38 @@ pub enum Trial {
     },
 }
 
-/// Parse a raw argument string into `T`, mapping failures to
-/// [`ToolError::InvalidArguments`]. An empty string counts as `{}`.
-pub fn parse_args<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, ToolError> {
-    let text = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    serde_json::from_str(text).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+/// A call's arguments as the tool's own type `T` (from the value read
+/// once), mapping failures to [`ToolError::InvalidArguments`].
+pub fn args_of<T: serde::de::DeserializeOwned>(call: &ToolCall) -> Result<T, ToolError> {
+    call.args_as()
+        .map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
+
+/// The arguments of a call as a JSON object, or why they are not one.
+pub fn object_args(call: &ToolCall) -> Result<&Value, ToolError> {
+    match &call.args {
+        v @ Value::Object(_) => Ok(v),
+        _ => Err(ToolError::InvalidArguments(
+            "arguments must be a JSON object".into(),
+        )),
+    }
+}
+
+/// A call of `tool` with the argument text as sent, read but not
+/// validated: for driving one tool outside the registry (benches, tests).
+/// Text that is not JSON becomes a string value, which no tool takes.
+pub fn call_as_sent(tool: &dyn Tool, text: &str) -> ToolCall {
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    let args: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into()));
+    ToolCall::read(tool.name(), args.clone(), tool.shell_text(&args))
+}
+
+/// [`call_as_sent`] for a tool's own unit tests, as if of `run_shell`'s
+/// shape (its `command` is the shell text).
+#[cfg(test)]
+pub(crate) fn test_call(text: &str) -> ToolCall {
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    let args: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into()));
+    let shell = args["command"].as_str().map(str::to_string);
+    ToolCall::read("test", args, shell.as_deref())
 }

@@ -21,10 +21,10 @@ use serde_json::{Value, json};
 
 use super::envelope;
 use super::failure::FailureClass;
-pub use super::failure::canonical_arguments;
 use super::validate;
 use super::visibility::DomainPolicy;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
+use vigil_policy::call::ToolCall;
 use vigil_policy::gate::{ApprovalDecision, Approver, FixedApprover, call_digest};
 
 /// The result of running one call through the registry.
@@ -219,38 +219,94 @@ impl ToolRegistry {
             .await
     }
 
-    /// Run a call: refuse it when the same call already failed too often,
-    /// look the tool up, parse and validate the arguments, ask the approver
-    /// when the tool is gated, execute, and wrap the result in the envelope.
-    /// Failures are counted per (tool, canonical arguments).
+    /// Run a call: read it once ([`ToolRegistry::read`]: the tool, the
+    /// arguments parsed and validated, the shell text it runs parsed),
+    /// refuse it when the same call already failed too often, ask the
+    /// approver when the tool is gated, execute, and wrap the result in the
+    /// envelope. Failures are counted per (tool, canonical arguments).
     pub async fn execute_with_context(
         &self,
         name: &str,
         arguments: &str,
         ctx: &ToolContext,
     ) -> ToolRun {
-        let key = (name.to_string(), self.call_key(name, arguments));
+        let read = self.read(name, arguments, ctx);
+        let canonical = match &read {
+            Ok(r) => r.call.canonical.clone(),
+            Err((canonical, _)) => canonical.clone(),
+        };
+        let key = (name.to_string(), canonical);
         if let Some(run) = self.suppressed(&key) {
             return run;
         }
-        let run = self.run_once(name, arguments, ctx).await;
+        let run = match read {
+            Ok(read) => self.run_read(read, ctx).await,
+            Err((_, run)) => *run,
+        };
         if let Some(class) = run.class.filter(|_| run.error.is_some()) {
             self.record_failure(key, class);
         }
         run
     }
 
-    /// The canonical arguments of a call: after validation's repairs when
-    /// they validate (so `1.0` and `1` are the same call), else as sent.
-    fn call_key(&self, name: &str, arguments: &str) -> String {
-        let canonical = canonical_arguments(arguments);
-        let repaired = self.get(name).and_then(|tool| {
-            let parsed: Value = serde_json::from_str(&canonical).ok()?;
-            validate::validate(&tool.definition(), parsed).ok()
-        });
-        match repaired {
-            Some(v) => canonical_arguments(&v.args.to_string()),
-            None => canonical,
+    /// The call read once: its tool, its arguments parsed from the text
+    /// and validated (with repairs, so `1.0` and `1` are the same call),
+    /// their canonical text and the shell text it runs, parsed. A call
+    /// that cannot be read: its canonical text (the parsed arguments, else
+    /// the text as sent) and the failed run.
+    fn read<'a>(
+        &'a self,
+        name: &str,
+        arguments: &str,
+        ctx: &ToolContext,
+    ) -> Result<Read<'a>, (String, Box<ToolRun>)> {
+        let raw = match arguments.trim() {
+            "" => "{}",
+            trimmed => trimmed,
+        };
+        let parsed: Result<Value, _> = serde_json::from_str(raw);
+        let canonical = match &parsed {
+            Ok(v) => vigil_policy::call::canonical(v),
+            Err(_) => raw.to_string(),
+        };
+        let fail = |run: ToolRun| Err((canonical.clone(), Box::new(run)));
+        let Some(tool) = self.get(name) else {
+            return fail(ToolRun::failed_as(
+                ToolError::InvalidArguments(format!(
+                    "unknown tool `{name}`; available tools: {}",
+                    self.names().join(", ")
+                )),
+                FailureClass::UnknownTool,
+            ));
+        };
+        if let (Some(domain), Some(v)) = (tool.domain(), ctx.visibility())
+            && !v.is_visible(Some(domain))
+        {
+            return fail(ToolRun::failed_as(
+                ToolError::InvalidArguments(hidden_message(name, domain, &self.domain_policy)),
+                FailureClass::UnknownTool,
+            ));
+        }
+        let parsed = match parsed {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(other) => {
+                return fail(ToolRun::failed(ToolError::InvalidArguments(format!(
+                    "arguments must be a JSON object, got {}",
+                    json_kind(&other)
+                ))));
+            }
+            Err(e) => {
+                return fail(ToolRun::failed(ToolError::InvalidArguments(format!(
+                    "arguments are not valid JSON: {e}"
+                ))));
+            }
+        };
+        match validate::validate(&tool.definition(), parsed) {
+            Ok(validate::Validated { args, notes }) => {
+                let call = ToolCall::read(name, args.clone(), tool.shell_text(&args));
+                Ok(Read { tool, call, notes })
+            }
+            Err(message) => fail(ToolRun::failed(ToolError::InvalidArguments(message))),
         }
     }
 
@@ -292,89 +348,54 @@ impl ToolRegistry {
         entry.1 = class;
     }
 
-    async fn run_once(&self, name: &str, arguments: &str, ctx: &ToolContext) -> ToolRun {
-        let Some(tool) = self.get(name) else {
-            return ToolRun::failed_as(
-                ToolError::InvalidArguments(format!(
-                    "unknown tool `{name}`; available tools: {}",
-                    self.names().join(", ")
-                )),
-                FailureClass::UnknownTool,
-            );
-        };
-        if let (Some(domain), Some(v)) = (tool.domain(), ctx.visibility())
-            && !v.is_visible(Some(domain))
-        {
-            return ToolRun::failed_as(
-                ToolError::InvalidArguments(hidden_message(name, domain, &self.domain_policy)),
-                FailureClass::UnknownTool,
-            );
-        }
-        let raw = if arguments.trim().is_empty() {
-            "{}"
-        } else {
-            arguments
-        };
-        let parsed: Value = match serde_json::from_str(raw) {
-            Ok(v @ Value::Object(_)) => v,
-            Ok(other) => {
-                return ToolRun::failed(ToolError::InvalidArguments(format!(
-                    "arguments must be a JSON object, got {}",
-                    json_kind(&other)
-                )));
-            }
-            Err(e) => {
-                return ToolRun::failed(ToolError::InvalidArguments(format!(
-                    "arguments are not valid JSON: {e}"
-                )));
-            }
-        };
-        let def = tool.definition();
-        let validate::Validated { args, notes } = match validate::validate(&def, parsed) {
-            Ok(v) => v,
-            Err(message) => return ToolRun::failed(ToolError::InvalidArguments(message)),
-        };
-
+    /// Run a call that was read: refusal, screening or the gate (the
+    /// approver reads the same [`ToolCall`]), a trial, then execution of
+    /// that value (or of the operator's edit, read in its turn).
+    async fn run_read(&self, read: Read<'_>, ctx: &ToolContext) -> ToolRun {
+        let Read {
+            tool,
+            mut call,
+            notes,
+        } = read;
+        let name = tool.name();
         // Refused by the operator's own rules: nobody is asked.
-        if let Some(refused) = tool.refusal(&args) {
+        if let Some(refused) = tool.refusal(&call) {
             return ToolRun::failed(refused);
         }
-        let mut effective = args.to_string();
         let mut decision = None;
-        let mut gate = tool.gate(&args);
+        let mut gate = tool.gate(&call.args);
+        let screens = gate.is_none() && self.approver.screens(name);
+        if gate.is_some() || screens {
+            call.facts = tool.facts(&call.args).await;
+            call.facts.digest = call_digest(name, &call.canonical, &call.facts.paths);
+        }
         let mut screened = None;
-        if gate.is_none() && self.approver.screens(name) {
+        if screens {
             // No switch skips the deny rules, the hooks nor an unknown program.
-            let described = describe(tool, &args);
-            let mut facts = tool.facts(&args).await;
-            facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
-            screened = self
-                .approver
-                .screen(&ctx.call_id, name, &described, facts, &args)
-                .await;
+            let described = describe(tool, &call.args);
+            screened = self.approver.screen(&ctx.call_id, &call, &described).await;
             if screened.is_some() {
                 gate = Some(described);
             }
         }
         let mut approved_paths = None;
         let mut approved_cwd = None;
+        let mut edited_call = None;
         if let Some(gate) = &gate {
-            let change = tool.preview(&args).await;
-            let mut facts = tool.facts(&args).await;
-            facts.digest = call_digest(name, &canonical_arguments(&args.to_string()), &facts.paths);
-            approved_paths = Some(facts.paths.clone());
-            approved_cwd = facts.cwd.clone();
+            let change = tool.preview(&call.args).await;
+            approved_paths = Some(call.facts.paths.clone());
+            approved_cwd = call.facts.cwd.clone();
             let d = match screened.take() {
                 Some(d) => d,
                 None => {
                     self.approver
-                        .decide_call(&ctx.call_id, name, gate, change, facts.clone(), &args)
+                        .decide_call(&ctx.call_id, &call, gate, change)
                         .await
                 }
             };
             let d = match d {
                 ApprovalDecision::TryInView => {
-                    match self.try_in_view(tool, &effective, gate, facts, ctx).await {
+                    match self.try_in_view(tool, &call, gate, ctx).await {
                         Ok(run) => return run,
                         Err(d) => d,
                     }
@@ -398,9 +419,7 @@ impl ToolRegistry {
                             .to_string();
                         return denied_run(text, ApprovalDecision::Deny);
                     };
-                    let mut edited = args.clone();
-                    edited[field.as_str()] = Value::String(new_action.clone());
-                    effective = edited.to_string();
+                    edited_call = Some(edited(tool, &call, field, new_action));
                 }
                 ApprovalDecision::ApproveOnce
                 | ApprovalDecision::ApproveSession
@@ -414,11 +433,13 @@ impl ToolRegistry {
             }
             decision = Some(d);
         }
+        let args = &call.args;
+        let effective = edited_call.as_ref().unwrap_or(&call);
 
         let summary = match (&gate, &decision) {
             (Some(_), Some(ApprovalDecision::ApproveEdited(cmd))) => cmd.clone(),
             (Some(g), _) => g.action.clone(),
-            (None, _) => tool.summary(&args).unwrap_or_else(|| summarize_args(&args)),
+            (None, _) => tool.summary(args).unwrap_or_else(|| summarize_args(args)),
         };
         // Approved without a fresh operator decision: it runs sandboxed.
         // A gated call acts only on the paths its approval named; approved
@@ -438,7 +459,7 @@ impl ToolRegistry {
             ctx
         };
         ctx.emit(ToolStream::Started { summary });
-        let result = tool.execute(&effective, ctx).await;
+        let result = tool.execute(effective, ctx).await;
         ctx.emit(ToolStream::Completed);
         match result {
             Ok(output) => {
@@ -470,6 +491,24 @@ impl ToolRegistry {
             }
         }
     }
+}
+
+/// A call read by [`ToolRegistry::read`].
+struct Read<'a> {
+    tool: &'a dyn Tool,
+    call: ToolCall,
+    /// Repairs validation made to the arguments.
+    notes: Vec<String>,
+}
+
+/// The call the operator's edit makes of `call` (its `field` set to
+/// `new_action`), read in its turn; the approval's facts stay.
+fn edited(tool: &dyn Tool, call: &ToolCall, field: &str, new_action: &str) -> ToolCall {
+    let mut args = call.args.clone();
+    args[field] = Value::String(new_action.to_string());
+    let mut edited = ToolCall::read(tool.name(), args.clone(), tool.shell_text(&args));
+    edited.facts = call.facts.clone();
+    edited
 }
 
 /// How an ungated call is shown when it is screened: the command of a

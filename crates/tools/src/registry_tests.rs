@@ -4,6 +4,7 @@ use super::*;
 use crate::GateInfo;
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use vigil_policy::call::ToolCall;
 
 struct Echo;
 #[async_trait]
@@ -14,8 +15,8 @@ impl Tool for Echo {
     fn definition(&self) -> ToolDefinition {
         ToolDefinition::function("echo", "echo", json!({"type":"object"}))
     }
-    async fn execute(&self, a: &str, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = crate::parse_args(a)?;
+    async fn execute(&self, a: &ToolCall, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: Value = a.args.clone();
         Ok(ToolOutput::new(v))
     }
 }
@@ -39,9 +40,9 @@ impl Tool for Gated {
             editable_field: Some("command".into()),
         })
     }
-    async fn execute(&self, a: &str, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, a: &ToolCall, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.0.fetch_add(1, Ordering::SeqCst);
-        let v: Value = crate::parse_args(a)?;
+        let v: Value = a.args.clone();
         Ok(ToolOutput::new(v["command"].clone()))
     }
 }
@@ -98,7 +99,7 @@ impl Tool for Failing {
                    "n":{"type":"integer"}},"required":["path"]}),
         )
     }
-    async fn execute(&self, _a: &str, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, _a: &ToolCall, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Err(ToolError::failed(FailureClass::NotFound, "no such file"))
     }
@@ -176,8 +177,8 @@ async fn validation_runs_before_the_gate_and_repairs_are_noted() {
                 json!({"type":"object","properties":{"o":{"type":"object"}},"required":["o"]}),
             )
         }
-        async fn execute(&self, a: &str, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
-            let v: Value = crate::parse_args(a)?;
+        async fn execute(&self, a: &ToolCall, _c: &ToolContext) -> Result<ToolOutput, ToolError> {
+            let v: Value = a.args.clone();
             Ok(ToolOutput::new(v["o"].clone()).with_timeline("got an object"))
         }
     }

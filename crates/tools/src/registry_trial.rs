@@ -12,6 +12,7 @@ use super::envelope;
 use super::registry::{ToolRegistry, ToolRun};
 use super::trial_approver::{TrialApprover, TrialVerdict};
 use super::{Tool, ToolContext, ToolOutput, ToolStream, Trial};
+use vigil_policy::call::ToolCall;
 use vigil_policy::gate::ApprovalDecision;
 
 impl ToolRegistry {
@@ -22,12 +23,11 @@ impl ToolRegistry {
     pub(super) async fn try_in_view(
         &self,
         tool: &dyn Tool,
-        arguments: &str,
+        call: &ToolCall,
         gate: &vigil_policy::gate::GateInfo,
-        mut facts: vigil_policy::gate::CallFacts,
         ctx: &ToolContext,
     ) -> Result<ToolRun, ApprovalDecision> {
-        let name = tool.name();
+        let mut facts = call.facts.clone();
         let Some(trials) = self.trials.clone() else {
             let why = "by_effect: no approver takes trials here; nothing was run";
             return Err(ApprovalDecision::DenyWithReason(why.into()));
@@ -42,12 +42,12 @@ impl ToolRegistry {
         trying.emit(ToolStream::Started {
             summary: format!("{} (trying in the view)", gate.action),
         });
-        let trial = tool.trial(arguments, &trying);
+        let trial = tool.trial(call, &trying);
         tokio::pin!(trial);
         let trial = tokio::select! {
             t = &mut trial => t,
             _ = tokio::time::sleep(CARD_AFTER) => {
-                let d = card_during_trial(trials, trial, name, gate, facts, ctx).await;
+                let d = card_during_trial(trials, trial, call, gate, facts, ctx).await;
                 trying.emit(ToolStream::Completed);
                 return d;
             }
@@ -55,13 +55,13 @@ impl ToolRegistry {
         trying.emit(ToolStream::Completed);
         match trial {
             Trial::Clean(output) => {
-                let d = trials.ran_in_view(&ctx.call_id, name, gate, facts).await;
+                let d = trials.ran_in_view(&ctx.call_id, call, gate, facts).await;
                 Ok(viewed_run(output, d))
             }
             Trial::Asks { why, report } => {
                 facts.trial = Some(why);
                 Err(trials
-                    .decide_after_trial(&ctx.call_id, name, gate, facts, report)
+                    .decide_after_trial(&ctx.call_id, call, gate, facts, report)
                     .await)
             }
         }
@@ -78,13 +78,13 @@ const CARD_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 async fn card_during_trial(
     trials: &dyn TrialApprover,
     trial: std::pin::Pin<&mut (impl std::future::Future<Output = Trial> + ?Sized)>,
-    name: &str,
+    call: &ToolCall,
     gate: &vigil_policy::gate::GateInfo,
     facts: vigil_policy::gate::CallFacts,
     ctx: &ToolContext,
 ) -> Result<ToolRun, ApprovalDecision> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let decide = trials.decide_during_trial(&ctx.call_id, name, gate, facts, rx);
+    let decide = trials.decide_during_trial(&ctx.call_id, call, gate, facts, rx);
     tokio::pin!(decide);
     let mut trial = Some(trial);
     let mut tx = Some(tx);

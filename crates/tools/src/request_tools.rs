@@ -6,13 +6,14 @@
 //! It never returns a schema and never reveals a blocked domain.
 
 use std::collections::BTreeMap;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::visibility::DomainPolicy;
-use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, args_of};
 
 pub const NAME: &str = "request_tools";
 
@@ -97,8 +98,8 @@ impl Tool for RequestTools {
         ))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(arguments)?;
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = args_of(call)?;
         let mut added = serde_json::Map::new();
         let mut already = Vec::new();
         let mut blocked = serde_json::Map::new();

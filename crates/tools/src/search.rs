@@ -8,6 +8,7 @@
 //! `/l/?uddg=` redirect form. This module must never follow result links.
 
 use std::time::Duration;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use reqwest::Url;
@@ -232,8 +233,8 @@ impl Tool for WebSearch {
         Some(format!("search {}", args["query"].as_str()?))
     }
 
-    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = super::parse_args(arguments)?;
+    async fn execute(&self, call: &ToolCall, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: &Value = super::object_args(call)?;
         let query = v["query"]
             .as_str()
             .map(str::trim)

@@ -7,6 +7,7 @@
 //! itself: approval is the registry's job.
 
 use std::sync::Arc;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -34,7 +35,7 @@ pub struct ShellConfig {
     pub keep: Keep,
     /// Commands refused outright (matched after normalising whitespace and
     /// quotes).
-    pub denylist: Vec<String>,
+    pub denylist: Denylist,
     /// Run every command under the kernel sandbox, approved or not.
     pub always_sandboxed: bool,
 }
@@ -46,17 +47,17 @@ impl Default for ShellConfig {
             stdout_limit: 4000,
             stderr_limit: 4000,
             keep: Keep::HeadTail,
-            denylist: Vec::new(),
+            denylist: Denylist::default(),
             always_sandboxed: false,
         }
     }
 }
 
-pub use vigil_policy::denylist::denied_by;
+use vigil_policy::denylist::Denylist;
 
 /// The refusal of a command the denylist names, if it does.
-fn denylisted(command: &str, denylist: &[String]) -> Option<ToolError> {
-    let entry = denied_by(command, denylist)?;
+fn denylisted(command: &vigil_shell::Command, denylist: &Denylist) -> Option<ToolError> {
+    let entry = denylist.denied_by(command)?;
     Some(ToolError::failed(
         FailureClass::PermissionDenied,
         format!(
@@ -157,8 +158,12 @@ impl Tool for RunShell {
         )
     }
 
-    fn refusal(&self, args: &Value) -> Option<ToolError> {
-        denylisted(args["command"].as_str()?, &self.config.denylist)
+    fn shell_text<'a>(&self, args: &'a Value) -> Option<&'a str> {
+        args["command"].as_str()
+    }
+
+    fn refusal(&self, call: &ToolCall) -> Option<ToolError> {
+        denylisted(call.command.as_deref()?, &self.config.denylist)
     }
 
     fn gate(&self, args: &Value) -> Option<GateInfo> {
@@ -189,7 +194,7 @@ impl Tool for RunShell {
         }
     }
 
-    async fn trial(&self, arguments: &str, ctx: &ToolContext) -> super::Trial {
+    async fn trial(&self, call: &ToolCall, ctx: &ToolContext) -> super::Trial {
         let finish = |outcome: &RunOutcome| self.finish(outcome, ctx, &[]);
         let host = super::shell_trial::Host {
             exec: &self.ctx,
@@ -197,17 +202,21 @@ impl Tool for RunShell {
             retain: self.retain(ctx),
             finish: &finish,
         };
-        super::shell_trial::trial(host, arguments, ctx).await
+        super::shell_trial::trial(host, call, ctx).await
     }
 
     fn summary(&self, args: &Value) -> Option<String> {
         args["command"].as_str().map(str::to_string)
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args = parse(arguments)?;
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args = parse(call)?;
+        let read = match &call.command {
+            Some(read) if read.text == args.command => read.clone(),
+            _ => vigil_shell::Command::read(&args.command),
+        };
         // Again here: an edited command is checked as it will run.
-        if let Some(refused) = denylisted(&args.command, &self.config.denylist) {
+        if let Some(refused) = denylisted(&read, &self.config.denylist) {
             return Err(refused);
         }
         if let Some(want) = &ctx.approved_cwd
@@ -238,6 +247,7 @@ impl Tool for RunShell {
             pane: args.pane,
             sandbox: ctx.sandboxed || self.config.always_sandboxed,
             retain: Some(self.retain(ctx)),
+            read: Some(read),
         };
         let result = self.ctx.run(req, on_output).await;
         if let Some(live) = &live {
@@ -472,7 +482,7 @@ mod tests {
     fn missing_metadata_is_rejected_before_running() {
         let base = json!({"command": "ls", "risk": "low", "mutation": false,
                           "privesc": false, "why": "look"});
-        assert!(parse(&base.to_string()).is_ok());
+        assert!(parse(&crate::test_call(&base.to_string())).is_ok());
         for (field, bad) in [
             ("command", json!("  ")),
             ("risk", json!("extreme")),
@@ -485,7 +495,7 @@ mod tests {
         ] {
             let mut v = base.clone();
             v[field] = bad;
-            match parse(&v.to_string()) {
+            match parse(&crate::test_call(&v.to_string())) {
                 Err(ToolError::InvalidArguments(m)) => assert!(m.contains(field), "{m}"),
                 _ => panic!("{field} should be rejected"),
             }

@@ -2,6 +2,7 @@
 //! JSON (the safety metadata checked). Plain data: runs nothing.
 
 use std::time::Duration;
+use vigil_policy::call::ToolCall;
 
 use serde_json::Value;
 
@@ -95,13 +96,8 @@ fn opt_str(v: &Value, name: &str) -> Result<Option<String>, ToolError> {
     }
 }
 
-pub(super) fn parse(arguments: &str) -> Result<Args, ToolError> {
-    let v: Value = super::parse_args(arguments)?;
-    if !v.is_object() {
-        return Err(ToolError::InvalidArguments(
-            "arguments must be a JSON object".into(),
-        ));
-    }
+pub(super) fn parse(call: &ToolCall) -> Result<Args, ToolError> {
+    let v = super::object_args(call)?;
     let command = match &v["command"] {
         Value::String(s) if !s.trim().is_empty() => s.clone(),
         Value::String(_) | Value::Null => {
@@ -122,8 +118,8 @@ pub(super) fn parse(arguments: &str) -> Result<Args, ToolError> {
             v["risk"]
         )));
     }
-    flag(&v, "mutation")?;
-    flag(&v, "privesc")?;
+    flag(v, "mutation")?;
+    flag(v, "privesc")?;
     match v["why"].as_str() {
         Some(w) if !w.trim().is_empty() => {}
         _ => {
@@ -136,7 +132,7 @@ pub(super) fn parse(arguments: &str) -> Result<Args, ToolError> {
     Ok(Args {
         command,
         wait,
-        session: opt_str(&v, "session")?,
-        pane: opt_str(&v, "pane")?,
+        session: opt_str(v, "session")?,
+        pane: opt_str(v, "pane")?,
     })
 }

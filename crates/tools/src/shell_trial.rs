@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use vigil_policy::call::ToolCall;
 
 use super::live::LiveOutput;
 use super::shell_args::{Wait, parse};
@@ -16,7 +17,7 @@ use super::{ToolContext, ToolOutput, Trial};
 use vigil_exec::capture::Retain;
 use vigil_exec::preview::{self, PreviewOptions, PreviewReport, Run};
 use vigil_exec::{ExecutionContext, RunOutcome, TrialShell};
-use vigil_policy::denylist::denied_by;
+use vigil_policy::denylist::Denylist;
 
 /// Words in a trial's stderr that mean the view refused something a real
 /// run may be allowed (no capability, read-only places, masks).
@@ -37,18 +38,22 @@ fn asks(why: impl Into<String>) -> Trial {
 /// its output is kept and how a finished run becomes the model's result.
 pub(super) struct Host<'a> {
     pub exec: &'a ExecutionContext,
-    pub denylist: &'a [String],
+    pub denylist: &'a Denylist,
     pub retain: Retain,
     pub finish: &'a (dyn Fn(&RunOutcome) -> ToolOutput + Sync),
 }
 
 /// See the module doc.
-pub(super) async fn trial(shell: Host<'_>, arguments: &str, ctx: &ToolContext) -> Trial {
-    let args = match parse(arguments) {
+pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -> Trial {
+    let args = match parse(call) {
         Ok(a) => a,
         Err(e) => return asks(format!("not tried in the view: {e}")),
     };
-    if denied_by(&args.command, shell.denylist).is_some() {
+    let denied = match call.command.as_deref() {
+        Some(read) => shell.denylist.denied_by(read).is_some(),
+        None => true,
+    };
+    if denied {
         return asks("not tried in the view: the command is on the denylist");
     }
     if args.wait == Wait::Detach {

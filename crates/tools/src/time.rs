@@ -5,6 +5,7 @@
 //! harness clock, never the target's, and never runs anything.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -144,8 +145,8 @@ impl Tool for TimeTool {
         )
     }
 
-    async fn execute(&self, arguments: &str, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let v: Value = super::parse_args(arguments)?;
+    async fn execute(&self, call: &ToolCall, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let v: &Value = super::object_args(call)?;
         let format = match &v["format"] {
             Value::Null => "epoch".to_string(),
             Value::String(s) if s.trim().is_empty() => "epoch".to_string(),
@@ -220,7 +221,7 @@ mod tests {
     async fn tool_reports_the_current_clock() {
         let before = crate::envelope::unix_millis() as u64;
         let out = TimeTool::new()
-            .execute("", &ToolContext::default())
+            .execute(&crate::test_call(""), &ToolContext::default())
             .await
             .unwrap();
         let after = crate::envelope::unix_millis() as u64;
@@ -229,12 +230,18 @@ mod tests {
         let ms = out.result["unix_millis"].as_u64().unwrap();
         assert!(ms >= before && ms <= after);
         let out = TimeTool::new()
-            .execute(r#"{"format":"ISO"}"#, &ToolContext::default())
+            .execute(
+                &crate::test_call(r#"{"format":"ISO"}"#),
+                &ToolContext::default(),
+            )
             .await
             .unwrap();
         assert!(out.result["value"].as_str().unwrap().ends_with('Z'));
         let e = TimeTool::new()
-            .execute(r#"{"format":"weekday"}"#, &ToolContext::default())
+            .execute(
+                &crate::test_call(r#"{"format":"weekday"}"#),
+                &ToolContext::default(),
+            )
             .await
             .unwrap_err();
         assert!(matches!(e, ToolError::InvalidArguments(_)));

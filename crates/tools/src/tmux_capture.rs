@@ -6,6 +6,7 @@
 //! falls back to the main screen with a notice. This tool never types.
 
 use std::sync::Arc;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -87,20 +88,20 @@ impl Tool for CapturePane {
         )
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let work = async {
-            let v = object(arguments)?;
-            let join = opt_bool(&v, "join_wrapped_lines", true)?;
-            let trailing = opt_bool(&v, "preserve_trailing_spaces", false)?;
-            let escapes = opt_bool(&v, "include_escape_sequences", false)?;
-            let octal = opt_bool(&v, "escape_non_printable", false)?;
-            let alternate = opt_bool(&v, "include_alternate_screen", false)?;
-            let start = line_arg(&v, "start")?;
-            let end = line_arg(&v, "end")?;
+            let v = object(call)?;
+            let join = opt_bool(v, "join_wrapped_lines", true)?;
+            let trailing = opt_bool(v, "preserve_trailing_spaces", false)?;
+            let escapes = opt_bool(v, "include_escape_sequences", false)?;
+            let octal = opt_bool(v, "escape_non_printable", false)?;
+            let alternate = opt_bool(v, "include_alternate_screen", false)?;
+            let start = line_arg(v, "start")?;
+            let end = line_arg(v, "end")?;
             let delay = parse_delay(&v["delay"])?;
-            let raw_target = opt_str(&v, "target")?;
-            let session = opt_str(&v, "session")?;
-            let pane = opt_str(&v, "pane")?;
+            let raw_target = opt_str(v, "target")?;
+            let session = opt_str(v, "session")?;
+            let pane = opt_str(v, "pane")?;
 
             let mut before = Vec::new();
             let mut after = Vec::new();

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -19,15 +20,8 @@ use vigil_policy::gate::{GateInfo, Risk};
 /// Longest `delay` a tmux tool accepts.
 pub const MAX_DELAY: Duration = Duration::from_secs(60);
 
-pub(crate) fn object(arguments: &str) -> Result<Value, ToolError> {
-    let v: Value = super::parse_args(arguments)?;
-    if v.is_object() {
-        Ok(v)
-    } else {
-        Err(ToolError::InvalidArguments(
-            "arguments must be a JSON object".into(),
-        ))
-    }
+pub(crate) fn object(call: &ToolCall) -> Result<&Value, ToolError> {
+    super::object_args(call)
 }
 
 pub(crate) fn opt_str(v: &Value, name: &str) -> Result<Option<String>, ToolError> {
@@ -223,6 +217,11 @@ impl Tool for SendKeys {
         )
     }
 
+    /// The text typed into the pane: a shell there reads it as a command.
+    fn shell_text<'a>(&self, args: &'a Value) -> Option<&'a str> {
+        args["literal_text"].as_str()
+    }
+
     fn gate(&self, args: &Value) -> Option<GateInfo> {
         if !self.confirm {
             return None;
@@ -248,21 +247,21 @@ impl Tool for SendKeys {
         ))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         ctx.refuse_unsandboxable(self.name())?;
         let work = async {
-            let v = object(arguments)?;
-            check_metadata(&v)?;
-            let literal = opt_str(&v, "literal_text")?;
-            let keys = keys_of(&v)?;
-            let enter = opt_bool(&v, "enter", false)?;
+            let v = object(call)?;
+            check_metadata(v)?;
+            let literal = opt_str(v, "literal_text")?;
+            let keys = keys_of(v)?;
+            let enter = opt_bool(v, "enter", false)?;
             let delay = parse_delay(&v["delay"])?;
             if literal.is_none() && keys.is_empty() && !enter {
                 return Err(ToolError::InvalidArguments(
                     "nothing to send: give literal_text, keys, or enter: true".into(),
                 ));
             }
-            let target = pane_target(&self.tmux, &v).await?.map_err(failed)?;
+            let target = pane_target(&self.tmux, v).await?.map_err(failed)?;
             if let Some(d) = delay {
                 tokio::time::sleep(d).await;
             }

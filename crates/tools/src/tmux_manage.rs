@@ -7,6 +7,7 @@
 //! default session or the shared pane, and never touch unmanaged ones.
 
 use std::sync::Arc;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -181,16 +182,16 @@ impl Tool for TmuxManage {
         Some(gate_info(what, args))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         ctx.refuse_unsandboxable(self.name())?;
         let work = async {
-            let v = object(arguments)?;
+            let v = object(call)?;
             let (session, pane) = if self.is_pane_tool() {
-                (opt_str(&v, "session")?, Some(required(&v, "pane")?))
+                (opt_str(v, "session")?, Some(required(v, "pane")?))
             } else {
-                (Some(required(&v, "session")?), None)
+                (Some(required(v, "session")?), None)
             };
-            check_metadata(&v)?;
+            check_metadata(v)?;
             let pane = pane.unwrap_or_default();
             let session_name = session.clone().unwrap_or_default();
             let msg = match self.action {

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use vigil_exec::preview::PreviewReport;
+use vigil_policy::call::ToolCall;
 use vigil_policy::gate::{ApprovalDecision, CallFacts, GateInfo};
 
 /// What a trial found, for a card that appeared while it ran
@@ -30,7 +31,7 @@ pub trait TrialApprover: Send + Sync {
     async fn ran_in_view(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
     ) -> ApprovalDecision;
@@ -40,7 +41,7 @@ pub trait TrialApprover: Send + Sync {
     async fn decide_after_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
         report: Option<Box<PreviewReport>>,
@@ -54,7 +55,7 @@ pub trait TrialApprover: Send + Sync {
     async fn decide_during_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
         verdict: oneshot::Receiver<TrialVerdict>,

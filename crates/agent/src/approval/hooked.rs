@@ -32,7 +32,7 @@ impl ApprovalBroker {
     pub(super) async fn hooked(
         &self,
         request: &mut ApprovalRequest,
-        script: Option<&shell::Script>,
+        command: Option<&shell::Command>,
         outcome: Outcome,
         arguments: &serde_json::Value,
     ) -> Outcome {
@@ -42,7 +42,7 @@ impl ApprovalBroker {
         let Some(hooks) = lock(&self.hooks).clone() else {
             return outcome;
         };
-        let verdicts = hooks.consult(request, script, arguments.clone()).await;
+        let verdicts = hooks.consult(request, command, arguments.clone()).await;
         request.facts.hooks = verdicts.iter().map(Verdict::line).collect();
         let outcome = combine(outcome, &verdicts, super::screen::sandboxable(request));
         if outcome == Outcome::Trial && !request.facts.hooks.is_empty() {

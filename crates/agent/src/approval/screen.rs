@@ -7,34 +7,18 @@
 //! ([`ApprovalBroker::cannot_tell`] is shared).
 //!
 //! It also says which text is a command: a `run_shell` command, and the
-//! text `send-keys` types into a pane ([`script_of`]); and whether a call
+//! text `send-keys` types into a pane (the registry reads both once, into
+//! [`ToolCall::command`]); and whether a call
 //! has a sandbox to run in unasked ([`sandboxable`]). It never runs a call
 //! and never renders.
 
-use std::sync::Arc;
-
-use serde_json::Value;
-
 use super::{ApprovalBroker, Outcome, lock};
 use vigil_config::approval::RuleDecision;
-use vigil_policy::denylist;
-use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, is_command};
+use vigil_policy::call::ToolCall;
+use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, GateInfo};
 use vigil_policy::rules::{Call, PolicyRules};
 use vigil_protocol::{AgentEvent, DecidedBy};
-use vigil_shell::{self as shell, Script};
-
-/// The shell text a call runs: a command's, or the text `send-keys` types
-/// (a shell in the pane reads it as a command).
-pub(super) fn script_of(tool: &str, gate: &GateInfo, arguments: &Value) -> Option<Arc<Script>> {
-    if is_command(tool, gate) {
-        return Some(shell::parse(&gate.action));
-    }
-    let typed = arguments.get("literal_text").and_then(Value::as_str);
-    match (tool, typed) {
-        ("send-keys", Some(text)) => Some(shell::parse(text)),
-        _ => None,
-    }
-}
+use vigil_shell::Command;
 
 /// Whether a call approved without the operator has a sandbox to run in:
 /// a shell command (the kernel sandbox), a write or edit inside vigil's
@@ -62,18 +46,18 @@ impl ApprovalBroker {
     /// program it runs cannot be told, and a deny or ask rule, the
     /// denylist or a decide hook's command matcher could have applied.
     pub(super) fn cannot_tell(&self, rules: &PolicyRules, call: &Call) -> Option<String> {
-        let script = call.script?;
+        let command = call.command?;
         if let Some(why) = rules.cannot_tell(call) {
             return Some(why);
         }
-        if let Some(why) = denylist::unresolved(&script.text, &lock(&self.denylist)) {
+        if let Some(why) = lock(&self.denylist).unresolved(command) {
             return Some(why);
         }
         let hooks = lock(&self.hooks).clone()?;
         if !hooks.guards_commands(call.tool) {
             return None;
         }
-        shell::program_runs(script, &script.text).why_unknown()
+        command.runs.why_unknown()
     }
 
     /// Whether an ungated call of `tool` must be screened: a deny or ask
@@ -94,19 +78,18 @@ impl ApprovalBroker {
     pub async fn screen(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
-        facts: CallFacts,
-        arguments: &Value,
     ) -> Option<ApprovalDecision> {
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let script = script_of(tool, gate, arguments);
-        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
-        let outcome = self.screen_outcome(&request, script.as_deref());
+        let command = call.command.as_deref();
+        let facts = call.facts.clone();
+        let (mut request, _) = self.request(id, call_id, &call.tool, gate, command, facts);
+        let outcome = self.screen_outcome(&request, command);
         let outcome = self
-            .hooked(&mut request, script.as_deref(), outcome, arguments)
+            .hooked(&mut request, command, outcome, &call.args)
             .await;
         let automatic = match outcome {
             Outcome::Deny(reason, by) => Some((ApprovalDecision::DenyWithReason(reason), by)),
@@ -132,11 +115,11 @@ impl ApprovalBroker {
 
     /// The rules' word on an ungated call: deny, ask, or (as the tool
     /// would) run, which the hooks may still turn into a deny or an ask.
-    fn screen_outcome(&self, request: &ApprovalRequest, script: Option<&Script>) -> Outcome {
+    fn screen_outcome(&self, request: &ApprovalRequest, command: Option<&Command>) -> Outcome {
         let call = Call {
             tool: &request.tool,
             gate: &request.gate,
-            script,
+            command,
             estimate: request.estimate,
             paths: &request.facts.paths,
             written: &request.facts.written,

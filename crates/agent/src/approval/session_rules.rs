@@ -74,7 +74,7 @@ impl ApprovalBroker {
     pub(super) fn covered(
         &self,
         request: &ApprovalRequest,
-        script: Option<&shell::Script>,
+        command: Option<&shell::Command>,
     ) -> Option<DecidedBy> {
         if let Some(key) = request.session_key() {
             let key = (request.tool.clone(), key);
@@ -85,7 +85,7 @@ impl ApprovalBroker {
         if request.estimate == Risk::High {
             return None;
         }
-        let words = prefix_rule::plain_words(script?)?;
+        let words = prefix_rule::plain_words(&command?.script)?;
         let prefixes = lock(&self.prefixes);
         let mut covering: Vec<&String> = prefixes
             .iter()

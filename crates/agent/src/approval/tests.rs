@@ -379,6 +379,14 @@ fn digest(d: &str) -> CallFacts {
     }
 }
 
+/// An MCP call of `srv.echo` with these facts.
+fn echo_call(facts: CallFacts) -> vigil_policy::call::ToolCall {
+    let mut call =
+        vigil_policy::call::ToolCall::read("srv__echo", serde_json::json!({"text": "x"}), None);
+    call.facts = facts;
+    call
+}
+
 #[tokio::test]
 async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -388,11 +396,9 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
     let t = tokio::spawn(async move {
         b.decide_call(
             "c1",
-            "srv__echo",
+            &echo_call(digest("aa")),
             &tool_gate("srv.echo x"),
             None,
-            digest("aa"),
-            &serde_json::json!({"text": "x"}),
         )
         .await
     });
@@ -412,11 +418,9 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
     let d = broker
         .decide_call(
             "c2",
-            "srv__echo",
+            &echo_call(digest("aa")),
             &tool_gate("srv.echo x"),
             None,
-            digest("aa"),
-            &serde_json::json!({"text": "x"}),
         )
         .await;
     assert_eq!(
@@ -427,16 +431,8 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
     for facts in [digest("bb"), CallFacts::default()] {
         let b = broker.clone();
         let t = tokio::spawn(async move {
-            let args = serde_json::json!({"text": "x"});
-            b.decide_call(
-                "c3",
-                "srv__echo",
-                &tool_gate("srv.echo x"),
-                None,
-                facts,
-                &args,
-            )
-            .await
+            b.decide_call("c3", &echo_call(facts), &tool_gate("srv.echo x"), None)
+                .await
         });
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         assert!(!t.is_finished(), "asked");

@@ -13,9 +13,8 @@ use tokio::sync::oneshot;
 
 use super::{ApprovalBroker, Outcome, PendingGuard, WITHDRAWN, lock, named, operator_record};
 use vigil_exec::preview::PreviewReport;
-use vigil_policy::gate::{
-    ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_VIEW, is_command,
-};
+use vigil_policy::call::ToolCall;
+use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_VIEW};
 use vigil_policy::secret_reads::Scope;
 use vigil_policy::view_eligible;
 use vigil_protocol::{AgentEvent, PreviewOutcome};
@@ -36,9 +35,9 @@ impl ApprovalBroker {
     pub(super) fn by_effect(
         &self,
         request: &ApprovalRequest,
-        script: Option<&shell::Script>,
+        command: Option<&shell::Command>,
     ) -> Outcome {
-        let Some(script) = script.filter(|_| request.tool == "run_shell") else {
+        let Some(command) = command.filter(|_| request.tool == "run_shell") else {
             return Outcome::Ask(None);
         };
         if !self.can_sandbox() {
@@ -49,7 +48,7 @@ impl ApprovalBroker {
         if let Some(dir) = &request.facts.cwd {
             scope.cwd = Some(std::path::PathBuf::from(dir));
         }
-        match view_eligible::check(script, request.facts.in_pane, &scope) {
+        match view_eligible::check(&command.script, request.facts.in_pane, &scope) {
             Ok(()) => Outcome::Trial,
             Err(e) => Outcome::Ask(Some(format!(
                 "not tried in the view (rule `{}`): {}",
@@ -69,14 +68,14 @@ impl ApprovalBroker {
     fn announced(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
         automatic: bool,
     ) -> ApprovalRequest {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let script = is_command(tool, gate).then(|| shell::parse(&gate.action));
-        let (mut request, _) = self.request(id, call_id, tool, gate, script.as_deref(), facts);
+        let command = call.command.as_deref();
+        let (mut request, _) = self.request(id, call_id, &call.tool, gate, command, facts);
         request.facts.hooks = self.take_trial_hooks(call_id);
         let request = ApprovalRequest {
             automatic,
@@ -92,11 +91,11 @@ impl ApprovalBroker {
     pub(super) fn record_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
     ) -> ApprovalDecision {
-        let request = self.announced(call_id, tool, gate, facts, true);
+        let request = self.announced(call_id, call, gate, facts, true);
         let decision = ran_in_view();
         self.announce(request.id, &decision, named(RAN_IN_VIEW));
         decision
@@ -106,12 +105,12 @@ impl ApprovalBroker {
     pub(super) async fn ask_after_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
         report: Option<Box<PreviewReport>>,
     ) -> ApprovalDecision {
-        let request = self.announced(call_id, tool, gate, facts, false);
+        let request = self.announced(call_id, call, gate, facts, false);
         self.ask(request, false, report).await
     }
 
@@ -120,13 +119,13 @@ impl ApprovalBroker {
     pub(super) async fn ask_during_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         mut facts: CallFacts,
         verdict: oneshot::Receiver<TrialVerdict>,
     ) -> ApprovalDecision {
         facts.trial = Some(TRYING.into());
-        let request = self.announced(call_id, tool, gate, facts, false);
+        let request = self.announced(call_id, call, gate, facts, false);
         let id = request.id;
         let (tx, mut rx) = oneshot::channel();
         self.desk.wait(request.clone());
@@ -167,34 +166,34 @@ impl TrialApprover for ApprovalBroker {
     async fn ran_in_view(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
     ) -> ApprovalDecision {
-        self.record_trial(call_id, tool, gate, facts)
+        self.record_trial(call_id, call, gate, facts)
     }
 
     async fn decide_after_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
         report: Option<Box<PreviewReport>>,
     ) -> ApprovalDecision {
-        self.ask_after_trial(call_id, tool, gate, facts, report)
+        self.ask_after_trial(call_id, call, gate, facts, report)
             .await
     }
 
     async fn decide_during_trial(
         &self,
         call_id: &str,
-        tool: &str,
+        call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
         verdict: tokio::sync::oneshot::Receiver<TrialVerdict>,
     ) -> ApprovalDecision {
-        self.ask_during_trial(call_id, tool, gate, facts, verdict)
+        self.ask_during_trial(call_id, call, gate, facts, verdict)
             .await
     }
 }

@@ -111,7 +111,7 @@ pub fn with_session_end(
 /// shown to at run time (they are not run here), in one line.
 pub fn hooks_note(config: &Config, command: &str) -> Option<String> {
     let hooks = DecideHooks::from_config(&config.hooks)?;
-    let script = vigil_shell::parse(command);
+    let script = vigil_shell::Command::read(command);
     let names = hooks.matching("run_shell", Some(&script));
     (!names.is_empty()).then(|| {
         format!(

@@ -35,7 +35,7 @@ pub fn build_registry(
             exec.clone(),
             ShellConfig {
                 confirm: t.shell_confirm,
-                denylist: t.shell_denylist.clone(),
+                denylist: vigil_policy::denylist::Denylist::read(&t.shell_denylist),
                 always_sandboxed: t.shell_always_sandboxed,
                 ..ShellConfig::default()
             },

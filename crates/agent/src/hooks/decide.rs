@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use vigil_config::hooks::HookMatch;
 use vigil_policy::gate::{ApprovalRequest, Risk};
-use vigil_shell::Script;
+use vigil_shell::Command;
 
 /// The version of the input and answer this vigil speaks.
 pub const VERSION: u32 = 1;
@@ -104,6 +104,15 @@ pub struct ParsedCommand {
     /// Why the parser rejected the text (then `commands` is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parse_error: Option<String>,
+    /// Every program the text runs, each with its words (the program by
+    /// its base name), looked through wrappers (`env`, `sudo`, `timeout`,
+    /// `xargs`, `find -exec`…) and `sh -c` / `eval` text: the same answer
+    /// vigil's rules and the denylist use.
+    pub runs: Vec<Vec<String>>,
+    /// Why some program it runs cannot be told (`$CMD`, `eval "$X"`);
+    /// empty when every one is known.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<String>,
 }
 
 /// vigil's own estimate.
@@ -123,10 +132,10 @@ pub struct ModelClaims {
 }
 
 impl Input {
-    /// The input for `request` (its `script` when it is a shell command).
+    /// The input for `request` (its `command` when it runs shell text).
     pub fn of(
         request: &ApprovalRequest,
-        script: Option<&Script>,
+        command: Option<&Command>,
         arguments: Value,
         session_id: Option<String>,
     ) -> Input {
@@ -139,7 +148,7 @@ impl Input {
             tool: request.tool.clone(),
             arguments,
             action: gate.action.clone(),
-            command: script.map(parsed),
+            command: command.map(parsed),
             estimate: Estimate {
                 risk: request.estimate,
                 reason: request.estimate_reason.clone(),
@@ -156,11 +165,14 @@ impl Input {
     }
 }
 
-fn parsed(script: &Script) -> ParsedCommand {
+fn parsed(command: &Command) -> ParsedCommand {
+    let script = &command.script;
     ParsedCommand {
         commands: script.commands.iter().map(|c| c.loose_words()).collect(),
         plain: script.is_plain(),
         parse_error: script.error.clone(),
+        runs: command.runs.runs.clone(),
+        unresolved: command.runs.unresolved.clone(),
     }
 }
 
@@ -174,20 +186,20 @@ fn parsed(script: &Script) -> ParsedCommand {
 /// by its last path component (`/bin/rm`), and a text the parser rejects,
 /// or one whose programs cannot all be told (`$CMD`, `eval "$X"`), is
 /// shown to every command matcher.
-pub fn matches(m: &HookMatch, tool: &str, script: Option<&Script>) -> bool {
+pub fn matches(m: &HookMatch, tool: &str, command: Option<&Command>) -> bool {
     if !m.tools.is_empty() && !m.tools.iter().any(|t| names_tool(t, tool)) {
         return false;
     }
     if m.command.is_empty() {
         return true;
     }
-    let Some(script) = script else {
+    let Some(command) = command else {
         return false;
     };
-    if script.error.is_some() {
+    if command.script.error.is_some() {
         return true;
     }
-    let runs = vigil_shell::program_runs(script, &script.text);
+    let runs = &command.runs;
     !runs.resolved()
         || runs
             .runs
@@ -254,7 +266,10 @@ pub fn clip(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vigil_shell::parse;
+    use vigil_shell::Command;
+    fn parse(text: &str) -> std::sync::Arc<Command> {
+        Command::read(text)
+    }
 
     fn m(tools: &[&str], command: &[&str]) -> HookMatch {
         HookMatch {
@@ -282,21 +297,21 @@ mod tests {
             "$CMD x",
             "eval \"$X\"",
         ] {
-            assert!(matches(&rm, "run_shell", Some(&parse(text))), "{text}");
+            assert!(matches(&rm, "run_shell", Some(&*parse(text))), "{text}");
             let bash = m(&["Bash"], &["rm"]);
-            assert!(matches(&bash, "send-keys", Some(&parse(text))), "{text}");
+            assert!(matches(&bash, "send-keys", Some(&*parse(text))), "{text}");
         }
         let push = m(&[], &["git", "push"]);
-        assert!(matches(&push, "run_shell", Some(&parse("git -C . push"))));
-        assert!(!matches(&push, "run_shell", Some(&parse("git log"))));
+        assert!(matches(&push, "run_shell", Some(&*parse("git -C . push"))));
+        assert!(!matches(&push, "run_shell", Some(&*parse("git log"))));
         for text in ["ls -l", "git rm-cache"] {
-            assert!(!matches(&rm, "run_shell", Some(&parse(text))), "{text}");
+            assert!(!matches(&rm, "run_shell", Some(&*parse(text))), "{text}");
         }
         assert!(!matches(&rm, "write_file", None));
         assert!(matches(&m(&[], &[]), "write_file", None));
         let make = m(&[], &["make", "test"]);
-        assert!(matches(&make, "run_shell", Some(&parse("make test -j2"))));
-        assert!(!matches(&make, "run_shell", Some(&parse("make install"))));
+        assert!(matches(&make, "run_shell", Some(&*parse("make test -j2"))));
+        assert!(!matches(&make, "run_shell", Some(&*parse("make install"))));
     }
 
     #[test]

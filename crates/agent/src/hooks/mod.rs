@@ -22,7 +22,7 @@ use serde_json::Value;
 use decide::{Answer, Input, Verdict};
 use vigil_config::hooks::{DecideHookConfig, HookFormat, HooksConfig, OnFailure};
 use vigil_policy::gate::ApprovalRequest;
-use vigil_shell::Script;
+use vigil_shell::Command;
 
 /// One configured decide hook.
 #[derive(Debug, Clone)]
@@ -74,10 +74,10 @@ impl DecideHooks {
     }
 
     /// The hooks (`name (file:line)`) whose matcher takes a call of `tool`.
-    pub fn matching(&self, tool: &str, script: Option<&Script>) -> Vec<String> {
+    pub fn matching(&self, tool: &str, command: Option<&Command>) -> Vec<String> {
         self.hooks
             .iter()
-            .filter(|h| decide::matches(&h.config.matcher, tool, script))
+            .filter(|h| decide::matches(&h.config.matcher, tool, command))
             .map(|h| h.label.clone())
             .collect()
     }
@@ -106,13 +106,13 @@ impl DecideHooks {
     pub async fn consult(
         &self,
         request: &ApprovalRequest,
-        script: Option<&Script>,
+        command: Option<&Command>,
         arguments: Value,
     ) -> Vec<Verdict> {
-        let input = Input::of(request, script, arguments, self.session_id.clone());
+        let input = Input::of(request, command, arguments, self.session_id.clone());
         let mut verdicts = Vec::new();
         for hook in &self.hooks {
-            if !decide::matches(&hook.config.matcher, &request.tool, script) {
+            if !decide::matches(&hook.config.matcher, &request.tool, command) {
                 continue;
             }
             let verdict = self.ask(hook, &input).await;

@@ -9,8 +9,10 @@
 //! advised form.
 
 /// Why a command is refused in the shared shell, or `Ok` to run it.
-pub fn guard_shared_shell(cmd: &str) -> Result<(), String> {
-    for words in top_level_commands(cmd) {
+/// `read`: the command as the call's decisions read it, when it is this
+/// text (then it is not parsed again).
+pub fn guard_shared_shell(cmd: &str, read: Option<&vigil_shell::Command>) -> Result<(), String> {
+    for words in top_level_commands(cmd, read.filter(|r| r.text == cmd)) {
         check(&words)?;
     }
     Ok(())
@@ -157,15 +159,25 @@ fn check(words: &[String]) -> Result<(), String> {
 /// subshell or substitution), each as its words with quotes removed, read
 /// by the shell parser. A text the parser rejects is read up to the last
 /// line that still parses: the shell runs what comes before a syntax error.
-fn top_level_commands(cmd: &str) -> Vec<Vec<String>> {
-    let mut script = vigil_shell::parse(cmd);
+fn top_level_commands(cmd: &str, read: Option<&vigil_shell::Command>) -> Vec<Vec<String>> {
+    let fresh;
+    let mut script = match read {
+        Some(r) => &r.script,
+        None => {
+            fresh = vigil_shell::parse(cmd);
+            &fresh
+        }
+    };
+    let partial;
     if script.error.is_some() {
         let lines: Vec<&str> = cmd.split('\n').collect();
-        script = (0..lines.len())
+        partial = (0..lines.len())
             .rev()
             .map(|n| vigil_shell::parse(&lines[..n].join("\n")))
-            .find(|s| s.error.is_none())
-            .unwrap_or(script);
+            .find(|s| s.error.is_none());
+        if let Some(p) = &partial {
+            script = p;
+        }
     }
     script
         .commands
@@ -208,7 +220,7 @@ mod tests {
             ("while true; do exit; done", "( exit 3 )"),
             ("case x in x) exit;; esac", "( exit 3 )"),
         ] {
-            let e = guard_shared_shell(cmd).expect_err(cmd);
+            let e = guard_shared_shell(cmd, None).expect_err(cmd);
             assert!(e.starts_with("refused"), "{cmd}: {e}");
             assert!(e.contains(advice), "{cmd}: {e}");
         }
@@ -240,7 +252,7 @@ mod tests {
             "( exec sleep 1 )",
             "if then fi fi",
         ] {
-            assert_eq!(guard_shared_shell(cmd), Ok(()), "{cmd}");
+            assert_eq!(guard_shared_shell(cmd, None), Ok(()), "{cmd}");
         }
     }
 }

@@ -173,7 +173,7 @@ pub async fn run_in_pane(
     req: RunRequest,
     on_output: Option<OutputFn>,
 ) -> Result<RunOutcome, ExecError> {
-    guard_shared_shell(&req.command).map_err(ExecError::Failed)?;
+    guard_shared_shell(&req.command, req.read.as_deref()).map_err(ExecError::Failed)?;
     let pane = mgr
         .resolve(req.session.as_deref(), req.pane.as_deref())
         .await

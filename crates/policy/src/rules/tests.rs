@@ -54,12 +54,12 @@ fn deny_matches_anywhere_in_the_text_and_wins() {
     let rules = PolicyRules::from_config(&config.approval);
     let decide = |a: &str| {
         let g = gate(a);
-        let script = vigil_shell::parse(a);
+        let command = vigil_shell::Command::read(a);
         let call = Call {
             tool: "run_shell",
             gate: &g,
-            script: Some(&script),
-            estimate: crate::risk::assess(&script).risk,
+            command: Some(&command),
+            estimate: crate::risk::assess(&command.script).risk,
             paths: &[],
             written: &[],
         };
@@ -86,12 +86,12 @@ fn preview_is_only_for_commands_the_operator_decides() {
     let config = vigil_config::Config::from_toml(text, std::path::Path::new("v.toml")).unwrap();
     let rules = PolicyRules::from_config(&config.approval);
     let wants = |a: &str| {
-        let script = vigil_shell::parse(a);
+        let command = vigil_shell::Command::read(a);
         let g = gate(a);
         rules.wants_preview(&Call {
             tool: "run_shell",
             gate: &g,
-            script: Some(&script),
+            command: Some(&command),
             estimate: Risk::Medium,
             paths: &[],
             written: &[],
@@ -132,7 +132,7 @@ fn file_decision(rules: &PolicyRules, path: &str) -> Option<RuleDecision> {
     let call = Call {
         tool: "write_file",
         gate: &g,
-        script: None,
+        command: None,
         estimate: Risk::Medium,
         paths: &paths,
         written: &[],
@@ -170,7 +170,7 @@ fn path_rules_match_canonical_paths_anchored_at_the_agents_directory() {
     let call = Call {
         tool: "write_file",
         gate: &g,
-        script: None,
+        command: None,
         estimate: Risk::Medium,
         paths: &[],
         written: &[],
@@ -199,7 +199,7 @@ fn deny_and_ask_also_match_the_written_path_allow_only_the_real_one() {
         let call = Call {
             tool: "write_file",
             gate: &g,
-            script: None,
+            command: None,
             estimate: Risk::Medium,
             paths: &paths,
             written: &written,
@@ -275,12 +275,12 @@ fn rules_of(text: &str) -> PolicyRules {
 
 fn call_decision(rules: &PolicyRules, tool: &str, a: &str) -> (Option<RuleDecision>, bool) {
     let g = gate(a);
-    let script = vigil_shell::parse(a);
+    let command = vigil_shell::Command::read(a);
     let call = Call {
         tool,
         gate: &g,
-        script: Some(&script),
-        estimate: crate::risk::assess(&script).risk,
+        command: Some(&command),
+        estimate: crate::risk::assess(&command.script).risk,
         paths: &[],
         written: &[],
     };

@@ -9,6 +9,7 @@
 //! server except through [`McpServer`].
 
 use std::sync::Arc;
+use vigil_policy::call::ToolCall;
 
 use async_trait::async_trait;
 use rmcp::model::{CallToolResult, ContentBlock, Tool as ListedTool};
@@ -141,9 +142,9 @@ impl Tool for McpTool {
         ))
     }
 
-    async fn execute(&self, arguments: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args = match crate::parse_args::<Value>(arguments)? {
-            Value::Object(map) => map,
+    async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args = match &call.args {
+            Value::Object(map) => map.clone(),
             _ => {
                 return Err(ToolError::InvalidArguments(
                     "arguments must be a JSON object".into(),
