@@ -7,10 +7,13 @@
 //!   still stop `rm` (the control without them runs it);
 //! - a Bash guard blocks `rm` typed by `send-keys` into a managed pane
 //!   (real tmux, a private server the test kills);
-//! - a hook's `allow` on `fetch_url` (no sandbox) still asks, where the
-//!   same allow on a shell command runs it unasked.
+//! - a hook's `allow` on `fetch_url` or on a call of a real MCP server (no
+//!   sandbox for either) still asks, where the same allow on a shell
+//!   command runs it unasked.
 
+mod common;
 mod hooks_common;
+mod mcp_support;
 
 use hooks_common::{Home, one_command, script};
 use serde_json::Value;
@@ -150,6 +153,40 @@ async fn a_hooks_allow_never_runs_fetch_url_unasked() {
     let run = home.exec(&config, &one_command("true"), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.resolved()["decision"]["decision"], "approve_unasked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_allow_never_runs_an_mcp_call_unasked() {
+    let home = Home::new();
+    let yes = script(
+        &home,
+        "yes.sh",
+        "cat >/dev/null\necho '{\"version\":1,\"decision\":\"allow\",\"reason\":\"fine\"}'",
+    );
+    let config = format!(
+        "[agent]\napproval = \"auto_low\"\n{}[[hooks.decide]]\nname = \"yes\"\ncommand = {yes}\n",
+        mcp_support::everything_toml("")
+    );
+    let scenario = one_call(
+        "everything__echo",
+        &serde_json::json!({ "message": "carried out" }),
+    );
+    let run = home.exec(&config, &scenario, &[]).await;
+    assert_eq!(run.code, 3, "asked: {:?}", run.events);
+    let request = run.request();
+    assert_eq!(request["tool"], "everything__echo", "{request}");
+    assert_ne!(request["automatic"], true, "{request}");
+    let why = request["facts"]["trial"].as_str().unwrap_or_default();
+    assert!(why.contains("no sandbox"), "{request}");
+    assert!(run.of("tool_started").is_empty(), "the MCP call never ran");
+
+    // Control: the operator's own approval runs the same call on the real
+    // server (the harness can see it run).
+    let run = home.exec(&config, &scenario, &["--auto-approve"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let done = run.of("tool_completed");
+    assert_eq!(done.len(), 1, "the control ran: {:?}", run.events);
+    assert_eq!(done[0]["summary"]["ok"], true, "{}", done[0]);
 }
 
 /// A private tmux server for one test, killed (only it) when dropped.

@@ -40,4 +40,5 @@ pub fn everything_toml(extra: &str) -> String {
     )
 }
 
+#[allow(unused_imports)]
 pub use crate::common::until;
