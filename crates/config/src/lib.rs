@@ -6,6 +6,7 @@
 //! This module only reads and validates; it starts nothing.
 
 pub mod approval;
+pub mod glob;
 pub mod hooks;
 pub mod mcp;
 pub mod notify;

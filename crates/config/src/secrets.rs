@@ -351,27 +351,10 @@ pub fn lexical(p: &Path) -> PathBuf {
     out
 }
 
-/// `*` matches any run of characters (never `/`: `name` is one component).
+/// A secret name glob against one name ([`crate::glob`]: `*` and `?`
+/// never cross `/`, `name` being one component).
 pub fn glob_name(glob: &str, name: &str) -> bool {
-    let parts: Vec<&str> = glob.split('*').collect();
-    if parts.len() == 1 {
-        return glob == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    if !name.ends_with(last) {
-        return false;
-    }
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
+    crate::glob::glob_matches(glob, name, true)
 }
 
 #[cfg(test)]

@@ -165,10 +165,9 @@ impl EnvPolicy {
     }
 }
 
-/// `*` matches any run of characters; everything else matches itself
-/// (the one matcher of [`vigil_config::secrets::glob_name`]).
+/// A name glob ([`vigil_config::glob`]: `*` any run, `?` one character).
 fn glob(pattern: &str, name: &str) -> bool {
-    vigil_config::secrets::glob_name(pattern, name)
+    vigil_config::glob::glob_matches(pattern, name, true)
 }
 
 static CURRENT: RwLock<Option<Arc<EnvPolicy>>> = RwLock::new(None);

@@ -306,58 +306,16 @@ fn path_globs(glob: &str, base: &Path) -> Vec<String> {
     globs
 }
 
-/// A path glob against a canonical path: `*` matches a run of characters
-/// other than `/`, `?` one such character, `**` any run including `/`;
-/// everything else itself.
+/// A path glob against a canonical path ([`vigil_config::glob`]: `*` and
+/// `?` stop at `/`, `**` does not).
 pub fn path_glob_match(glob: &str, path: &str) -> bool {
-    let g: Vec<char> = glob.chars().collect();
-    let t: Vec<char> = path.chars().collect();
-    // at[i][j]: g[i..] matches t[j..] (filled from the end: no backtracking
-    // blow-up however many stars a rule has).
-    let width = t.len() + 1;
-    let mut at = vec![false; (g.len() + 2) * width];
-    at[g.len() * width + t.len()] = true;
-    for i in (0..g.len()).rev() {
-        for j in (0..=t.len()).rev() {
-            let here = t.get(j);
-            at[i * width + j] = match g[i] {
-                '*' if g.get(i + 1) == Some(&'*') => {
-                    at[(i + 2) * width + j] || (here.is_some() && at[i * width + j + 1])
-                }
-                '*' => {
-                    at[(i + 1) * width + j]
-                        || (here.is_some_and(|c| *c != '/') && at[i * width + j + 1])
-                }
-                '?' => here.is_some_and(|c| *c != '/') && at[(i + 1) * width + j + 1],
-                c => here == Some(&c) && at[(i + 1) * width + j + 1],
-            };
-        }
-    }
-    at[0]
+    vigil_config::glob::glob_matches(glob, path, true)
 }
 
-/// `*` matches any run of characters, `?` one; everything else itself.
+/// A command pattern against a command line ([`vigil_config::glob`]: `*`
+/// matches any run, `/` included).
 pub fn glob_match(glob: &str, text: &str) -> bool {
-    let g: Vec<char> = glob.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut gi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
-            gi += 1;
-            ti += 1;
-        } else if gi < g.len() && g[gi] == '*' {
-            star = Some((gi, ti));
-            gi += 1;
-        } else if let Some((sg, st)) = star {
-            gi = sg + 1;
-            ti = st + 1;
-            star = Some((sg, st + 1));
-        } else {
-            return false;
-        }
-    }
-    g[gi..].iter().all(|c| *c == '*')
+    vigil_config::glob::glob_matches(glob, text, false)
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub fn inert(text: &str) -> String {
                 out.push_str("M-^");
                 out.push(char::from(b'@' + (n - 0x80) as u8));
             }
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {
+            _ if vigil_protocol::text::is_bidi_control(c) => {
                 out.push_str(&format!("<U+{n:04X}>"));
             }
             _ => out.push(c),

@@ -107,19 +107,13 @@ fn show_command(command: &str) -> String {
         .next()
         .unwrap_or("")
         .chars()
-        .filter(|c| !c.is_control() && !is_bidi_control(*c))
+        .filter(|c| !c.is_control() && !vigil_protocol::text::is_bidi_control(*c))
         .take(200)
         .collect();
     format!(
         "printf '\\033[1A\\r\\033[2K$ %s\\n' {}\n",
         crate::transport::sh_quote(&shown)
     )
-}
-
-/// Characters that reorder how a terminal shows text (U+202A–U+202E,
-/// U+2066–U+2069, U+200E/U+200F).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
 /// The script the pane's shell sources for a command vigil waits for.
