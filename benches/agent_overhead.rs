@@ -46,7 +46,7 @@ text = "done"
 /// The conversation the agent sends after `k` calls (same shapes and sizes).
 fn history(k: usize, tool_text: &str, tools: &[vigil::tools::ToolDefinition]) -> String {
     let mut msgs = vec![
-        ChatMessage::system(vigil::agent::runner::DEFAULT_SYSTEM_PROMPT),
+        ChatMessage::system(vigil::agent::run::runner::DEFAULT_SYSTEM_PROMPT),
         ChatMessage::user("run the time tool please bench-floor"),
     ];
     for i in 0..k {

@@ -43,7 +43,9 @@ fn main() -> ExitCode {
         config.container.name = Some(name);
         config.ssh.target = None;
     }
-    vigil::agent::redact::set_global(vigil::agent::redact::Redactor::new(config.api_key()));
+    vigil::agent::record::redact::set_global(vigil::agent::record::redact::Redactor::new(
+        config.api_key(),
+    ));
     let _log_guard = init_logging(&config, cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -134,7 +136,7 @@ fn init_logging(
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(move || vigil::agent::redact::RedactingWriter::new(writer.clone()))
+        .with_writer(move || vigil::agent::record::redact::RedactingWriter::new(writer.clone()))
         .with_ansi(false)
         .try_init()
         .ok()?;

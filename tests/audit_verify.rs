@@ -175,7 +175,7 @@ async fn the_record_verifies_and_every_tampering_is_named() {
 /// `lines` chained again from the start, as someone who read the writer
 /// would: every entry re-hashed, `seq` and `prev` rewritten; the head.
 fn rechain(id: &str, lines: &[&str]) -> (String, Value) {
-    use vigil::agent::audit::chain::{genesis, hash_of, line_of};
+    use vigil::agent::record::audit::chain::{genesis, hash_of, line_of};
     let mut prev = genesis(id);
     let mut out = String::new();
     for (i, l) in lines.iter().enumerate() {

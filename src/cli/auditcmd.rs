@@ -8,9 +8,9 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use crate::agent::audit::chain::AUDIT_FILE;
-use crate::agent::audit::verify::{read_record, verify, verify_text};
-use crate::agent::session::SessionStore;
+use crate::agent::record::audit::chain::AUDIT_FILE;
+use crate::agent::record::audit::verify::{read_record, verify, verify_text};
+use crate::agent::record::session::SessionStore;
 use crate::cli::args::AuditAction;
 use crate::cli::headless::exit;
 use crate::config::Config;

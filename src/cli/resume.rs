@@ -8,7 +8,7 @@
 //! starts nothing.
 
 use crate::agent::assemble::{DEMO_MODEL, StartOptions};
-use crate::agent::session::{Launch, SessionError, SessionMeta, SessionStore};
+use crate::agent::record::session::{Launch, SessionError, SessionMeta, SessionStore};
 use crate::cli::args::Cli;
 use crate::config::{Config, TmuxMode};
 

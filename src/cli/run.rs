@@ -8,7 +8,7 @@
 use crate::agent::approval::Policy;
 use crate::agent::assemble;
 use crate::agent::assemble::StartOptions;
-use crate::agent::session::SessionStore;
+use crate::agent::record::session::SessionStore;
 use crate::cli::args::{Cli, Command, ExecArgs, PolicyAction, ToolAction};
 use crate::cli::consolecmd::{AttachHow, ConsoleStart, attach_console, run_console};
 use crate::cli::headless::exit;
@@ -228,7 +228,7 @@ fn resolve_session(config: &Config, wanted: &str) -> Result<String, i32> {
     } else if store.dir_of(wanted).join("meta.json").exists() {
         Ok(wanted.to_string())
     } else {
-        Err(crate::agent::session::SessionError::NotFound(
+        Err(crate::agent::record::session::SessionError::NotFound(
             wanted.to_string(),
         ))
     };

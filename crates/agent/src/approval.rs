@@ -29,10 +29,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::preview::PreviewDesk;
+use preview::PreviewDesk;
 
 mod hooked;
 mod policy;
+pub mod preview;
 #[cfg(test)]
 mod read_once;
 mod screen;
@@ -432,7 +433,7 @@ impl ApprovalBroker {
         if let Some(report) = report {
             self.desk.deliver(id, PreviewOutcome::Report { report });
         } else if preview {
-            super::preview::start(&self.desk, self.can_sandbox(), id);
+            crate::approval::preview::start(&self.desk, self.can_sandbox(), id);
         }
         // If the waiting future is dropped (the turn was cancelled), take the
         // request out of the queue so the operator's later key does nothing.

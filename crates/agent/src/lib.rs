@@ -1,28 +1,26 @@
-//! The agent: the model clients (OpenAI and Anthropic dialects), retries,
-//! the loop that drives tools, context accounting and compaction, session
-//! files and resume, the approval broker the console answers, the agent
-//! process's socket [`server`], and [`assemble`], which builds every layer
-//! from a configuration. It emits [`vigil_protocol::AgentEvent`]s and never
-//! renders anything.
+//! The agent, in rooms a newcomer finds by name:
+//!
+//! - [`model`]: the model clients (the OpenAI and Anthropic dialects,
+//!   streaming, retries, discovery of the server's models);
+//! - [`run`]: the loop that drives tools: turns, the conversation, context
+//!   accounting and compaction;
+//! - [`approval`]: the broker the console answers (rules, session rules,
+//!   trials in the view, previews);
+//! - [`hooks`]: the operator's decide and lifecycle hooks;
+//! - [`record`]: what is written down: session files and resume, the
+//!   decision record (audit), who answered, redaction;
+//! - [`telemetry`]: what is told outside: the event tap, `[notify]`,
+//!   OpenTelemetry;
+//! - [`server`]: the agent process's socket;
+//! - [`assemble`]: builds every layer from a configuration.
+//!
+//! It emits [`vigil_protocol::AgentEvent`]s and never renders anything.
 
-pub mod answers;
 pub mod approval;
 pub mod assemble;
-pub mod audit;
-pub mod compact;
-pub mod context;
-pub mod conversation;
 pub mod hooks;
 pub mod model;
-pub mod notify;
-pub mod otel;
-pub mod preview;
-pub mod redact;
-pub mod relay;
-pub mod restore;
-pub mod runner;
+pub mod record;
+pub mod run;
 pub mod server;
-pub mod session;
-pub mod shared;
-pub mod tool_budget;
-pub mod turn;
+pub mod telemetry;

@@ -10,15 +10,15 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
-use crate::answers::AnswerBook;
 use crate::approval::ApprovalBroker;
-use crate::audit::chain::Chain;
-use crate::audit::record::Recorder;
 use crate::hooks::DecideHooks;
 use crate::hooks::lifecycle::Lifecycle;
-use crate::notify::AgentLabel;
-use crate::otel::Exporter;
-use crate::session::{MESSAGES_FILE, SessionWriter};
+use crate::record::answers::AnswerBook;
+use crate::record::audit::chain::Chain;
+use crate::record::audit::record::Recorder;
+use crate::record::session::{MESSAGES_FILE, SessionWriter};
+use crate::telemetry::notify::AgentLabel;
+use crate::telemetry::otel::Exporter;
 use vigil_config::Config;
 use vigil_protocol::AgentEvent;
 

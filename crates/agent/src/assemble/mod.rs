@@ -19,11 +19,11 @@ use crate::model::ModelError;
 use crate::model::anthropic::AnthropicClient;
 use crate::model::retry::RetryPolicy;
 use crate::model::{ChatModel, ModelClient, ModelClientConfig};
-use crate::redact::Redactor;
-use crate::restore::Restored;
-use crate::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
-use crate::session::SessionError;
-use crate::session::{Launch, SessionStore, SessionWriter, tee};
+use crate::record::redact::Redactor;
+use crate::record::restore::Restored;
+use crate::record::session::SessionError;
+use crate::record::session::{Launch, SessionStore, SessionWriter, tee};
+use crate::run::runner::{AgentSetup, DEFAULT_SYSTEM_PROMPT, spawn_agent};
 use vigil_config::ConfigError;
 use vigil_config::{ApiDialect, Config};
 use vigil_exec::container::ContainerError;
@@ -75,7 +75,7 @@ pub struct Running {
     /// remote managed sessions; close the connection).
     pub leave: Leave,
     /// Who answered which approval (the consoles note, the record names).
-    pub answers: Arc<crate::answers::AnswerBook>,
+    pub answers: Arc<crate::record::answers::AnswerBook>,
 }
 
 /// What to start beyond the config.
@@ -127,7 +127,7 @@ pub async fn start_agent_with(
     let (inner_tx, inner_rx) = mpsc::unbounded_channel();
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let model = build_model(config, demo).await?;
-    crate::redact::set_global(model.redactor.clone());
+    crate::record::redact::set_global(model.redactor.clone());
 
     let target = exec.target();
     let broker = Arc::new(ApprovalBroker::new(
@@ -161,7 +161,7 @@ pub async fn start_agent_with(
         Some(n) => n.relay(inner_rx),
         None => inner_rx,
     };
-    let answers = Arc::new(crate::answers::AnswerBook::default());
+    let answers = Arc::new(crate::record::answers::AnswerBook::default());
     let label = hooks::agent_label(config, &model.label, &target);
     let hooked = hooks::wire(config, label, &broker, session.as_ref(), &answers, inner_rx);
     tokio::spawn(tee(
@@ -220,10 +220,10 @@ fn notifier(
     model: &str,
     target: &str,
     session: Option<String>,
-) -> Option<Arc<crate::notify::Notifier>> {
+) -> Option<Arc<crate::telemetry::notify::Notifier>> {
     let agent = hooks::agent_label(config, model, target);
     let timeout = Duration::from_secs(config.notify.command_timeout_secs);
-    crate::notify::Notifier::new(&config.notify.command, timeout, agent, session)
+    crate::telemetry::notify::Notifier::new(&config.notify.command, timeout, agent, session)
 }
 
 /// The model the agent talks to, with what goes along with it.

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 
-use crate::notify::AgentLabel;
+use crate::telemetry::notify::AgentLabel;
 use vigil_config::hooks::{HookCommand, HooksConfig};
 use vigil_protocol::{AgentEvent, DecidedBy};
 

@@ -2,7 +2,7 @@
 //! tool catalogue goes into the system prompt, calls come back as
 //! `<json>{"tool_name": …, "tool_input": {…}}</json>` blocks in the reply
 //! text, and results go back in a user message in the same shape with a
-//! `tool_output` string. [`complete`] adapts one [`ModelClient`] round so the
+//! `tool_output` string. [`complete`] adapts one [`ModelClient`](super::openai::ModelClient) round so the
 //! agent loop sees ordinary tool calls and tool messages either way.
 //!
 //! Everything here except [`complete`] is pure. It never runs a tool, never

@@ -123,7 +123,7 @@ pub struct ChatRequest<'a> {
 
 /// The messages of one request: typed, or with their wire form kept beside
 /// them (each message's JSON, comma-separated, as
-/// [`super::conversation::Conversation`] maintains it), so the OpenAI
+/// [`crate::run::conversation::Conversation`] maintains it), so the OpenAI
 /// dialect sends the history without serialising it again.
 #[derive(Debug, Clone, Copy)]
 pub enum Messages<'a> {

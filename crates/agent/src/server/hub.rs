@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
 
 use super::journal::Journal;
-use crate::answers::AnswerBook;
 use crate::approval::ApprovalBroker;
+use crate::record::answers::AnswerBook;
 use vigil_protocol::wire::{AgentInfo, AgentState, ConsoleTag, Peer, Role};
 use vigil_protocol::{AgentCommand, AgentEvent, Answerer, MirrorTarget, OnExit};
 

@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use super::context::ContextBudget;
-use super::conversation::Conversation;
-use super::model::ChatModel;
-use super::model::retry::RetryPolicy;
-use super::model::types::ChatMessage;
-use super::session::SessionWriter;
+use crate::model::ChatModel;
+use crate::model::retry::RetryPolicy;
+use crate::model::types::ChatMessage;
+use crate::record::session::SessionWriter;
+use crate::run::context::ContextBudget;
+use crate::run::conversation::Conversation;
 use vigil_protocol::AgentEvent;
 use vigil_tools::ToolRegistry;
 

@@ -283,14 +283,14 @@ mod tests {
         let data = tempfile::tempdir().unwrap();
         let dir = data.path().join("s2");
         std::fs::create_dir_all(&dir).unwrap();
-        let redactor = crate::redact::Redactor::new([secret.to_string()]);
+        let redactor = crate::record::redact::Redactor::new([secret.to_string()]);
         let mut chain = Chain::open("s2", &dir, data.path()).with_redactor(redactor);
         chain
             .append(json!({"action": format!("curl -H 'k: {secret}' x")}))
             .unwrap();
         let text = std::fs::read_to_string(dir.join(AUDIT_FILE)).unwrap();
         assert!(
-            !text.contains(secret) && text.contains(crate::redact::MASK),
+            !text.contains(secret) && text.contains(crate::record::redact::MASK),
             "{text}"
         );
         assert_eq!(verify("s2", &dir, data.path()).unwrap().entries, 1);

@@ -13,7 +13,7 @@
 //! 0600 (directories 0700), and every line passes the [`Redactor`] first: no
 //! API key ever reaches the disk. This module also lists and prunes
 //! sessions; reading a session back for resume lives in
-//! [`super::restore`]. It never talks to the model or the console.
+//! [`crate::record::restore`]. It never talks to the model or the console.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::types::ChatMessage;
-use crate::redact::Redactor;
+use crate::model::types::ChatMessage;
+use crate::record::redact::Redactor;
 use vigil_protocol::AgentEvent;
 use vigil_tools::envelope::unix_millis;
 
@@ -52,7 +52,7 @@ pub enum SessionError {
     )]
     RecordBroken {
         id: String,
-        broken: crate::audit::verify::Broken,
+        broken: crate::record::audit::verify::Broken,
     },
 }
 
@@ -244,7 +244,7 @@ impl SessionStore {
             return Err(SessionError::NotFound(id.to_string()));
         }
         let data_dir = self.root.parent().unwrap_or(&self.root);
-        crate::audit::verify::verify(id, &dir, data_dir).map_err(|broken| {
+        crate::record::audit::verify::verify(id, &dir, data_dir).map_err(|broken| {
             SessionError::RecordBroken {
                 id: id.to_string(),
                 broken,
@@ -388,7 +388,7 @@ pub async fn tee(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     writer: Option<std::sync::Arc<SessionWriter>>,
     tx: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
-    answers: std::sync::Arc<super::answers::AnswerBook>,
+    answers: std::sync::Arc<crate::record::answers::AnswerBook>,
 ) {
     while let Some(mut event) = rx.recv().await {
         answers.stamp(&mut event);

@@ -9,7 +9,7 @@
 //! It decides what is sent; it never changes a tool, never runs one, and
 //! never drops a core tool (no domain).
 
-use super::context::ContextBudget;
+use crate::run::context::ContextBudget;
 use vigil_tools::ToolDefinition;
 use vigil_tools::shorten::{Detail, definitions_chars, shortened};
 

@@ -51,7 +51,7 @@ fn now_ns() -> u64 {
 
 /// A text attribute, with known secrets masked (it leaves the machine).
 fn str_attr(k: &str, v: impl Into<String>) -> (String, AttrValue) {
-    let text = crate::redact::current().apply(&v.into());
+    let text = crate::record::redact::current().apply(&v.into());
     (k.to_string(), AttrValue::Str(text))
 }
 
@@ -107,7 +107,7 @@ impl Exporter {
         rx: UnboundedReceiver<AgentEvent>,
     ) -> UnboundedReceiver<AgentEvent> {
         let mut open = Open::default();
-        crate::relay::tap(rx, move |event| {
+        crate::telemetry::relay::tap(rx, move |event| {
             if let Some(done) = self.observe(&mut open, event) {
                 let me = self.clone();
                 let send = tokio::spawn(async move { me.send(done).await });

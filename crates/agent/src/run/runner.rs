@@ -4,7 +4,7 @@
 //! stops the stream and kills the running commands), `Retry` re-runs the
 //! last failed round, `Compact` shrinks the context on demand, `PaneKeys`
 //! (the operator typing into the managed pane) goes to tmux ungated on its
-//! own ordered task. What one turn does lives in [`super::turn`].
+//! own ordered task. What one turn does lives in [`crate::run::turn`].
 //!
 //! It never renders and never reads the terminal.
 
@@ -18,17 +18,17 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::approval::ApprovalBroker;
-use super::context::ContextBudget;
-use super::conversation::Conversation;
-use super::model::ChatModel;
-use super::model::discover::{Discovery, ServerModels};
-use super::model::retry::RetryPolicy;
-use super::model::types::{ChatMessage, Role};
-use super::restore::Restored;
-use super::session::SessionWriter;
-use super::shared::{Shared, lock};
-use super::turn::{continue_turn, run_turn};
+use crate::approval::ApprovalBroker;
+use crate::model::ChatModel;
+use crate::model::discover::{Discovery, ServerModels};
+use crate::model::retry::RetryPolicy;
+use crate::model::types::{ChatMessage, Role};
+use crate::record::restore::Restored;
+use crate::record::session::SessionWriter;
+use crate::run::context::ContextBudget;
+use crate::run::conversation::Conversation;
+use crate::run::shared::{Shared, lock};
+use crate::run::turn::{continue_turn, run_turn};
 use vigil_exec::tmux::TmuxManager;
 use vigil_protocol::{AgentCommand, AgentEvent, MirrorTarget, TurnOutcome};
 use vigil_tools::ToolRegistry;
@@ -67,7 +67,7 @@ pub struct AgentSetup {
     /// Where full outputs go when the model sees a cut view.
     pub spill_dir: Option<PathBuf>,
     /// Where the session is recorded (messages; events are recorded by the
-    /// channel tee, see [`super::session::tee`]).
+    /// channel tee, see [`crate::record::session::tee`]).
     pub session: Option<Arc<SessionWriter>>,
     /// A session read back for resume.
     pub restore: Option<Restored>,
@@ -182,7 +182,7 @@ async fn run_agent(
                     }
                 }
                 Some(AgentCommand::Preview { id }) => {
-                    if !super::preview::start(&broker.desk(), broker.can_sandbox(), id) {
+                    if !crate::approval::preview::start(&broker.desk(), broker.can_sandbox(), id) {
                         shared.emit(AgentEvent::Notice {
                             text: format!("approval #{id} is no longer pending: nothing to preview"),
                         });
@@ -252,7 +252,7 @@ async fn run_agent(
                     } else {
                         let s = shared.clone();
                         job = Some(Box::pin(async move {
-                            super::compact::maybe_compact(&s, true).await;
+                            crate::run::compact::maybe_compact(&s, true).await;
                             None
                         }));
                         job_is_turn = false;

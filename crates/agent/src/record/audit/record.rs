@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::chain::Chain;
-use crate::answers::AnswerBook;
 use crate::approval::ApprovalBroker;
+use crate::record::answers::AnswerBook;
 use vigil_protocol::{AgentEvent, ApprovalRequest, PreviewOutcome};
 
 /// Builds and appends the entries of one session.
@@ -47,7 +47,7 @@ impl Recorder {
         self: Arc<Self>,
         rx: UnboundedReceiver<AgentEvent>,
     ) -> UnboundedReceiver<AgentEvent> {
-        crate::relay::tap(rx, move |event| {
+        crate::telemetry::relay::tap(rx, move |event| {
             // The console that answered, as the session record names it.
             self.answers.stamp(event);
             self.observe(event);

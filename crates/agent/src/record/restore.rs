@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use super::model::types::{ChatMessage, Role};
-use super::session::{
+use crate::model::types::{ChatMessage, Role};
+use crate::record::session::{
     EVENTS_FILE, EventLine, MESSAGES_FILE, MessageLine, SessionError, SessionStore, read_lines,
 };
 use vigil_protocol::{AgentEvent, ApprovalDecision, HistoryEntry, ToolRecord};
@@ -38,7 +38,7 @@ finished; its outcome is unknown. Check the machine's state before assuming anyt
 impl Restored {
     pub fn load(store: &SessionStore, id: &str) -> Result<Restored, SessionError> {
         let dir = store.dir_of(id);
-        if !dir.join(super::session::META_FILE).exists() {
+        if !dir.join(crate::record::session::META_FILE).exists() {
             return Err(SessionError::NotFound(id.to_string()));
         }
         let events: Vec<EventLine> = read_lines(&dir.join(EVENTS_FILE));

@@ -16,9 +16,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::context::{COMPACT_AT, SUMMARY_HEAD, cut_point, project_tool_results, transcript};
-use super::model::types::{ChatMessage, Messages, Role};
-use super::shared::{Shared, lock};
+use crate::model::types::{ChatMessage, Messages, Role};
+use crate::run::context::{COMPACT_AT, SUMMARY_HEAD, cut_point, project_tool_results, transcript};
+use crate::run::shared::{Shared, lock};
 use vigil_protocol::AgentEvent;
 use vigil_tools::truncate::{Keep, cut_with_spill};
 

@@ -102,7 +102,7 @@ pub struct Chain {
     /// Set when the record did not verify at open: nothing is appended.
     broken: Option<super::verify::Broken>,
     /// Masks known secrets in each entry (the process-wide redactor).
-    redactor: std::sync::Arc<crate::redact::Redactor>,
+    redactor: std::sync::Arc<crate::record::redact::Redactor>,
 }
 
 impl Chain {
@@ -133,7 +133,7 @@ impl Chain {
             head_copy: head_file(data_dir, session_id),
             head,
             broken,
-            redactor: crate::redact::current(),
+            redactor: crate::record::redact::current(),
         }
     }
 
@@ -143,7 +143,7 @@ impl Chain {
     }
 
     /// The same chain, masking what `redactor` knows.
-    pub fn with_redactor(self, redactor: crate::redact::Redactor) -> Chain {
+    pub fn with_redactor(self, redactor: crate::record::redact::Redactor) -> Chain {
         Chain {
             redactor: std::sync::Arc::new(redactor),
             ..self

@@ -12,16 +12,16 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::compact::maybe_compact;
-use super::model::retry::complete_with_retries;
-use super::model::types::{ChatMessage, ToolCall};
-use super::shared::{Shared, lock};
-use super::tool_budget::fit;
+use crate::model::retry::complete_with_retries;
+use crate::model::types::{ChatMessage, ToolCall};
+use crate::run::compact::maybe_compact;
+use crate::run::shared::{Shared, lock};
+use crate::run::tool_budget::fit;
 use vigil_protocol::{AgentEvent, FailureKind, OutputStream, ToolSummary, TurnOutcome};
 use vigil_tools::visibility::Visibility;
 use vigil_tools::{ApprovalDecision, ToolContext, ToolDefinition, ToolStream};
 
-use super::model::{Completion, ModelError};
+use crate::model::{Completion, ModelError};
 
 /// Appended to the result of a call whose arguments were not a JSON object
 /// (the registry has already answered with the validation error).
@@ -90,7 +90,7 @@ async fn rounds(shared: &Arc<Shared>) -> TurnOutcome {
 }
 
 /// The visible definitions in the form that fits the context window (see
-/// [`super::tool_budget`]); what was shortened is logged and told when it
+/// [`crate::run::tool_budget`]); what was shortened is logged and told when it
 /// changes.
 fn fitted_definitions(shared: &Shared, visibility: &Visibility) -> Vec<ToolDefinition> {
     let visible = shared.registry.visible_definitions(visibility);
@@ -200,10 +200,13 @@ async fn ask_fitting(
 }
 
 /// What identifies a request: its messages' wire form and its tools.
-fn request_key(messages: &super::conversation::Snapshot, definitions: &[ToolDefinition]) -> String {
+fn request_key(
+    messages: &crate::run::conversation::Snapshot,
+    definitions: &[ToolDefinition],
+) -> String {
     let tools = serde_json::to_string(definitions).unwrap_or_default();
     let wire = match messages.messages() {
-        super::model::types::Messages::Wire { json, .. } => json.to_string(),
+        crate::model::types::Messages::Wire { json, .. } => json.to_string(),
         other => serde_json::to_string(other.typed()).unwrap_or_default(),
     };
     format!("{wire}\u{0}{tools}")

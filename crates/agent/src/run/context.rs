@@ -5,9 +5,9 @@
 //! transcript a summary is written from.
 //!
 //! Pure functions and plain data: no I/O, no model calls (the compaction flow
-//! that asks the model lives in [`super::compact`]).
+//! that asks the model lives in [`crate::run::compact`]).
 
-use super::model::types::{ChatMessage, Role};
+use crate::model::types::{ChatMessage, Role};
 
 /// Fraction of the limit at which compaction starts.
 pub const COMPACT_AT: f64 = 0.8;

@@ -13,14 +13,14 @@
 //! only after an edit of older messages (projections, compaction, resume).
 //!
 //! Plain data: it never does I/O, never turns characters into tokens (that
-//! is [`super::context::ContextBudget`]'s job) and never writes the session
+//! is [`crate::run::context::ContextBudget`]'s job) and never writes the session
 //! file (that is the caller's).
 
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::context::message_chars;
-use super::model::types::{ChatMessage, Messages};
+use crate::model::types::{ChatMessage, Messages};
+use crate::run::context::message_chars;
 
 /// The messages with their wire form, as one round's request sees them.
 #[derive(Debug, Clone, Default)]
@@ -113,7 +113,7 @@ impl Deref for Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{PROJECTED, project_tool_results};
+    use crate::run::context::{PROJECTED, project_tool_results};
 
     /// The running size and the wire form match a full recount.
     fn consistent(c: &Conversation) {
