@@ -13,14 +13,16 @@ use common::{Tmux, mirror_region, vigil_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// CPU time (user + system, in clock ticks) the process has used so far.
+/// CPU time (user + system, in clock ticks) the process and the children
+/// it has reaped (a `tmux capture-pane` it ran) have used so far.
 fn cpu_ticks(pid: &str) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the `(comm)`: state is field 3; utime and stime are 14, 15.
+    // Fields after the `(comm)`: state is field 3; utime and stime are 14,
+    // 15; cutime and cstime (reaped children) 16, 17.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = rest.split_whitespace().collect();
     let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    n(11) + n(12)
+    n(11) + n(12) + n(13) + n(14)
 }
 
 #[test]
@@ -45,15 +47,20 @@ fn mirror_shows_the_managed_pane_and_the_operator_can_type_into_it() {
     });
     tmux.wait_text("demo", "approvals (1)", WAIT);
 
-    // Idle (a pending approval, nothing printing): the mirror costs nothing
-    // measurable.
+    // Idle (a pending approval, nothing printing): the mirror does not poll.
+    // At rest it costs ~1 tick a second (a 1 Hz fleet look and the lock
+    // hand-offs of the runtime); on a loaded machine the same work costs up
+    // to ~12 ticks in these 2 s. A mirror that polled the pane (a
+    // `capture-pane` of ~4 ms per frame, counted with the reaped children)
+    // costs more than 30 ticks (15 % of a core): the line between the two,
+    // not a speed target.
     std::thread::sleep(Duration::from_millis(500));
     let pid = tmux.display("demo", "#{pane_pid}");
     let before = cpu_ticks(&pid);
     std::thread::sleep(Duration::from_secs(2));
     let idle = cpu_ticks(&pid) - before;
     eprintln!("CPU over 2 s idle: {idle} ticks");
-    assert!(idle <= 5, "vigil used {idle} ticks of CPU in 2 s idle");
+    assert!(idle <= 30, "vigil used {idle} ticks of CPU in 2 s idle");
 
     // Focus the mirror (Tab until its border is thick) and start typing.
     let mut focused = false;
