@@ -7,7 +7,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::app::{App, Focus, Overlay};
 use crate::keys::{KeyBinding, Keymap};
-use crate::panes::footer::{FooterView, Layer, keys as footer_keys};
 use crate::panes::help;
 use crate::tests::app_tests::{app, key, request};
 use crate::tests::view_tests::screen;
@@ -114,24 +113,12 @@ fn build(state: State) -> App {
     app
 }
 
-fn layer(app: &App) -> Layer {
-    match &app.overlay {
-        Overlay::History { viewer: Some(_) } => Layer::Viewer,
-        Overlay::History { viewer: None } => Layer::History,
-        Overlay::Rules => Layer::Rules,
-        _ => Layer::Panes,
-    }
-}
-
-fn view(app: &App) -> FooterView {
-    FooterView {
-        focus: app.focus(),
-        running: app.status.is_running(),
-        pending: app.approvals.unanswered(),
-        layer: layer(app),
-        attached: app.attached,
-        others: app.fleet.agents.len() > 1,
-    }
+/// The footer's (key, what) pairs, as the App writes them.
+fn footer_keys(app: &App) -> Vec<(String, &'static str)> {
+    app.footer_commands()
+        .into_iter()
+        .map(|c| (c.key, c.label))
+        .collect()
 }
 
 /// The key events a footer label names (`PgUp/PgDn` is two, `↑↓` two).
@@ -356,7 +343,7 @@ fn every_key_the_footer_names_does_what_it_says() {
     let mut checked = 0;
     for state in STATES {
         let app = build(state);
-        for (label, what) in footer_keys(view(&app), &Keymap::default()) {
+        for (label, what) in footer_keys(&app) {
             if label.is_empty() {
                 continue; // a note such as "no pending approvals"
             }
@@ -384,7 +371,7 @@ fn the_help_overlay_names_every_key_the_footer_names() {
         .collect();
     for state in STATES {
         let app = build(state);
-        for (label, what) in footer_keys(view(&app), &map) {
+        for (label, what) in footer_keys(&app) {
             for part in parts(&label) {
                 assert!(
                     help_keys.iter().any(|h| h == part),
