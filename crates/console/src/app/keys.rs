@@ -25,9 +25,10 @@
 //! and only the card the last frame showed selected. Esc only ever goes
 //! back; cancelling the turn is its own key, pressed twice.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyEvent, KeyEventKind};
 
 use crate::app::{App, Focus, Overlay};
+use crate::keys::is_interrupt;
 use crate::panes::agents::AgentsPicker;
 use crate::panes::pane::{Command, Ctx, GlobalKeys, Outcome, Pane, PaneAction};
 use vigil_protocol::AgentCommand;
@@ -233,9 +234,4 @@ impl App {
         commands.extend(GlobalKeys.commands(&ctx));
         commands
     }
-}
-
-/// Ctrl-C, which always leaves.
-fn is_interrupt(key: &KeyEvent) -> bool {
-    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
 }

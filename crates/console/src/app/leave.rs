@@ -11,13 +11,14 @@
 //! a visible "watching: read-only". Nothing here sends anything: answers are
 //! returned as [`AgentCommand`]s and [`Leaving`].
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyEvent;
 
 use crate::Leaving;
 use crate::app::{App, Focus};
 use crate::keys::Scope;
 use crate::panes::input::InputPane;
 use crate::panes::leave::{Answer, LeaveAsk};
+use crate::panes::mirror::MirrorPane;
 use crate::panes::pane::Ctx;
 use crate::panes::quit_ask::{QuitAnswer, QuitAsk};
 use crate::panes::tools::CallStatus;
@@ -142,15 +143,12 @@ impl App {
         if !self.read_only {
             return false;
         }
-        let plain = !key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         let refused = (self.focus == Focus::Input && InputPane::passes(key, ctx).is_none())
             || self
                 .keys
                 .action(key, Scope::Approvals)
                 .is_some_and(|a| a.scope() == Scope::Approvals)
-            || (self.focus == Focus::Mirror && plain && key.code == KeyCode::Enter);
+            || (self.focus == Focus::Mirror && MirrorPane::is_enter(key));
         if refused {
             self.flash = Some(READ_ONLY.into());
         }

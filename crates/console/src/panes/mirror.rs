@@ -125,6 +125,14 @@ impl MirrorPane {
     }
 }
 
+impl MirrorPane {
+    /// Enter without Ctrl or Alt: the key that starts typing into the pane
+    /// (or opens the message box when there is none).
+    pub fn is_enter(key: &KeyEvent) -> bool {
+        key.code == KeyCode::Enter && !chorded(key)
+    }
+}
+
 /// The global keys the mirror offers.
 const OFFERS: [Action; 3] = [Action::NextPane, Action::FocusInput, Action::Zoom];
 
@@ -147,7 +155,7 @@ impl Pane for MirrorPane {
             self.set_typing(true);
             return Outcome::Consumed;
         }
-        if key.code == KeyCode::Enter && !chorded(key) {
+        if Self::is_enter(key) {
             return Outcome::Action(PaneAction::Bound(Action::FocusInput));
         }
         Outcome::Ignored

@@ -147,7 +147,7 @@ impl Scroll {
     }
 
     /// Apply a scroll key; true when the key was one.
-    pub fn on_key(&mut self, code: crossterm::event::KeyCode) -> bool {
+    pub fn apply_key(&mut self, code: crossterm::event::KeyCode) -> bool {
         use crossterm::event::KeyCode;
         match code {
             KeyCode::PageUp => self.page_up(),

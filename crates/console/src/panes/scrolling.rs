@@ -39,7 +39,7 @@ fn scrolling_key(scroll: &mut Scroll, key: &KeyEvent, ctx: &Ctx) -> Outcome<Pane
     if key.code == KeyCode::Enter {
         return Outcome::Action(PaneAction::Bound(Action::FocusInput));
     }
-    if scroll.on_key(key.code) {
+    if scroll.apply_key(key.code) {
         Outcome::Consumed
     } else {
         Outcome::Ignored

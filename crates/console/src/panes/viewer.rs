@@ -408,7 +408,7 @@ impl Pane for Viewer {
             }
             Some(Action::Follow) => self.scroll.end(),
             _ => {
-                self.scroll.on_key(key.code);
+                self.scroll.apply_key(key.code);
             }
         }
         Outcome::Consumed

@@ -17,7 +17,7 @@ use vigil_protocol::{
 /// A busy console: a long conversation, two finished calls with long
 /// output, a running call, two approvals waiting, two session rules and a
 /// mirrored pane.
-fn busy() -> App {
+pub(crate) fn busy() -> App {
     let mut app = app();
     app.on_agent_event(AgentEvent::TurnStarted { user: "go".into() });
     let long: String = (1..=120).map(|i| format!("answer line {i}\n")).collect();
@@ -71,7 +71,7 @@ fn busy() -> App {
 
 /// The console in one footer state.
 #[derive(Debug, Clone, Copy)]
-enum State {
+pub(crate) enum State {
     Pane(Focus),
     NoApprovals,
     History,
@@ -79,7 +79,7 @@ enum State {
     Rules,
 }
 
-fn build(state: State) -> App {
+pub(crate) fn build(state: State) -> App {
     let mut app = if matches!(state, State::NoApprovals) {
         let mut a = busy();
         for id in [1, 2] {
@@ -122,7 +122,7 @@ fn footer_keys(app: &App) -> Vec<(String, &'static str)> {
 }
 
 /// The key events a footer label names (`PgUp/PgDn` is two, `↑↓` two).
-fn events(label: &str) -> Vec<KeyEvent> {
+pub(crate) fn events(label: &str) -> Vec<KeyEvent> {
     let named = |part: &str| -> KeyEvent {
         let code = match part {
             "↑" => KeyCode::Up,
@@ -326,7 +326,7 @@ fn check(state: State, label: &str, what: &str, k: KeyEvent) {
     );
 }
 
-const STATES: [State; 9] = [
+pub(crate) const STATES: [State; 9] = [
     State::Pane(Focus::Input),
     State::Pane(Focus::Conversation),
     State::Pane(Focus::Tools),
