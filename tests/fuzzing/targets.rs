@@ -14,7 +14,9 @@ use vigil::agent::model::anthropic_wire::MessagesAssembler;
 use vigil::agent::model::json_tags::{self, TextFilter};
 use vigil::agent::model::sse::{StreamAssembler, parse_completion};
 use vigil::config::Config;
+use vigil::console::keys::Keymap;
 use vigil::console::panes::mirror::MirrorPane;
+use vigil::console::panes::pane::{Look, Pane};
 use vigil::console::style::text;
 use vigil::console::style::theme::Theme;
 use vigil::exec::ExecutionContext;
@@ -309,7 +311,13 @@ fn ansi_mirror() -> Target {
             let Ok(mut term) = terminal().lock() else {
                 return;
             };
-            let _ = term.draw(|f| pane.render(f, Rect::new(0, 0, 40, 12), true, &theme));
+            let keys = Keymap::default();
+            let look = Look {
+                theme: &theme,
+                keys: &keys,
+                focused: true,
+            };
+            let _ = term.draw(|f| pane.render(f, Rect::new(0, 0, 40, 12), &look));
         },
     }
 }

@@ -225,6 +225,13 @@ impl Action {
     }
 }
 
+/// Ctrl-C: the one key no binding changes. It always leaves (an attached
+/// console detaches), except while the operator types into the mirrored
+/// pane, where it goes to the pane.
+pub fn is_interrupt(key: &KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
+}
+
 /// One key with its modifiers. Character keys ignore Shift (the character
 /// already says it: `N`, `?`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

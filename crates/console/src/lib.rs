@@ -14,6 +14,39 @@
 //!   foreign text; [`keys`] the configurable bindings; [`io`] is the only
 //!   file I/O, run off the UI task.
 //! - `tests/` drives the App key by key and keeps the snapshot tests.
+//!
+//! # Panes and layers
+//!
+//! Every pane, overlay and modal implements one trait,
+//! [`panes::pane::Pane`]:
+//!
+//! - `handle_key(&mut self, key, ctx) -> Outcome`: [`Consumed`], [`Ignored`]
+//!   (the next layer down gets the key) or [`Action`] (something only the
+//!   App can do: send a command, open a view, answer an approval);
+//! - `commands(&self, ctx) -> Vec<Command>`: the keys it answers, each with
+//!   its label. The footer is written from these and nothing else, and a
+//!   test presses every one of them on the layer that offers it;
+//! - `render(&self, frame, area, look)`: drawing never changes state.
+//!
+//! The App stacks the layers and routes every key in one place
+//! (`app::keys`), top first, stopping at the first layer that does not
+//! ignore the key ([`app::keys::Layer`] lists them in this order):
+//!
+//! 1. passthrough (typing into the mirrored pane takes every key);
+//! 2. Ctrl-C, which always leaves;
+//! 3. the detach / stop question, the keep / remove question, a modal;
+//! 4. the open overlay (help, history, viewer, rules, agents);
+//! 5. a watcher's refusal of keys that would act on the agent;
+//! 6. the focused pane (its own keys and the bound keys it offers);
+//! 7. the global keys (every other binding in the keymap).
+//!
+//! Layers 1 and 3–4 take every key while open, so nothing behind a modal
+//! ever acts. What a layer's action does is in `app::actions`; no other
+//! file looks at a key.
+//!
+//! [`Consumed`]: panes::pane::Outcome::Consumed
+//! [`Ignored`]: panes::pane::Outcome::Ignored
+//! [`Action`]: panes::pane::Outcome::Action
 
 pub mod app;
 pub mod io;

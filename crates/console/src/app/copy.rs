@@ -6,11 +6,8 @@
 //! It only prepares text and commands; the event loop writes the OSC 52
 //! sequence to the terminal.
 
-use crossterm::event::{KeyCode, KeyEvent};
-
 use crate::app::{App, Focus, Overlay};
-use crate::keys::{Action, Scope};
-use vigil_protocol::AgentCommand;
+use crate::keys::Action;
 
 /// Largest text put on the clipboard (terminals refuse bigger OSC 52).
 pub const MAX_COPY: usize = 100_000;
@@ -86,46 +83,6 @@ impl App {
             text.len()
         ));
         self.clipboard = Some(text);
-    }
-
-    /// Keys of the standing-approvals view.
-    pub(crate) fn on_rules_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
-        if self.rules.is_held() {
-            let keep = match key.code {
-                KeyCode::Char('y') => Some(true),
-                KeyCode::Char('n') => Some(false),
-                _ => None,
-            };
-            if let Some(keep) = keep {
-                if !keep {
-                    self.rules.set(Vec::new(), Vec::new());
-                }
-                self.overlay = Overlay::None;
-                return vec![AgentCommand::RestoredRules { keep }];
-            }
-        }
-        match key.code {
-            KeyCode::Up | KeyCode::Char('k') => self.rules.select_prev(),
-            KeyCode::Down | KeyCode::Char('j') => self.rules.select_next(),
-            KeyCode::Char('d') | KeyCode::Delete => {
-                if let Some(r) = self.rules.selected() {
-                    self.flash = Some(format!("revoking `{}`…", r.shown()));
-                    return vec![AgentCommand::RevokeRule {
-                        tool: r.tool.clone(),
-                        rule: r.rule.clone(),
-                        prefix: r.prefix,
-                    }];
-                }
-            }
-            _ => {
-                if let Some(Action::Back | Action::Rules | Action::Quit) =
-                    self.keys.action(&key, Scope::Global)
-                {
-                    self.overlay = Overlay::None;
-                }
-            }
-        }
-        Vec::new()
     }
 }
 

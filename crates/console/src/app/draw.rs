@@ -14,9 +14,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Focus, Overlay, PaneRects};
-use crate::panes::footer::{self, FooterView, Layer};
-use crate::panes::{agents, help, leave, quit_ask};
-use crate::terminal::passthrough;
+use crate::panes::footer;
+use crate::panes::pane::{Look, Pane, PaneAction};
 
 /// Below this size the focused pane is shown alone.
 const MIN_SPLIT: (u16, u16) = (60, 16);
@@ -35,76 +34,43 @@ impl App {
         self.approvals.hide();
         self.status.render(frame, status, self.now, pending, theme);
 
-        let layer = match (&self.modal, &self.overlay) {
-            _ if self.quit_ask.is_some() => Layer::Modal(quit_ask::HINT),
-            _ if self.leaving.is_some() => Layer::Modal(leave::HINT),
-            (Some(m), _) => Layer::Modal(m.hint()),
-            (None, Overlay::History { viewer: Some(_) }) => Layer::Viewer,
-            (None, Overlay::History { viewer: None }) => Layer::History,
-            (None, Overlay::Help { .. }) => Layer::Modal("↑↓ scroll · any other key closes"),
-            (None, Overlay::Rules) => Layer::Rules,
-            (None, Overlay::Agents { .. }) => Layer::Modal(
-                "↑↓ select · Enter switch to it (this agent keeps working) · Esc close",
-            ),
-            _ if self.mirror.typing() => Layer::Modal(passthrough::HINT),
-            _ => Layer::Panes,
+        let look = |focused| Look {
+            theme,
+            keys: &self.keys,
+            focused,
         };
-        match &self.overlay {
-            Overlay::History { viewer } => {
-                self.rects.set(PaneRects::default());
-                match viewer {
-                    Some(v) => v.render(frame, body, theme),
-                    None => self.history.render(frame, body, theme),
-                }
-            }
-            Overlay::Rules => {
-                self.rects.set(PaneRects::default());
-                self.rules.render(frame, body, theme);
-            }
-            Overlay::Agents { selected } => {
-                self.rects.set(PaneRects::default());
-                agents::render(
-                    frame,
-                    body,
-                    &self.fleet,
-                    *selected,
-                    self.fleet_now_ms,
-                    theme,
-                );
-            }
-            _ => self.draw_panes(frame, body),
+        let covered = !matches!(self.overlay, Overlay::None | Overlay::Help(_));
+        if covered {
+            self.rects.set(PaneRects::default());
         }
-        if let Overlay::Help { scroll } = self.overlay {
-            help::render(frame, body, &self.keys, theme, scroll);
+        match &self.overlay {
+            Overlay::History { viewer: Some(v) } => v.render(frame, body, &look(true)),
+            Overlay::History { viewer: None } => self.history.render(frame, body, &look(true)),
+            Overlay::Rules => self.rules.render(frame, body, &look(true)),
+            Overlay::Agents { selected } => {
+                self.fleet_picker(*selected)
+                    .render(frame, body, &look(true));
+            }
+            Overlay::Help(_) | Overlay::None => self.draw_panes(frame, body),
+        }
+        if let Overlay::Help(help) = &self.overlay {
+            help.render(frame, body, &look(true));
         }
         if let Some(m) = &self.modal {
-            m.render(frame, body, theme);
+            m.render(frame, body, &look(true));
         }
         if let Some(ask) = &self.leaving {
-            ask.render(frame, body, theme);
+            ask.render(frame, body, &look(true));
         }
         if let Some(ask) = &self.quit_ask {
-            ask.render(frame, body, theme);
+            ask.render(frame, body, &look(true));
         }
         match &self.flash {
             Some(msg) => {
                 let line = Line::from(vec![Span::styled(msg.clone(), theme.notice)]);
                 frame.render_widget(Paragraph::new(line), foot);
             }
-            None => footer::render(
-                frame,
-                foot,
-                FooterView {
-                    focus: self.focus,
-                    running: self.status.is_running(),
-                    pending,
-                    layer,
-                    attached: self.attached,
-                    others: self.fleet.agents.len() > 1,
-                },
-                &self.keys,
-                theme,
-            ),
+            None => footer::render(frame, foot, &self.footer_commands(), theme),
         }
     }
 
@@ -177,25 +143,22 @@ impl App {
         }
         self.rects.set(rects);
         let f = self.focus;
-        let some = |r: Rect| r.width > 0 && r.height > 0;
-        if some(rects.conversation) {
-            self.conversation
-                .render(frame, rects.conversation, f == Focus::Conversation, theme);
-        }
-        if some(rects.input) {
-            self.input.render(frame, rects.input, theme);
-        }
-        if some(rects.tools) {
-            self.tools
-                .render(frame, rects.tools, f == Focus::Tools, theme);
-        }
-        if some(rects.approvals) {
-            self.approvals
-                .render(frame, rects.approvals, f == Focus::Approvals, theme);
-        }
-        if some(rects.mirror) {
-            self.mirror
-                .render(frame, rects.mirror, f == Focus::Mirror, theme);
+        let look = |focused| Look {
+            theme,
+            keys: &self.keys,
+            focused,
+        };
+        let panes: [(Rect, &dyn Pane<Action = PaneAction>, Focus); 5] = [
+            (rects.conversation, &self.conversation, Focus::Conversation),
+            (rects.input, &self.input, Focus::Input),
+            (rects.tools, &self.tools, Focus::Tools),
+            (rects.approvals, &self.approvals, Focus::Approvals),
+            (rects.mirror, &self.mirror, Focus::Mirror),
+        ];
+        for (rect, pane, which) in panes {
+            if rect.width > 0 && rect.height > 0 {
+                pane.render(frame, rect, &look(f == which));
+            }
         }
     }
 }

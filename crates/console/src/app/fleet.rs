@@ -6,13 +6,10 @@
 //! It never talks to an agent: answers wait in `fleet_out` for the event
 //! loop, and switching is a way of leaving.
 
-use crossterm::event::{KeyCode, KeyEvent};
-
-use crate::Leaving;
 use crate::app::{App, Overlay};
 use crate::keys::Action;
+use vigil_protocol::Answer;
 use vigil_protocol::fleet::{FleetAnswer, FleetView, short_id};
-use vigil_protocol::{AgentCommand, Answer};
 
 impl App {
     /// The fleet client's latest view, seen at `now_ms` (wall clock): the
@@ -80,30 +77,5 @@ impl App {
     pub(crate) fn open_agents(&mut self) {
         let selected = self.fleet.agents.iter().position(|a| a.this).unwrap_or(0);
         self.overlay = Overlay::Agents { selected };
-    }
-
-    /// A key in the agents overlay: move, switch, close.
-    pub(crate) fn on_agents_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
-        let Overlay::Agents { selected } = &mut self.overlay else {
-            return Vec::new();
-        };
-        let last = self.fleet.agents.len().saturating_sub(1);
-        match key.code {
-            KeyCode::Up | KeyCode::Char('k') => *selected = selected.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => *selected = (*selected + 1).min(last),
-            KeyCode::Enter => {
-                let chosen = self.fleet.agents.get(*selected).cloned();
-                self.overlay = Overlay::None;
-                match chosen {
-                    Some(a) if !a.this => {
-                        return self.leave_as(Leaving::Switch(a.info.id));
-                    }
-                    Some(_) => self.flash = Some("this console is on that agent".into()),
-                    None => {}
-                }
-            }
-            _ => self.overlay = Overlay::None,
-        }
-        Vec::new()
     }
 }

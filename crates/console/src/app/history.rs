@@ -6,74 +6,25 @@
 //! It only changes view state and queues I/O requests; it never reads a
 //! file itself.
 
-use crossterm::event::{KeyCode, KeyEvent};
-
 use crate::app::{App, Overlay};
 use crate::io::IoRequest;
-use crate::keys::{Action, Scope};
 use crate::panes::modal::Modal;
 use crate::panes::tools::CallStatus;
 use crate::panes::viewer::{ModelView, Section, Viewer, build};
-use vigil_protocol::AgentCommand;
 use vigil_protocol::ModelSaw;
 
 impl App {
-    pub(crate) fn on_history_key(&mut self, key: KeyEvent) -> Vec<AgentCommand> {
-        let Overlay::History { viewer } = &mut self.overlay else {
-            return Vec::new();
+    /// Ask where to save the viewer's output (a name from its call).
+    pub(crate) fn ask_save_path(&mut self) {
+        let Overlay::History { viewer: Some(v) } = &self.overlay else {
+            return;
         };
-        if let Some(v) = viewer {
-            match self.keys.action(&key, Scope::Viewer) {
-                Some(Action::Search) => {
-                    self.modal = Some(Modal::Search {
-                        query: String::new(),
-                    });
-                }
-                Some(Action::SearchNext) => v.next_match(true),
-                Some(Action::SearchPrev) => v.next_match(false),
-                Some(Action::Save) => {
-                    if v.content().is_some() {
-                        let name = format!("vigil-output-{}.txt", safe_name(&v.call_id));
-                        let path = self.save_dir.join(name);
-                        self.modal = Some(Modal::save(&path.display().to_string()));
-                    }
-                }
-                Some(Action::Mark) => self.mark_in_viewer(),
-                Some(Action::Copy) => self.copy_from_viewer(),
-                Some(Action::Back) if v.mark.is_some() => v.mark = None,
-                Some(Action::Back | Action::Quit | Action::History) => *viewer = None,
-                Some(Action::Follow) => v.scroll.end(),
-                _ => {
-                    v.scroll.on_key(key.code);
-                }
-            }
-            return Vec::new();
-        }
-        match self.keys.action(&key, Scope::Global) {
-            Some(Action::Back | Action::History | Action::Quit) => self.overlay = Overlay::None,
-            Some(Action::Copy) => self.copy_selected(),
-            Some(Action::Help) => self.overlay = Overlay::Help { scroll: 0 },
-            _ => self.on_history_list_key(key.code),
-        }
-        Vec::new()
+        let name = format!("vigil-output-{}.txt", safe_name(&v.call_id));
+        let path = self.save_dir.join(name);
+        self.modal = Some(Modal::save(&path.display().to_string()));
     }
 
-    fn on_history_list_key(&mut self, code: KeyCode) {
-        match code {
-            KeyCode::Up | KeyCode::Char('k') => self.history.select_prev(),
-            KeyCode::Down | KeyCode::Char('j') => self.history.select_next(),
-            KeyCode::PageUp => self.history.select_page(false),
-            KeyCode::PageDown => self.history.select_page(true),
-            KeyCode::Home => self.history.select_first(),
-            KeyCode::End => self.history.select_last(),
-            KeyCode::Enter => self.open_selected_output(),
-            _ => {}
-        }
-    }
-
-    /// Open the selected call's full output: from its spill files (read off
-    /// the UI task) when it was cut for the model, else what the console kept.
-    fn open_selected_output(&mut self) {
+    pub(crate) fn open_selected_output(&mut self) {
         let Some(record) = self.history.selected() else {
             return;
         };

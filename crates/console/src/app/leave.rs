@@ -11,12 +11,15 @@
 //! a visible "watching: read-only". Nothing here sends anything: answers are
 //! returned as [`AgentCommand`]s and [`Leaving`].
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyEvent;
 
 use crate::Leaving;
 use crate::app::{App, Focus};
 use crate::keys::Scope;
-use crate::panes::leave::LeaveAsk;
+use crate::panes::input::InputPane;
+use crate::panes::leave::{Answer, LeaveAsk};
+use crate::panes::mirror::MirrorPane;
+use crate::panes::pane::Ctx;
 use crate::panes::quit_ask::{QuitAnswer, QuitAsk};
 use crate::panes::tools::CallStatus;
 use vigil_protocol::{AgentCommand, OnExit};
@@ -115,43 +118,37 @@ impl App {
         }
     }
 
-    /// The detach / stop / cancel question, when it is open: it takes
-    /// every key.
-    pub(crate) fn on_quit_ask_key(&mut self, key: KeyEvent) -> Option<Vec<AgentCommand>> {
-        let ask = self.quit_ask.as_ref()?;
-        let out = match ask.on_key(key) {
-            QuitAnswer::Detach => {
-                self.quit_ask = None;
-                self.leave_as(Leaving::Detach)
-            }
-            QuitAnswer::Stop => {
-                self.quit_ask = None;
-                self.stop_key()
-            }
-            QuitAnswer::Cancel => {
-                self.quit_ask = None;
-                Vec::new()
-            }
-            QuitAnswer::Stay => Vec::new(),
-        };
-        Some(out)
+    /// The detach / stop / cancel question's answer.
+    pub(crate) fn on_quit_answer(&mut self, answer: QuitAnswer) -> Vec<AgentCommand> {
+        self.quit_ask = None;
+        match answer {
+            QuitAnswer::Detach => self.leave_as(Leaving::Detach),
+            QuitAnswer::Stop => self.stop_key(),
+            QuitAnswer::Cancel | QuitAnswer::Stay => Vec::new(),
+        }
+    }
+
+    /// The keep/remove question's answer.
+    pub(crate) fn on_leave_answer(&mut self, answer: Answer) -> Vec<AgentCommand> {
+        self.leaving = None;
+        match answer {
+            Answer::Quit(choice) => self.leave_as(Leaving::Stop(choice)),
+            Answer::Back | Answer::Stay => Vec::new(),
+        }
     }
 
     /// A watcher's key that would act on the agent (approve, type, start
     /// typing into the pane): refused, and the footer says why.
-    pub(crate) fn refuse_read_only(&mut self, key: &KeyEvent) -> bool {
+    pub(crate) fn refuse_read_only(&mut self, key: &KeyEvent, ctx: &Ctx) -> bool {
         if !self.read_only {
             return false;
         }
-        let plain = !key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        let refused = self.focus == Focus::Input
+        let refused = (self.focus == Focus::Input && InputPane::passes(key, ctx).is_none())
             || self
                 .keys
                 .action(key, Scope::Approvals)
                 .is_some_and(|a| a.scope() == Scope::Approvals)
-            || (self.focus == Focus::Mirror && plain && key.code == KeyCode::Enter);
+            || (self.focus == Focus::Mirror && MirrorPane::is_enter(key));
         if refused {
             self.flash = Some(READ_ONLY.into());
         }

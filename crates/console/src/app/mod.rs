@@ -1,19 +1,22 @@
 //! The console's state: pane states, focus, zoom, the open view or modal,
 //! the theme and the clock. Agent events land in [`App::on_agent_event`];
-//! keys, mouse and paste in `app_keys`; drawing in `app_draw` (which never
-//! mutates state apart from remembering where panes were drawn).
+//! keys go through the layer stack in [`keys`] (the only place a key is
+//! routed; what a layer asks for is done in `actions`); mouse and paste in
+//! `mouse`; drawing in `draw` (which never mutates state apart from
+//! remembering where panes were drawn).
 //!
 //! The App never executes anything, never awaits the agent and never does
 //! I/O: keys become [`AgentCommand`]s the event loop sends without waiting,
 //! and file work becomes [`IoRequest`]s the loop runs on a blocking thread.
 
+mod actions;
 pub(crate) mod copy;
 mod draw;
 mod fleet;
 mod history;
-mod keys;
+pub mod keys;
 pub(crate) mod leave;
-mod passthrough;
+mod mouse;
 mod restore;
 
 use std::cell::Cell;
@@ -27,6 +30,7 @@ use crate::io::{IoRequest, IoResult};
 use crate::keys::Keymap;
 use crate::panes::approvals::ApprovalsPane;
 use crate::panes::conversation::ConversationPane;
+use crate::panes::help::HelpOverlay;
 use crate::panes::history::HistoryPane;
 use crate::panes::input::InputPane;
 use crate::panes::leave::LeaveAsk;
@@ -51,9 +55,7 @@ pub(crate) const CANCELLING: &str = "cancelling the turn…";
 pub enum Overlay {
     #[default]
     None,
-    Help {
-        scroll: u16,
-    },
+    Help(HelpOverlay),
     /// The history list, with the full-output viewer open on top of it.
     History {
         viewer: Option<Viewer>,

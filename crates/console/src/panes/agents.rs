@@ -6,11 +6,13 @@
 //! the selection; switching is the App's (it leaves the console with
 //! `Leaving::Switch`). It never talks to an agent.
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::pane_block;
 use crate::style::text::{fit_line, sanitize};
 use crate::style::theme::Theme;
@@ -18,7 +20,7 @@ use vigil_protocol::fleet::{FleetAgent, FleetView, short_id};
 use vigil_protocol::wire::AgentState;
 
 /// Draw the list with `selected` highlighted; `now_ms` dates the ages.
-pub fn render(
+fn draw(
     frame: &mut Frame,
     area: Rect,
     view: &FleetView,
@@ -44,6 +46,48 @@ pub fn render(
     let skip = (selected + 2).saturating_sub(inner.height as usize);
     let visible: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
     frame.render_widget(Paragraph::new(visible), inner);
+}
+
+/// The open overlay: the fleet as last seen and the selected row.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentsPicker<'a> {
+    pub fleet: &'a FleetView,
+    pub selected: usize,
+    /// Now, in Unix milliseconds (dates the ages).
+    pub now_ms: u64,
+}
+
+impl Pane for AgentsPicker<'_> {
+    type Action = OverlayAction;
+
+    /// The arrows select, Enter switches, any other key closes.
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome<OverlayAction> {
+        let last = self.fleet.agents.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.selected = (self.selected + 1).min(last),
+            KeyCode::Enter => return Outcome::Action(OverlayAction::Switch(self.selected)),
+            _ => return Outcome::Action(OverlayAction::Close),
+        }
+        Outcome::Consumed
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        vec![Command::note(
+            "↑↓ select · Enter switch to it (this agent keeps working) · Esc close",
+        )]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        draw(
+            frame,
+            area,
+            self.fleet,
+            self.selected,
+            self.now_ms,
+            look.theme,
+        );
+    }
 }
 
 fn row(a: &FleetAgent, selected: bool, now_ms: u64, theme: &Theme) -> Line<'static> {

@@ -328,7 +328,7 @@ impl ApprovalsPane {
         (2 + self.queue.len() + detail + diff).min(cap) as u16
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+    pub(crate) fn draw(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let title = if self.queue.is_empty() {
             "approvals".to_string()
         } else {

@@ -254,7 +254,7 @@ impl ConversationPane {
     /// those: entries never shown count with an estimated height, so a
     /// frame costs about the same with ten or twenty thousand entries, even
     /// the first one.
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+    pub(crate) fn draw(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let shown = self.entries.iter().map(|e| e.text.as_str());
         crate::terminal::fault::check_render(shown.chain(self.queued.iter().map(String::as_str)));
         let mut block = pane_block("conversation".into(), focused, theme);

@@ -1,8 +1,9 @@
 //! The help overlay: every key binding in force (configured ones included),
 //! grouped by where it works. Opened and closed with the help key.
 //!
-//! It only renders.
+//! It only scrolls and renders.
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -10,6 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 
 use super::modal::centered;
+use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use crate::keys::{Action, Keymap, Scope};
 use crate::style::theme::Theme;
 
@@ -125,7 +127,7 @@ pub fn lines(map: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
     out
 }
 
-pub fn render(frame: &mut Frame, area: Rect, map: &Keymap, theme: &Theme, scroll: u16) {
+fn draw(frame: &mut Frame, area: Rect, map: &Keymap, theme: &Theme, scroll: u16) {
     let rect = centered(area, 76, area.height.saturating_sub(2).max(3));
     frame.render_widget(Clear, rect);
     let close = map.label(Action::Help);
@@ -140,6 +142,37 @@ pub fn render(frame: &mut Frame, area: Rect, map: &Keymap, theme: &Theme, scroll
     let all = lines(map, theme);
     let max = all.len().saturating_sub(inner.height as usize) as u16;
     frame.render_widget(Paragraph::new(all).scroll((scroll.min(max), 0)), inner);
+}
+
+/// The open help overlay, scrolled this far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HelpOverlay {
+    pub scroll: u16,
+}
+
+impl Pane for HelpOverlay {
+    type Action = OverlayAction;
+
+    /// The arrows and page keys scroll; any other key closes.
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome<OverlayAction> {
+        let s = &mut self.scroll;
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => *s = s.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => *s = s.saturating_add(1),
+            KeyCode::PageUp => *s = s.saturating_sub(10),
+            KeyCode::PageDown => *s = s.saturating_add(10),
+            _ => return Outcome::Action(OverlayAction::Close),
+        }
+        Outcome::Consumed
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        vec![Command::note("↑↓ scroll · any other key closes")]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        draw(frame, area, look.keys, look.theme, self.scroll);
+    }
 }
 
 #[cfg(test)]

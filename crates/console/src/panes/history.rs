@@ -8,13 +8,16 @@
 
 use std::collections::VecDeque;
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::tools::{CallStatus, format_duration, status_label};
 use super::{Scroll, pane_block};
+use crate::keys::Action;
 use crate::style::text::{fit_line, truncate_chars};
 use crate::style::theme::Theme;
 
@@ -122,7 +125,7 @@ impl HistoryPane {
         self.scroll.end();
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let title = format!("history · {} tool calls", self.records.len() + self.dropped);
         let block = pane_block(title, true, theme);
         let inner = block.inner(area);
@@ -223,6 +226,49 @@ fn row(n: usize, r: &Record, selected: bool, decided: bool, theme: &Theme) -> Li
 const DECIDED_W: usize = 28;
 /// Inner width from which the "decided" column is shown.
 const WIDE: usize = 110;
+
+impl Pane for HistoryPane {
+    type Action = OverlayAction;
+
+    /// The list takes every key while it is open.
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome<OverlayAction> {
+        match ctx.global(key) {
+            Some(Action::Back | Action::History | Action::Quit) => {
+                return Outcome::Action(OverlayAction::Close);
+            }
+            Some(a @ (Action::Copy | Action::Help)) => {
+                return Outcome::Action(OverlayAction::Bound(a));
+            }
+            _ => {}
+        }
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.select_prev(),
+            KeyCode::Down | KeyCode::Char('j') => self.select_next(),
+            KeyCode::PageUp => self.select_page(false),
+            KeyCode::PageDown => self.select_page(true),
+            KeyCode::Home => self.select_first(),
+            KeyCode::End => self.select_last(),
+            KeyCode::Enter => return Outcome::Action(OverlayAction::Open),
+            _ => {}
+        }
+        Outcome::Consumed
+    }
+
+    fn commands(&self, ctx: &Ctx) -> Vec<Command> {
+        vec![
+            Command::new("↑↓", "select"),
+            Command::new("Enter", "full output"),
+            Command::bound(ctx, Action::Copy, "copy command"),
+            Command::bound(ctx, Action::History, "close"),
+            Command::bound(ctx, Action::Back, "close"),
+            Command::bound(ctx, Action::Help, "help"),
+        ]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
+    }
+}
 
 #[cfg(test)]
 mod tests {

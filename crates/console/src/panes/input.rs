@@ -10,7 +10,9 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui_textarea::TextArea;
 
+use super::pane::{Command, Ctx, Look, Outcome, Pane, PaneAction, chorded};
 use super::pane_block;
+use crate::keys::Action;
 use crate::style::theme::Theme;
 
 const PLACEHOLDER: &str = "type a message · Enter sends";
@@ -68,8 +70,8 @@ impl InputPane {
         self.area.insert_str(text);
     }
 
-    /// Apply a key; returns the message when the key sends it.
-    pub fn on_key(&mut self, key: KeyEvent) -> Option<String> {
+    /// Edit the text with a key; returns the message when the key sends it.
+    fn edit(&mut self, key: KeyEvent) -> Option<String> {
         let alt_or_shift = key
             .modifiers
             .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
@@ -113,11 +115,73 @@ impl InputPane {
             .clamp(3, 6)
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let block = pane_block("message".into(), self.focused, theme);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         frame.render_widget(&self.area, inner);
+    }
+}
+
+impl InputPane {
+    /// The keys the box leaves to the global keys: moving between panes,
+    /// back, cancel and detach, unless typed as a character (typed
+    /// characters are text, whatever they are bound to).
+    pub fn passes(key: &KeyEvent, ctx: &Ctx) -> Option<Action> {
+        if matches!(key.code, KeyCode::Char(_)) && !chorded(key) {
+            return None;
+        }
+        ctx.global(key).filter(|a| {
+            matches!(
+                a,
+                Action::NextPane
+                    | Action::PrevPane
+                    | Action::Back
+                    | Action::Cancel
+                    | Action::Detach
+            )
+        })
+    }
+}
+
+impl Pane for InputPane {
+    type Action = PaneAction;
+
+    /// Every key is text but the few [`InputPane::passes`] names, so
+    /// approval keys never act while the operator types.
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome<PaneAction> {
+        if let Some(a) = Self::passes(key, ctx) {
+            return Outcome::Action(PaneAction::Bound(a));
+        }
+        match self.edit(*key) {
+            Some(text) => Outcome::Action(PaneAction::Send(text)),
+            None => Outcome::Consumed,
+        }
+    }
+
+    fn commands(&self, ctx: &Ctx) -> Vec<Command> {
+        let next = if ctx.pending > 0 {
+            "approvals"
+        } else {
+            "next pane"
+        };
+        let leave = if ctx.attached {
+            Command::bound(ctx, Action::Detach, "detach")
+        } else {
+            Command::new("Ctrl-C", "quit")
+        };
+        vec![
+            Command::new("Enter", "send"),
+            Command::new("Alt-Enter", "newline"),
+            Command::bound(ctx, Action::NextPane, next),
+            Command::bound(ctx, Action::Back, "leave box"),
+            Command::new("Ctrl-U", "clear line"),
+            leave,
+        ]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
     }
 }
 
@@ -133,16 +197,16 @@ mod tests {
     fn enter_sends_and_alt_enter_adds_a_line() {
         let mut p = InputPane::default();
         for c in "hi".chars() {
-            p.on_key(key(KeyCode::Char(c), KeyModifiers::NONE));
+            p.edit(key(KeyCode::Char(c), KeyModifiers::NONE));
         }
-        assert_eq!(p.on_key(key(KeyCode::Enter, KeyModifiers::ALT)), None);
-        p.on_key(key(KeyCode::Char('x'), KeyModifiers::NONE));
+        assert_eq!(p.edit(key(KeyCode::Enter, KeyModifiers::ALT)), None);
+        p.edit(key(KeyCode::Char('x'), KeyModifiers::NONE));
         assert_eq!(p.desired_height(), 4);
         assert_eq!(
-            p.on_key(key(KeyCode::Enter, KeyModifiers::NONE)),
+            p.edit(key(KeyCode::Enter, KeyModifiers::NONE)),
             Some("hi\nx".to_string())
         );
         assert!(p.is_empty());
-        assert_eq!(p.on_key(key(KeyCode::Enter, KeyModifiers::NONE)), None);
+        assert_eq!(p.edit(key(KeyCode::Enter, KeyModifiers::NONE)), None);
     }
 }

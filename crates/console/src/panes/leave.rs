@@ -11,6 +11,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 
 use super::modal::centered;
+use super::pane::{Command, Ctx, Look, Outcome, Pane};
 use crate::style::text::{one_line, sanitize};
 use crate::style::theme::Theme;
 use vigil_protocol::OnExit;
@@ -43,7 +44,7 @@ impl LeaveAsk {
         }
     }
 
-    pub fn on_key(&self, key: KeyEvent) -> Answer {
+    fn answer_key(&self, key: &KeyEvent) -> Answer {
         match key.code {
             KeyCode::Char('k' | 'K') | KeyCode::Enter => Answer::Quit(OnExit::Keep),
             KeyCode::Char('r' | 'R') => Answer::Quit(OnExit::Remove),
@@ -52,7 +53,7 @@ impl LeaveAsk {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let explain = "Keep them (attach later) or remove them? The connection closes either way.";
         question(
             frame,
@@ -62,6 +63,27 @@ impl LeaveAsk {
             &self.what,
             explain,
         );
+    }
+}
+
+impl Pane for LeaveAsk {
+    /// Never `Answer::Stay` (that is [`Outcome::Consumed`]).
+    type Action = Answer;
+
+    /// The question takes every key until it is answered.
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome<Answer> {
+        match self.answer_key(key) {
+            Answer::Stay => Outcome::Consumed,
+            answer => Outcome::Action(answer),
+        }
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        vec![Command::note(HINT)]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
     }
 }
 
@@ -105,16 +127,19 @@ mod tests {
     fn keys_map_to_answers_and_the_default_keeps() {
         let ask = LeaveAsk::new("sessions on ssh u@h");
         assert_eq!(
-            ask.on_key(key(KeyCode::Char('k'))),
+            ask.answer_key(&key(KeyCode::Char('k'))),
             Answer::Quit(OnExit::Keep)
         );
-        assert_eq!(ask.on_key(key(KeyCode::Enter)), Answer::Quit(OnExit::Keep));
         assert_eq!(
-            ask.on_key(key(KeyCode::Char('r'))),
+            ask.answer_key(&key(KeyCode::Enter)),
+            Answer::Quit(OnExit::Keep)
+        );
+        assert_eq!(
+            ask.answer_key(&key(KeyCode::Char('r'))),
             Answer::Quit(OnExit::Remove)
         );
-        assert_eq!(ask.on_key(key(KeyCode::Esc)), Answer::Back);
-        assert_eq!(ask.on_key(key(KeyCode::Char('q'))), Answer::Stay);
+        assert_eq!(ask.answer_key(&key(KeyCode::Esc)), Answer::Back);
+        assert_eq!(ask.answer_key(&key(KeyCode::Char('q'))), Answer::Stay);
         assert_eq!(OnExit::default(), OnExit::Unsaid);
     }
 }

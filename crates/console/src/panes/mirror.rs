@@ -10,17 +10,20 @@
 //! keys typed travel as `AgentCommand::PaneKeys` from the App.
 
 use ansi_to_tui::IntoText;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::pane::{Command, Ctx, Look, Outcome, Pane, PaneAction, bound, chorded};
 use super::pane_block;
+use crate::keys::{Action, Scope};
 use crate::style::text::{sanitize, truncate_chars};
 use crate::style::theme::Theme;
 use crate::terminal::passthrough;
-use vigil_protocol::MirrorTarget;
+use vigil_protocol::{MirrorTarget, PaneKey};
 
 pub const NO_PANE: &str = "no managed tmux pane: commands run as local processes";
 
@@ -29,10 +32,8 @@ pub struct MirrorPane {
     /// `None` until the session started; then the pane, if any.
     target: Option<Option<MirrorTarget>>,
     content: Option<Text<'static>>,
-    /// Keys go to the pane (passthrough on).
-    typing: bool,
-    /// The last key typed was a lone Esc (a second one leaves).
-    pub(crate) esc_pending: bool,
+    /// The keyboard while the operator types into the pane.
+    pub(crate) passthrough: Passthrough,
     /// The agent's shell command running now, named in the title.
     running: Option<String>,
 }
@@ -66,12 +67,12 @@ impl MirrorPane {
 
     /// Whether keys go to the pane.
     pub fn typing(&self) -> bool {
-        self.typing
+        self.passthrough.on
     }
 
     pub fn set_typing(&mut self, on: bool) {
-        self.typing = on;
-        self.esc_pending = false;
+        self.passthrough.on = on;
+        self.passthrough.esc_pending = false;
     }
 
     pub fn content(&self) -> Option<&Text<'static>> {
@@ -83,7 +84,7 @@ impl MirrorPane {
         self.running = command;
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let mut title = match self.target() {
             Some(t) => format!("mirror {}", sanitize(&t.pane)),
             None => "mirror".to_string(),
@@ -97,7 +98,7 @@ impl MirrorPane {
             title.push_str(&format!(" · running: {}", truncate_chars(cmd, room)));
         }
         let mut block = pane_block(title, focused, theme);
-        if self.typing {
+        if self.typing() {
             let style = theme.warn.add_modifier(Modifier::BOLD);
             block = block.border_style(style).title_bottom(Line::styled(
                 format!(" {} ", passthrough::BORDER_HINT),
@@ -122,6 +123,116 @@ impl MirrorPane {
         };
         frame.render_widget(body, inner);
     }
+}
+
+impl MirrorPane {
+    /// Enter without Ctrl or Alt: the key that starts typing into the pane
+    /// (or opens the message box when there is none).
+    pub fn is_enter(key: &KeyEvent) -> bool {
+        key.code == KeyCode::Enter && !chorded(key)
+    }
+}
+
+/// The global keys the mirror offers.
+const OFFERS: [Action; 3] = [Action::NextPane, Action::FocusInput, Action::Zoom];
+
+impl Pane for MirrorPane {
+    type Action = PaneAction;
+
+    /// Enter starts typing into the managed pane (only Enter: the
+    /// message-box key means the message box everywhere, so chat text never
+    /// lands in the pane by accident); without a pane it opens the box.
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome<PaneAction> {
+        match bound(key, ctx) {
+            Some(a) if a.scope() != Scope::Approvals && OFFERS.contains(&a) => {
+                return Outcome::Action(PaneAction::Bound(a));
+            }
+            Some(_) => return Outcome::Ignored,
+            None => {}
+        }
+        let plain_enter = key.code == KeyCode::Enter && key.modifiers == KeyModifiers::NONE;
+        if plain_enter && self.target().is_some() {
+            self.set_typing(true);
+            return Outcome::Consumed;
+        }
+        if Self::is_enter(key) {
+            return Outcome::Action(PaneAction::Bound(Action::FocusInput));
+        }
+        Outcome::Ignored
+    }
+
+    fn commands(&self, ctx: &Ctx) -> Vec<Command> {
+        let mut c = Vec::new();
+        if ctx.pending > 0 {
+            c.push(Command::bound(ctx, Action::NextPane, "approvals"));
+        }
+        c.push(Command::new("Enter", "type into the pane"));
+        c.push(Command::bound(ctx, Action::FocusInput, "message"));
+        c.push(Command::bound(ctx, Action::Zoom, "zoom"));
+        c
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.focused, look.theme);
+    }
+}
+
+/// Key passthrough: while on, every key becomes keys typed into the
+/// managed pane (Ctrl-C included); Ctrl-] or Esc Esc hands the keyboard
+/// back. It only translates ([`passthrough::pane_keys`]); the App sends.
+#[derive(Debug, Default)]
+pub struct Passthrough {
+    /// Keys go to the pane.
+    on: bool,
+    /// The last key typed was a lone Esc (a second one leaves).
+    esc_pending: bool,
+}
+
+impl Passthrough {
+    /// Pasted text goes to the pane as typed text.
+    pub fn paste(&mut self, text: &str) -> Vec<PaneKey> {
+        self.esc_pending = false;
+        if text.is_empty() {
+            return Vec::new();
+        }
+        vec![PaneKey::Text(text.to_string())]
+    }
+
+    fn leave(&mut self) -> Outcome<Vec<PaneKey>> {
+        self.on = false;
+        self.esc_pending = false;
+        Outcome::Consumed
+    }
+}
+
+impl Pane for Passthrough {
+    type Action = Vec<PaneKey>;
+
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome<Vec<PaneKey>> {
+        if passthrough::is_leave(key) {
+            return self.leave();
+        }
+        if key.code == KeyCode::Esc && key.modifiers == KeyModifiers::NONE {
+            if self.esc_pending {
+                return self.leave();
+            }
+            self.esc_pending = true;
+        } else {
+            self.esc_pending = false;
+        }
+        let keys = passthrough::pane_keys(key);
+        if keys.is_empty() {
+            return Outcome::Consumed;
+        }
+        Outcome::Action(keys)
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        vec![Command::note(passthrough::HINT)]
+    }
+
+    /// The mirror pane draws the typing state on its border.
+    fn render(&self, _frame: &mut Frame, _area: Rect, _look: &Look) {}
 }
 
 #[cfg(test)]

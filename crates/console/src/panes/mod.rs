@@ -1,12 +1,18 @@
-//! The console's panes: one file per pane, each with its own state, its own
-//! event handling and a `render(&self, ..)` that never mutates state (apart
-//! from the remembered viewport size in [`Scroll`]).
+//! The console's panes: one file per pane, overlay and modal, each with its
+//! own state and one implementation of the [`pane::Pane`] trait: a key
+//! handler that answers consumed / ignored / an action, the commands it
+//! offers (the footer is written from them) and a `render(&self, ..)` that
+//! never mutates state (apart from the remembered viewport size in
+//! [`Scroll`] and what the approvals pane last showed).
 //!
 //! Panes never execute anything and never talk to the agent: the
-//! [`App`](super::app::App) turns their answers into commands.
+//! [`App`](super::app::App) stacks them as layers (see `app::keys`) and
+//! turns their actions into commands. The status bar, the banner and the
+//! footer only draw (they never take a key), so they are not layers.
 
 pub mod agents;
 pub mod approvals;
+pub mod approvals_keys;
 pub mod banner;
 pub mod card_facts;
 pub mod conversation;
@@ -19,8 +25,10 @@ pub mod input;
 pub mod leave;
 pub mod mirror;
 pub mod modal;
+pub mod pane;
 pub mod quit_ask;
 pub mod rules;
+pub mod scrolling;
 pub mod status;
 pub mod tool_lines;
 pub mod tools;
@@ -139,7 +147,7 @@ impl Scroll {
     }
 
     /// Apply a scroll key; true when the key was one.
-    pub fn on_key(&mut self, code: crossterm::event::KeyCode) -> bool {
+    pub fn apply_key(&mut self, code: crossterm::event::KeyCode) -> bool {
         use crossterm::event::KeyCode;
         match code {
             KeyCode::PageUp => self.page_up(),

@@ -15,6 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 use ratatui_textarea::TextArea;
 
+use super::pane::{Command, Ctx, Look, Outcome, Pane};
 use super::status::policy_label;
 use crate::style::theme::Theme;
 use vigil_protocol::ApprovalPolicy;
@@ -81,7 +82,7 @@ impl std::fmt::Debug for Modal {
 
 /// What a key did to the modal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Answer {
     Stay,
     Close,
     Reason(u64, String),
@@ -182,9 +183,9 @@ impl Modal {
         }
     }
 
-    pub fn on_key(&mut self, key: KeyEvent) -> Outcome {
+    fn answer_key(&mut self, key: KeyEvent) -> Answer {
         if key.code == KeyCode::Esc {
-            return Outcome::Close;
+            return Answer::Close;
         }
         let newline = key.code == KeyCode::Enter
             && key
@@ -193,30 +194,30 @@ impl Modal {
         match self {
             Modal::Reason { id, area } => match key.code {
                 KeyCode::Enter if !newline => {
-                    Outcome::Reason(*id, area.lines().join("\n").trim().to_string())
+                    Answer::Reason(*id, area.lines().join("\n").trim().to_string())
                 }
                 _ => {
                     area.input(key);
-                    Outcome::Stay
+                    Answer::Stay
                 }
             },
             Modal::Edit { id, original, area } => {
                 if newline {
                     area.insert_newline();
-                    return Outcome::Stay;
+                    return Answer::Stay;
                 }
                 match key.code {
                     KeyCode::Enter => {
                         let text = area.lines().join("\n").trim().to_string();
                         if text.is_empty() {
-                            return Outcome::Stay;
+                            return Answer::Stay;
                         }
                         let changed = text != original.trim();
-                        Outcome::Edited(*id, text, changed)
+                        Answer::Edited(*id, text, changed)
                     }
                     _ => {
                         area.input(key);
-                        Outcome::Stay
+                        Answer::Stay
                     }
                 }
             }
@@ -230,10 +231,10 @@ impl Modal {
                 KeyCode::Enter => {
                     let text = session_text(area);
                     if choices.error(&text, command).is_some() {
-                        return Outcome::Stay;
+                        return Answer::Stay;
                     }
                     let prefix = (text != command.trim()).then_some(text);
-                    Outcome::Session(*id, prefix)
+                    Answer::Session(*id, prefix)
                 }
                 KeyCode::Tab | KeyCode::BackTab => {
                     let text = session_text(area);
@@ -249,69 +250,69 @@ impl Modal {
                     if let Some(next) = next {
                         *area = text_area(&next);
                     }
-                    Outcome::Stay
+                    Answer::Stay
                 }
                 _ => {
                     area.input(key);
-                    Outcome::Stay
+                    Answer::Stay
                 }
             },
             Modal::Save { area } => match key.code {
                 KeyCode::Enter => {
                     let text = area.lines().join("").trim().to_string();
                     if text.is_empty() {
-                        Outcome::Stay
+                        Answer::Stay
                     } else {
-                        Outcome::Save(text)
+                        Answer::Save(text)
                     }
                 }
                 _ => {
                     area.input(key);
-                    Outcome::Stay
+                    Answer::Stay
                 }
             },
             Modal::Search { query } => match key.code {
-                KeyCode::Enter => Outcome::Search(std::mem::take(query)),
+                KeyCode::Enter => Answer::Search(std::mem::take(query)),
                 KeyCode::Backspace => {
                     query.pop();
-                    Outcome::Stay
+                    Answer::Stay
                 }
                 KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
                     query.push(c);
-                    Outcome::Stay
+                    Answer::Stay
                 }
-                _ => Outcome::Stay,
+                _ => Answer::Stay,
             },
             Modal::Policy { selected, minutes } => match key.code {
                 KeyCode::Up | KeyCode::Char('k') => {
                     *selected = selected.saturating_sub(1);
-                    Outcome::Stay
+                    Answer::Stay
                 }
                 KeyCode::Down | KeyCode::Char('j') => {
                     *selected = (*selected + 1).min(POLICIES.len() - 1);
-                    Outcome::Stay
+                    Answer::Stay
                 }
                 KeyCode::Char('+') | KeyCode::Char('=') | KeyCode::Right => {
                     *selected = POLICIES.len() - 1;
                     *minutes = (*minutes + 5).min(24 * 60);
-                    Outcome::Stay
+                    Answer::Stay
                 }
                 KeyCode::Char('-') | KeyCode::Left => {
                     *selected = POLICIES.len() - 1;
                     *minutes = minutes.saturating_sub(5).max(1);
-                    Outcome::Stay
+                    Answer::Stay
                 }
                 KeyCode::Char(c @ '1'..='6') => {
                     *selected = (c as usize) - ('1' as usize);
-                    Outcome::Stay
+                    Answer::Stay
                 }
-                KeyCode::Enter => Outcome::Policy(choice(*selected, *minutes)),
-                _ => Outcome::Stay,
+                KeyCode::Enter => Answer::Policy(choice(*selected, *minutes)),
+                _ => Answer::Stay,
             },
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let (title, height) = match self {
             Modal::Reason { .. } => ("deny with a reason (the model reads it)", 7),
             Modal::Edit { .. } => ("edit the command, then run it", 9),
@@ -424,6 +425,27 @@ fn choice(selected: usize, minutes: u32) -> ApprovalPolicy {
     }
 }
 
+impl Pane for Modal {
+    /// Never [`Answer::Stay`] (that is [`Outcome::Consumed`]).
+    type Action = Answer;
+
+    /// A modal takes every key until it closes.
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome<Answer> {
+        match self.answer_key(*key) {
+            Answer::Stay => Outcome::Consumed,
+            answer => Outcome::Action(answer),
+        }
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        vec![Command::note(self.hint())]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
+    }
+}
+
 /// A `width`×`height` rectangle centred in `area` (clipped to it).
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width);
@@ -448,29 +470,29 @@ mod tests {
     fn edit_reports_whether_the_command_changed() {
         let mut m = Modal::edit(4, "rm -rf /tmp/x");
         assert_eq!(
-            m.on_key(key(KeyCode::Enter)),
-            Outcome::Edited(4, "rm -rf /tmp/x".into(), false)
+            m.answer_key(key(KeyCode::Enter)),
+            Answer::Edited(4, "rm -rf /tmp/x".into(), false)
         );
-        m.on_key(key(KeyCode::Backspace));
+        m.answer_key(key(KeyCode::Backspace));
         assert_eq!(
-            m.on_key(key(KeyCode::Enter)),
-            Outcome::Edited(4, "rm -rf /tmp/".into(), true)
+            m.answer_key(key(KeyCode::Enter)),
+            Answer::Edited(4, "rm -rf /tmp/".into(), true)
         );
-        assert_eq!(m.on_key(key(KeyCode::Esc)), Outcome::Close);
+        assert_eq!(m.answer_key(key(KeyCode::Esc)), Answer::Close);
     }
 
     #[test]
     fn policy_menu_picks_and_times() {
         let mut m = Modal::policy(Some(ApprovalPolicy::Ask));
-        m.on_key(key(KeyCode::Char('+')));
+        m.answer_key(key(KeyCode::Char('+')));
         assert_eq!(
-            m.on_key(key(KeyCode::Enter)),
-            Outcome::Policy(ApprovalPolicy::ApproveAllFor { minutes: 20 })
+            m.answer_key(key(KeyCode::Enter)),
+            Answer::Policy(ApprovalPolicy::ApproveAllFor { minutes: 20 })
         );
-        m.on_key(key(KeyCode::Char('4')));
+        m.answer_key(key(KeyCode::Char('4')));
         assert_eq!(
-            m.on_key(key(KeyCode::Enter)),
-            Outcome::Policy(ApprovalPolicy::DenyAll)
+            m.answer_key(key(KeyCode::Enter)),
+            Answer::Policy(ApprovalPolicy::DenyAll)
         );
     }
 
@@ -482,33 +504,33 @@ mod tests {
             Modal::session(id, command, false, choices)
         };
         let mut m = session(7, "git status -s");
-        m.on_key(key(KeyCode::Tab));
+        m.answer_key(key(KeyCode::Tab));
         assert_eq!(
-            m.on_key(key(KeyCode::Enter)),
-            Outcome::Session(7, Some("git status".into()))
+            m.answer_key(key(KeyCode::Enter)),
+            Answer::Session(7, Some("git status".into()))
         );
-        m.on_key(key(KeyCode::Tab));
-        m.on_key(key(KeyCode::Tab));
+        m.answer_key(key(KeyCode::Tab));
+        m.answer_key(key(KeyCode::Tab));
         assert_eq!(
-            m.on_key(key(KeyCode::Enter)),
-            Outcome::Session(7, Some("git status".into())),
+            m.answer_key(key(KeyCode::Enter)),
+            Answer::Session(7, Some("git status".into())),
             "the shortest prefix stays: a rule on bare `git` is refused"
         );
         let choices = vigil_policy::prefix_rule::choices("git status -s");
         let refused = choices.error("git", "git status -s").expect("bare git");
         assert!(refused.contains("run any code"), "{refused}");
-        m.on_key(key(KeyCode::BackTab));
-        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(7, None));
+        m.answer_key(key(KeyCode::BackTab));
+        assert_eq!(m.answer_key(key(KeyCode::Enter)), Answer::Session(7, None));
         // Typed text that is not a word prefix is refused, and kept.
-        m.on_key(key(KeyCode::Backspace));
-        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Stay);
-        m.on_key(key(KeyCode::Char('s')));
-        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(7, None));
-        assert_eq!(m.on_key(key(KeyCode::Esc)), Outcome::Close);
+        m.answer_key(key(KeyCode::Backspace));
+        assert_eq!(m.answer_key(key(KeyCode::Enter)), Answer::Stay);
+        m.answer_key(key(KeyCode::Char('s')));
+        assert_eq!(m.answer_key(key(KeyCode::Enter)), Answer::Session(7, None));
+        assert_eq!(m.answer_key(key(KeyCode::Esc)), Answer::Close);
         // A chained command can be approved exactly, never by a prefix.
         let mut m = session(8, "make && rm x");
-        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(8, None));
-        m.on_key(key(KeyCode::Tab));
-        assert_eq!(m.on_key(key(KeyCode::Enter)), Outcome::Session(8, None));
+        assert_eq!(m.answer_key(key(KeyCode::Enter)), Answer::Session(8, None));
+        m.answer_key(key(KeyCode::Tab));
+        assert_eq!(m.answer_key(key(KeyCode::Enter)), Answer::Session(8, None));
     }
 }

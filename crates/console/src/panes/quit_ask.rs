@@ -8,6 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
+use super::pane::{Command, Ctx, Look, Outcome, Pane};
 use crate::style::text::{one_line, sanitize};
 use crate::style::theme::Theme;
 
@@ -44,7 +45,7 @@ impl QuitAsk {
         }
     }
 
-    pub fn on_key(&self, key: KeyEvent) -> QuitAnswer {
+    fn answer_key(&self, key: &KeyEvent) -> QuitAnswer {
         match key.code {
             KeyCode::Char('d' | 'D') | KeyCode::Enter => QuitAnswer::Detach,
             KeyCode::Char('s' | 'S') => QuitAnswer::Stop,
@@ -53,11 +54,32 @@ impl QuitAsk {
         }
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let explain = "Detach: the agent keeps working and approvals wait; `vigil attach` \
                        comes back. Stop: the agent ends its turn and exits.";
         let title = (" leave this console ", HINT);
         super::leave::question(frame, area, theme, title, &self.doing, explain);
+    }
+}
+
+impl Pane for QuitAsk {
+    /// Never `QuitAnswer::Stay` (that is [`Outcome::Consumed`]).
+    type Action = QuitAnswer;
+
+    /// The question takes every key until it is answered.
+    fn handle_key(&mut self, key: &KeyEvent, _ctx: &Ctx) -> Outcome<QuitAnswer> {
+        match self.answer_key(key) {
+            QuitAnswer::Stay => Outcome::Consumed,
+            answer => Outcome::Action(answer),
+        }
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        vec![Command::note(HINT)]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
     }
 }
 
@@ -104,11 +126,11 @@ mod tests {
     #[test]
     fn keys_map_to_answers_and_the_default_detaches() {
         let ask = QuitAsk::new(&[], 0);
-        assert_eq!(ask.on_key(key(KeyCode::Enter)), QuitAnswer::Detach);
-        assert_eq!(ask.on_key(key(KeyCode::Char('d'))), QuitAnswer::Detach);
-        assert_eq!(ask.on_key(key(KeyCode::Char('s'))), QuitAnswer::Stop);
-        assert_eq!(ask.on_key(key(KeyCode::Esc)), QuitAnswer::Cancel);
-        assert_eq!(ask.on_key(key(KeyCode::Char('q'))), QuitAnswer::Stay);
+        assert_eq!(ask.answer_key(&key(KeyCode::Enter)), QuitAnswer::Detach);
+        assert_eq!(ask.answer_key(&key(KeyCode::Char('d'))), QuitAnswer::Detach);
+        assert_eq!(ask.answer_key(&key(KeyCode::Char('s'))), QuitAnswer::Stop);
+        assert_eq!(ask.answer_key(&key(KeyCode::Esc)), QuitAnswer::Cancel);
+        assert_eq!(ask.answer_key(&key(KeyCode::Char('q'))), QuitAnswer::Stay);
     }
 
     #[test]

@@ -8,12 +8,15 @@
 //! operator keeps them, and renders it; revoking, keeping and discarding are
 //! commands the App sends. It never changes a rule by itself.
 
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::pane_block;
+use crate::keys::Action;
 use crate::style::text::{fit_line, plural, sanitize};
 use crate::style::theme::Theme;
 
@@ -94,7 +97,7 @@ impl RulesView {
         self.selected = self.selected.saturating_sub(1);
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let title = if self.held {
             format!(
                 "session rules restored from the log · {}",
@@ -151,6 +154,48 @@ impl RulesView {
         let skip = (self.selected + head).saturating_sub(height);
         let visible: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
         frame.render_widget(Paragraph::new(visible), inner);
+    }
+}
+
+impl Pane for RulesView {
+    type Action = OverlayAction;
+
+    /// The view takes every key while it is open; rules read back from the
+    /// log are kept (`y`) or discarded (`n`) first.
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome<OverlayAction> {
+        if self.is_held() {
+            match key.code {
+                KeyCode::Char('y') => return Outcome::Action(OverlayAction::Keep(true)),
+                KeyCode::Char('n') => return Outcome::Action(OverlayAction::Keep(false)),
+                _ => {}
+            }
+        }
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.select_prev(),
+            KeyCode::Down | KeyCode::Char('j') => self.select_next(),
+            KeyCode::Char('d') | KeyCode::Delete if self.selected().is_some() => {
+                return Outcome::Action(OverlayAction::Revoke);
+            }
+            KeyCode::Char('d') | KeyCode::Delete => {}
+            _ => {
+                if let Some(Action::Back | Action::Rules | Action::Quit) = ctx.global(key) {
+                    return Outcome::Action(OverlayAction::Close);
+                }
+            }
+        }
+        Outcome::Consumed
+    }
+
+    fn commands(&self, ctx: &Ctx) -> Vec<Command> {
+        vec![
+            Command::new("↑↓", "select"),
+            Command::new("d", "revoke"),
+            Command::bound(ctx, Action::Back, "close"),
+        ]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
     }
 }
 

@@ -435,7 +435,7 @@ impl ToolsPane {
         call.status = CallStatus::Finished(summary.clone());
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
+    pub(crate) fn draw(&self, frame: &mut Frame, area: Rect, focused: bool, theme: &Theme) {
         let mut block = pane_block("tools".into(), focused, theme);
         let inner = block.inner(area);
         let height = inner.height as usize;

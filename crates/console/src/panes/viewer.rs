@@ -8,12 +8,15 @@
 
 use std::sync::Arc;
 
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::{Scroll, pane_block};
+use crate::keys::{Action, Scope};
 use crate::style::text::{sanitize, truncate_chars};
 use crate::style::theme::Theme;
 
@@ -276,7 +279,7 @@ impl Viewer {
         self.current.and_then(|i| self.matches.get(i).copied())
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let mut title = format!("output · {}", self.title);
         if let Some(m) = self.mark {
             title.push_str(&format!(" · copy from line {}", m + 1));
@@ -382,6 +385,54 @@ fn highlight(
         spans.push(Span::styled(text[at..].to_string(), style));
     }
     spans
+}
+
+impl Pane for Viewer {
+    type Action = OverlayAction;
+
+    /// The viewer takes every key while it is open; what is not one of its
+    /// own scrolls.
+    fn handle_key(&mut self, key: &KeyEvent, ctx: &Ctx) -> Outcome<OverlayAction> {
+        let act = |a| Outcome::Action(a);
+        match ctx.keys.action(key, Scope::Viewer) {
+            Some(Action::Search) => return act(OverlayAction::Search),
+            Some(Action::SearchNext) => self.next_match(true),
+            Some(Action::SearchPrev) => self.next_match(false),
+            Some(Action::Save) if self.content().is_some() => return act(OverlayAction::SaveAs),
+            Some(Action::Save) => {}
+            Some(Action::Mark) => return act(OverlayAction::Mark),
+            Some(Action::Copy) => return act(OverlayAction::CopyOutput),
+            Some(Action::Back) if self.mark.is_some() => self.mark = None,
+            Some(Action::Back | Action::Quit | Action::History) => {
+                return act(OverlayAction::Close);
+            }
+            Some(Action::Follow) => self.scroll.end(),
+            _ => {
+                self.scroll.apply_key(key.code);
+            }
+        }
+        Outcome::Consumed
+    }
+
+    fn commands(&self, ctx: &Ctx) -> Vec<Command> {
+        let k = |a| ctx.keys.label(a);
+        vec![
+            Command::bound(ctx, Action::Search, "search"),
+            Command::new(
+                format!("{}/{}", k(Action::SearchNext), k(Action::SearchPrev)),
+                "next/prev",
+            ),
+            Command::bound(ctx, Action::Back, "back"),
+            Command::bound(ctx, Action::Save, "save"),
+            Command::bound(ctx, Action::Copy, "copy"),
+            Command::bound(ctx, Action::Mark, "mark range"),
+            Command::new("PgUp/PgDn", "scroll"),
+        ]
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.draw(frame, area, look.theme);
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::app::{App, Focus, Overlay};
 use crate::keys::{KeyBinding, Keymap};
-use crate::panes::footer::{FooterView, Layer, keys as footer_keys};
 use crate::panes::help;
 use crate::tests::app_tests::{app, key, request};
 use crate::tests::view_tests::screen;
@@ -18,7 +17,7 @@ use vigil_protocol::{
 /// A busy console: a long conversation, two finished calls with long
 /// output, a running call, two approvals waiting, two session rules and a
 /// mirrored pane.
-fn busy() -> App {
+pub(crate) fn busy() -> App {
     let mut app = app();
     app.on_agent_event(AgentEvent::TurnStarted { user: "go".into() });
     let long: String = (1..=120).map(|i| format!("answer line {i}\n")).collect();
@@ -72,7 +71,7 @@ fn busy() -> App {
 
 /// The console in one footer state.
 #[derive(Debug, Clone, Copy)]
-enum State {
+pub(crate) enum State {
     Pane(Focus),
     NoApprovals,
     History,
@@ -80,7 +79,7 @@ enum State {
     Rules,
 }
 
-fn build(state: State) -> App {
+pub(crate) fn build(state: State) -> App {
     let mut app = if matches!(state, State::NoApprovals) {
         let mut a = busy();
         for id in [1, 2] {
@@ -114,28 +113,16 @@ fn build(state: State) -> App {
     app
 }
 
-fn layer(app: &App) -> Layer {
-    match &app.overlay {
-        Overlay::History { viewer: Some(_) } => Layer::Viewer,
-        Overlay::History { viewer: None } => Layer::History,
-        Overlay::Rules => Layer::Rules,
-        _ => Layer::Panes,
-    }
-}
-
-fn view(app: &App) -> FooterView {
-    FooterView {
-        focus: app.focus(),
-        running: app.status.is_running(),
-        pending: app.approvals.unanswered(),
-        layer: layer(app),
-        attached: app.attached,
-        others: app.fleet.agents.len() > 1,
-    }
+/// The footer's (key, what) pairs, as the App writes them.
+fn footer_keys(app: &App) -> Vec<(String, &'static str)> {
+    app.footer_commands()
+        .into_iter()
+        .map(|c| (c.key, c.label))
+        .collect()
 }
 
 /// The key events a footer label names (`PgUp/PgDn` is two, `↑↓` two).
-fn events(label: &str) -> Vec<KeyEvent> {
+pub(crate) fn events(label: &str) -> Vec<KeyEvent> {
     let named = |part: &str| -> KeyEvent {
         let code = match part {
             "↑" => KeyCode::Up,
@@ -339,7 +326,7 @@ fn check(state: State, label: &str, what: &str, k: KeyEvent) {
     );
 }
 
-const STATES: [State; 9] = [
+pub(crate) const STATES: [State; 9] = [
     State::Pane(Focus::Input),
     State::Pane(Focus::Conversation),
     State::Pane(Focus::Tools),
@@ -356,7 +343,7 @@ fn every_key_the_footer_names_does_what_it_says() {
     let mut checked = 0;
     for state in STATES {
         let app = build(state);
-        for (label, what) in footer_keys(view(&app), &Keymap::default()) {
+        for (label, what) in footer_keys(&app) {
             if label.is_empty() {
                 continue; // a note such as "no pending approvals"
             }
@@ -384,7 +371,7 @@ fn the_help_overlay_names_every_key_the_footer_names() {
         .collect();
     for state in STATES {
         let app = build(state);
-        for (label, what) in footer_keys(view(&app), &map) {
+        for (label, what) in footer_keys(&app) {
             for part in parts(&label) {
                 assert!(
                     help_keys.iter().any(|h| h == part),

@@ -10,6 +10,8 @@ pub(crate) mod facts_snapshots;
 pub(crate) mod fleet_tests;
 pub(crate) mod footer_tests;
 pub(crate) mod overlay_snapshots;
+pub(crate) mod pane_trait_tests;
+pub(crate) mod passthrough_tests;
 pub(crate) mod preview_snapshots;
 pub(crate) mod restore_snapshots;
 pub(crate) mod snapshot_tests;
