@@ -7,8 +7,9 @@
 //! remembering where panes were drawn).
 //!
 //! The App never executes anything, never awaits the agent and never does
-//! I/O: keys become [`AgentCommand`](vigil_protocol::AgentCommand)s the event loop sends without waiting,
-//! and file work becomes [`IoRequest`]s the loop runs on a blocking thread.
+//! I/O: keys become [`AgentCommand`](vigil_protocol::AgentCommand)s the
+//! event loop sends without waiting, and file work becomes [`IoRequest`]s
+//! the loop runs on a blocking thread.
 
 mod actions;
 pub(crate) mod copy;
