@@ -1,7 +1,6 @@
 //! Copying for the [`App`] (the selected command, an output line range or a
 //! whole output, put on the system clipboard through OSC 52 — which works
-//! over ssh, and in tmux with `set-clipboard on`) and the standing-approvals
-//! view's keys (select, revoke).
+//! over ssh, and in tmux with `set-clipboard on`).
 //!
 //! It only prepares text and commands; the event loop writes the OSC 52
 //! sequence to the terminal.

@@ -1,7 +1,8 @@
 //! The App's side of the fleet: the other agents' calls in the approval
 //! queue (answered through the fleet feed, never as this agent's command),
 //! and the agents overlay, whose Enter leaves the console with
-//! [`Leaving::Switch`] so the client re-attaches to the chosen agent.
+//! `Leaving::Switch` (in `actions`) so the client re-attaches to the
+//! chosen agent.
 //!
 //! It never talks to an agent: answers wait in `fleet_out` for the event
 //! loop, and switching is a way of leaving.

@@ -1,7 +1,7 @@
-//! The history view's and the full-output viewer's keys for the [`App`]:
-//! selecting a call, opening its full output (spill files read off the UI
-//! task) or a waiting command's whole preview, searching, saving and
-//! copying it.
+//! The history view and the full-output viewer for the [`App`]: opening a
+//! call's full output (spill files read off the UI task) or a waiting
+//! command's whole preview, and asking where to save it. Their keys are
+//! the panes' own (`panes::history`, `panes::viewer`).
 //!
 //! It only changes view state and queues I/O requests; it never reads a
 //! file itself.

@@ -1,17 +1,20 @@
 //! The console's state: pane states, focus, zoom, the open view or modal,
-//! the theme and the clock. Agent events land in [`App::on_agent_event`];
+//! the theme and the clock. Agent events land in [`App::on_agent_event`]
+//! (`events`, split by what they are about);
 //! keys go through the layer stack in [`keys`] (the only place a key is
 //! routed; what a layer asks for is done in `actions`); mouse and paste in
 //! `mouse`; drawing in `draw` (which never mutates state apart from
 //! remembering where panes were drawn).
 //!
 //! The App never executes anything, never awaits the agent and never does
-//! I/O: keys become [`AgentCommand`]s the event loop sends without waiting,
-//! and file work becomes [`IoRequest`]s the loop runs on a blocking thread.
+//! I/O: keys become [`AgentCommand`](vigil_protocol::AgentCommand)s the
+//! event loop sends without waiting, and file work becomes [`IoRequest`]s
+//! the loop runs on a blocking thread.
 
 mod actions;
 pub(crate) mod copy;
 mod draw;
+mod events;
 mod fleet;
 mod history;
 pub mod keys;
@@ -42,8 +45,8 @@ use crate::panes::status::StatusBar;
 use crate::panes::tools::ToolsPane;
 use crate::panes::viewer::Viewer;
 use crate::style::theme::Theme;
+use vigil_protocol::ApprovalPolicy;
 use vigil_protocol::fleet::{FleetAnswer, FleetView};
-use vigil_protocol::{AgentEvent, ApprovalPolicy, DecidedBy, McpState};
 
 pub use crate::panes::footer::Focus;
 
@@ -322,202 +325,6 @@ impl App {
             self.history
                 .track(&c.call_id, &c.name, &c.summary, &c.status);
             self.history.set_decided(&c.call_id, c.decided.as_deref());
-        }
-    }
-
-    pub fn on_agent_event(&mut self, ev: AgentEvent) {
-        match ev {
-            AgentEvent::SessionStarted {
-                model,
-                target,
-                demo,
-                mirror,
-                tools: _,
-            } => {
-                self.status.session(&model, &target, demo);
-                self.conversation.set_demo(demo);
-                self.mirror.set_target(mirror);
-            }
-            AgentEvent::TurnStarted { user } => {
-                self.status.turn_started = Some(self.now);
-                self.conversation.turn_started(&user);
-            }
-            AgentEvent::AssistantDelta { text } => self.conversation.delta(&text),
-            AgentEvent::AssistantMessage { text } => self.conversation.message(&text),
-            AgentEvent::ToolCallDelta {
-                index,
-                call_id,
-                name,
-                arguments,
-            } => {
-                self.conversation.end_stream();
-                self.tools.streaming(index, &call_id, &name, &arguments);
-            }
-            AgentEvent::ToolCallRequested {
-                call_id,
-                name,
-                arguments,
-            } => {
-                self.conversation.end_stream();
-                self.tools.requested(&call_id, &name, &arguments);
-                self.track(&call_id);
-            }
-            AgentEvent::ToolStarted {
-                call_id,
-                name,
-                summary,
-            } => {
-                self.conversation.end_round();
-                if name == "run_shell" {
-                    self.mirror.set_running(Some(summary.clone()));
-                }
-                self.tools.started(&call_id, &name, &summary);
-                self.track(&call_id);
-            }
-            AgentEvent::ToolOutput {
-                call_id,
-                stream,
-                text,
-            } => self.tools.output(&call_id, stream, &text),
-            AgentEvent::ToolInfo { call_id, text } => self.tools.info(&call_id, &text),
-            AgentEvent::ToolCompleted {
-                call_id,
-                name,
-                summary,
-            } => {
-                self.tools.completed(&call_id, &name, &summary);
-                if name == "run_shell" {
-                    self.mirror.set_running(None);
-                }
-                self.track(&call_id);
-            }
-            AgentEvent::ApprovalRequested { request } if request.automatic => {
-                self.track(&request.call_id);
-                self.approvals.note_automatic(request);
-            }
-            AgentEvent::ApprovalRequested { request } => {
-                self.tools
-                    .waiting_approval(&request.call_id, &request.tool, &request.gate.action);
-                self.track(&request.call_id);
-                self.approvals.push(request);
-                // It rings; the focus stays where the operator put it.
-                self.bell = true;
-            }
-            AgentEvent::PreviewReady { id, outcome } => {
-                self.approvals.set_preview(id, &outcome);
-            }
-            AgentEvent::ApprovalResolved {
-                id,
-                decision,
-                decided_by,
-                previewed,
-                answered_by,
-            } => {
-                if let Some(request) = self.approvals.resolve(id) {
-                    let call = &request.call_id;
-                    let mut record = decided_by.record(&decision, previewed);
-                    if let Some(who) = &answered_by {
-                        record.push_str(&crate::panes::tools::answered_by_text(who));
-                    }
-                    self.tools.decided(call, &record);
-                    if decided_by == DecidedBy::Cancelled {
-                        self.tools.cancelled(call, &request.tool);
-                    } else if !decision.is_approved() {
-                        self.tools.denied(call);
-                    }
-                    self.track(call);
-                    // A policy decided it: nobody needs to look any more.
-                    if self.approvals.is_empty() {
-                        self.bell = false;
-                    }
-                }
-                // A modal about a request that is gone has nothing to do.
-                let stale = match &self.modal {
-                    Some(Modal::Reason { id: m, .. } | Modal::Edit { id: m, .. }) => *m == id,
-                    _ => false,
-                };
-                if stale {
-                    self.modal = None;
-                }
-                self.leave_empty_queue();
-            }
-            AgentEvent::ToolCancelled { call_id, name } => {
-                self.mirror.set_running(None);
-                self.tools.cancelled(&call_id, &name);
-                self.track(&call_id);
-            }
-            AgentEvent::SessionRules { exact, prefixes } => {
-                self.rules.set(exact, prefixes);
-            }
-            AgentEvent::TurnContinued { reason } => {
-                // A retried round runs a turn again: running, cancellable.
-                self.status.turn_started = Some(self.now);
-                self.conversation.notice(&reason);
-            }
-            AgentEvent::TurnFinished { outcome } => {
-                self.status.turn_started = None;
-                self.conversation.turn_finished(&outcome);
-                // What the cancel key said is over with the turn.
-                if self.flash.as_deref() == Some(CANCELLING) {
-                    self.flash = None;
-                }
-            }
-            AgentEvent::OperatorKeys { keys } => self.tools.operator_typed(&keys),
-            AgentEvent::Notice { text } => self.conversation.notice(&text),
-            AgentEvent::TargetNotice { text } => {
-                self.status.target_notice(&text);
-                self.conversation.notice(&text);
-            }
-            AgentEvent::Error { message } => self.conversation.error(&message),
-            AgentEvent::ContextUsage { used, limit } => {
-                self.status.context = Some((used, limit));
-            }
-            AgentEvent::SessionRestored {
-                ref standing_approvals,
-                ref standing_prefixes,
-                ..
-            } if self.rules.rules().is_empty()
-                && !(standing_approvals.is_empty() && standing_prefixes.is_empty()) =>
-            {
-                // Read back from the log: they approve nothing until the
-                // operator keeps them, so the view opens to ask.
-                self.rules
-                    .hold(standing_approvals.clone(), standing_prefixes.clone());
-                self.overlay = Overlay::Rules;
-                self.on_agent_event(ev);
-            }
-            AgentEvent::SessionRecording { ref id, .. } => {
-                self.status.session_id = Some(id.clone());
-            }
-            AgentEvent::SessionRestored {
-                ref id,
-                ref history,
-                ref tools,
-                ref interrupted,
-                ..
-            } => {
-                self.status.session_id = Some(id.clone());
-                self.restore(history, tools, interrupted);
-                if let Some(text) = ev.notice_text() {
-                    self.conversation.notice(&text);
-                }
-            }
-            AgentEvent::McpServerState { name, state, tools } => {
-                let text = format!("MCP server {name}: {state} ({tools} tools)");
-                match state {
-                    McpState::Starting | McpState::Running => self.conversation.notice(&text),
-                    _ => self.conversation.error(&text),
-                }
-            }
-            other => {
-                if matches!(other, AgentEvent::AssistantDiscarded { .. }) {
-                    // Calls streamed by the broken attempt never ran.
-                    self.tools.drop_streaming();
-                }
-                if let Some(text) = other.notice_text() {
-                    self.conversation.notice(&text);
-                }
-            }
         }
     }
 

@@ -2,8 +2,8 @@
 //! state, the calls it waits on, its consoles, model, target and age; the
 //! selection is where Enter switches to.
 //!
-//! It only renders the [`FleetView`] the fleet client last sent and keeps
-//! the selection; switching is the App's (it leaves the console with
+//! It only renders the [`FleetView`] the fleet client last sent and moves
+//! the selection ([`AgentsPicker`]); switching is the App's (it leaves the console with
 //! `Leaving::Switch`). It never talks to an agent.
 
 use crossterm::event::{KeyCode, KeyEvent};

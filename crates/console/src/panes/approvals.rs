@@ -1,8 +1,9 @@
 //! The approvals pane: gated tool calls waiting for the operator, oldest
 //! first, with what the call wants to do and what the model claims about it.
 //!
-//! It never decides anything by itself: it only turns the operator's key on
-//! the selected request into an [`Answer`] for the App to send.
+//! It never decides anything by itself: its keys (`approvals_keys`) only
+//! ask the App to answer the selected request, and the App sends the
+//! [`Answer`].
 
 use std::cell::RefCell;
 

@@ -2,7 +2,8 @@
 //! text appended live, agent notices and errors. Wraps text to the pane and
 //! follows the tail unless the operator scrolled.
 //!
-//! It only records and renders; it never sends anything to the agent.
+//! It only records and renders; it never sends anything to the agent. Its
+//! keys (scrolling, and the bound keys it offers) are in `scrolling`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

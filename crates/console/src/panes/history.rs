@@ -3,8 +3,8 @@
 //! selection; Enter asks the App to open the call's full output in the
 //! [`Viewer`](super::viewer::Viewer).
 //!
-//! It keeps only small records (never output) and only renders the visible
-//! rows. It never reads files itself.
+//! It keeps only small records (never output), only renders the visible
+//! rows and moves its selection. It never reads files itself.
 
 use std::collections::VecDeque;
 

@@ -1,5 +1,6 @@
 //! The message input box (ratatui-textarea). Enter hands back the message to
-//! send; Alt-Enter, Shift-Enter and Ctrl-J insert a newline.
+//! send; Alt-Enter, Shift-Enter and Ctrl-J insert a newline; every other key
+//! is text but the few that move away ([`InputPane::passes`]).
 //!
 //! It never sends anything itself; the App turns the returned text into an
 //! `AgentCommand::UserMessage`.

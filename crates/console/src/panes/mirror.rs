@@ -2,7 +2,8 @@
 //! or says plainly that there is none. Captured pane text keeps its ANSI
 //! colours (converted with ansi-to-tui), unlike every other pane.
 //!
-//! While the operator types into the pane (key passthrough, see
+//! Enter starts typing into the pane; while the operator types (key
+//! passthrough: the [`Passthrough`] layer, translated by
 //! [`crate::terminal::passthrough`]) its border and title say so.
 //!
 //! It never captures, types into or otherwise touches tmux itself; whoever

@@ -7,7 +7,8 @@
 //! stream as their own kind of entry ([`OPERATOR_MARK`]), so operator typing
 //! is never mistaken for the agent's `send_keys`/`run_shell`.
 //!
-//! It only records and renders; it never runs or stops anything.
+//! It only records and renders; it never runs or stops anything. Its keys
+//! (scrolling, and the bound keys it offers) are in `scrolling`.
 
 use std::collections::VecDeque;
 use std::path::Path;

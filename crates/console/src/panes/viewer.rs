@@ -4,7 +4,8 @@
 //! model saw.
 //!
 //! Building the content ([`build`]) is pure and runs off the UI task for
-//! spill files; the viewer itself only renders and moves its view.
+//! spill files; the viewer itself only renders, moves its view and answers
+//! its keys (saving, copying and searching are asked of the App).
 
 use std::sync::Arc;
 
