@@ -225,7 +225,17 @@ impl ApprovalBroker {
     pub fn preview_call(&self, tool: &str, gate: &GateInfo, facts: CallFacts) -> Preview {
         let command = is_command(tool, gate).then(|| shell::Command::read(&gate.action));
         let (request, assessment) = self.request(0, "", tool, gate, command.as_deref(), facts);
-        let outcome = self.outcome(&request, command.as_deref());
+        // `run_shell` refuses what the denylist names before anyone is asked.
+        let refused = command
+            .as_deref()
+            .and_then(|c| lock(&self.denylist).denied_by(c).map(str::to_string));
+        let outcome = match refused {
+            Some(entry) => Outcome::Deny(
+                format!("refused by the denylist entry `{entry}`"),
+                named("shell_denylist"),
+            ),
+            None => self.outcome(&request, command.as_deref()),
+        };
         Preview {
             assessment,
             outcome,

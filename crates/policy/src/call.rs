@@ -46,6 +46,20 @@ impl ToolCall {
         }
     }
 
+    /// The call with `doubt` (why its shell text is not the line a shell
+    /// will run) among its command's unresolved programs: every guard then
+    /// treats it as it treats a program it cannot tell. A call with no
+    /// shell text gets an empty one to carry the doubt.
+    pub fn with_doubt(mut self, doubt: Option<String>) -> ToolCall {
+        let Some(doubt) = doubt else {
+            return self;
+        };
+        let mut command = self.command.take().unwrap_or_else(|| Command::read(""));
+        Arc::make_mut(&mut command).runs.unresolved.push(doubt);
+        self.command = Some(command);
+        self
+    }
+
     /// The parse of the call's shell text.
     pub fn script(&self) -> Option<&Script> {
         self.command.as_deref().map(|c| &c.script)

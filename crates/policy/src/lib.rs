@@ -15,6 +15,7 @@
 //! the agent's broker) and never renders.
 
 pub mod allow_list;
+pub mod blind;
 pub mod call;
 pub mod denylist;
 pub mod gate;

@@ -154,7 +154,7 @@ fn high(script: &Script) -> Option<String> {
         };
         let base = vigil_shell::program_name(program);
         let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-        if let Some(why) = high_simple(base, &args) {
+        if let Some(why) = high_simple(base, &args, 0) {
             return Some(why);
         }
         if f.pipeline && INTERPRETERS.contains(&base) && args.iter().all(|a| a.starts_with('-')) {
@@ -177,7 +177,11 @@ fn touches_system(word: &str) -> bool {
     SYSTEM_PATHS.iter().any(|p| word.starts_with(p))
 }
 
-fn high_simple(base: &str, args: &[&str]) -> Option<String> {
+/// How many wrappers deep [`high_simple`] looks for the program (each level
+/// tries every later word: unbounded, 20 `nice`s took seconds).
+const WRAPPER_DEPTH: usize = 4;
+
+fn high_simple(base: &str, args: &[&str], depth: usize) -> Option<String> {
     let flag = |f: char| {
         args.iter()
             .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(f))
@@ -193,15 +197,19 @@ fn high_simple(base: &str, args: &[&str]) -> Option<String> {
     }
     // Wrappers: judge what they may run too (any later word could be the
     // program, after the wrapper's own options and values).
-    if matches!(
+    let wrapper = matches!(
         base,
         "env" | "nice" | "nohup" | "timeout" | "xargs" | "command" | "exec" | "time"
-    ) {
+    );
+    if wrapper && depth >= WRAPPER_DEPTH {
+        return Some("wrappers nested deeper than vigil judges".into());
+    }
+    if wrapper {
         for (pos, a) in args.iter().enumerate() {
             let inner = vigil_shell::program_name(a);
             if !a.starts_with('-')
                 && !a.contains('=')
-                && let Some(why) = high_simple(inner, &args[pos + 1..])
+                && let Some(why) = high_simple(inner, &args[pos + 1..], depth + 1)
             {
                 return Some(why);
             }

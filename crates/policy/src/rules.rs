@@ -198,7 +198,7 @@ impl PolicyRules {
         if !guarded {
             return None;
         }
-        command.runs.why_unknown()
+        crate::blind::blind_spot(command)
     }
 
     /// Whether a `preview = true` rule matches `call`.

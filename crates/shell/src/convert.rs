@@ -25,24 +25,67 @@ const MAX_LEN: usize = 64 * 1024;
 /// quotes count too: that errs towards asking).
 const MAX_PARENS: usize = 10;
 
+/// Deepest nesting of `{` read at all: the parser and the walker recurse
+/// per level (found by the red team: 500 nested `{ …; }` overflowed the
+/// stack).
+const MAX_BRACES: usize = 32;
+
 /// Why `text` is not even handed to the parser, if it is not.
 fn too_hard(text: &str) -> Option<String> {
-    let mut depth = 0usize;
+    let (mut parens, mut braces) = (0usize, 0usize);
     for ch in text.chars() {
         match ch {
             '(' => {
-                depth += 1;
-                if depth > MAX_PARENS {
+                parens += 1;
+                if parens > MAX_PARENS {
                     return Some(format!(
                         "parentheses nested deeper than {MAX_PARENS}, more than vigil reads"
                     ));
                 }
             }
-            ')' => depth = depth.saturating_sub(1),
+            ')' => parens = parens.saturating_sub(1),
+            '{' => {
+                braces += 1;
+                if braces > MAX_BRACES {
+                    return Some(format!(
+                        "braces nested deeper than {MAX_BRACES}, more than vigil reads"
+                    ));
+                }
+            }
+            '}' => braces = braces.saturating_sub(1),
             _ => {}
         }
     }
     None
+}
+
+/// How many substitutions (`$( … )`, `` `…` ``, `<( … )`, `>( … )`) the
+/// text opens, counted on the raw text: outside single quotes, not
+/// escaped. Comments and quoted here-documents count too (that errs
+/// towards asking).
+fn substitutions_opened(text: &str) -> usize {
+    let chars: Vec<char> = text.chars().collect();
+    let (mut n, mut ticks, mut i) = (0usize, 0usize, 0usize);
+    let (mut single, mut double) = (false, false);
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '\\' if !single => i += 1,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '$' | '<' | '>' if !single && next == Some('(') => {
+                let arithmetic = c == '$' && chars.get(i + 2) == Some(&'(');
+                if !arithmetic {
+                    n += 1;
+                }
+            }
+            '`' if !single => ticks += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    n + ticks / 2
 }
 
 pub(super) fn parse(text: &str) -> Script {
@@ -60,11 +103,16 @@ pub(super) fn parse(text: &str) -> Script {
         options: ParserOptions::default(),
         commands: Vec::new(),
         features: Features::default(),
+        read: 0,
     };
     match walker.program(text, Place::CurrentShell, 0) {
         Ok(()) => {
             script.commands = walker.commands;
             script.features = walker.features;
+            // A substitution the walk did not reach (inside `${…}`,
+            // `$((…))`, a `case`/`for` word, `[[ … ]]`, a here-document)
+            // runs a command vigil has not read.
+            script.features.unread_substitution = substitutions_opened(text) > walker.read;
         }
         Err(e) => script.error = Some(e),
     }
@@ -75,6 +123,8 @@ struct Walker {
     options: ParserOptions,
     commands: Vec<SimpleCommand>,
     features: Features,
+    /// Substitutions read (their commands are in `commands`).
+    read: usize,
 }
 
 impl Walker {
@@ -236,6 +286,7 @@ impl Walker {
                 }
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
                     self.features.process_substitution = true;
+                    self.read += 1;
                     self.list(&sub.list, Place::Subshell, depth);
                 }
             }
@@ -261,6 +312,7 @@ impl Walker {
     }
 
     fn nested(&mut self, text: &str, depth: usize) {
+        self.read += 1;
         if depth + 1 >= MAX_DEPTH {
             self.features.too_deep = true;
             return;
@@ -322,6 +374,7 @@ impl Walker {
             }
             IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
                 self.features.process_substitution = true;
+                self.read += 1;
                 self.list(&sub.list, Place::Subshell, depth);
                 Redirect::Other(text)
             }

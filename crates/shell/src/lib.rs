@@ -110,6 +110,9 @@ pub struct Features {
     pub pipeline_prefix: bool,
     /// Substitutions nested deeper than vigil reads.
     pub too_deep: bool,
+    /// A substitution where the walk does not read it (inside `${…}`,
+    /// `$((…))`, a `case`/`for` word, `[[ … ]]`, a here-document).
+    pub unread_substitution: bool,
 }
 
 /// A command text, read.
@@ -142,7 +145,8 @@ impl Script {
                 || f.command_substitution
                 || f.expansion
                 || f.pipeline_prefix
-                || f.too_deep)
+                || f.too_deep
+                || f.unread_substitution)
             && self.commands.iter().all(|c| c.place == Place::CurrentShell)
     }
 
@@ -175,6 +179,10 @@ impl Script {
             (f.here_doc, "a here-document or here-string"),
             (f.pipeline_prefix, "`!` or `time` before a pipeline"),
             (f.too_deep, "nesting deeper than vigil reads"),
+            (
+                f.unread_substitution,
+                "a command substitution where vigil does not read it",
+            ),
         ];
         found
             .iter()

@@ -30,6 +30,9 @@ pub struct Runs {
     pub runs: Vec<Vec<String>>,
     /// Why some program it runs cannot be told, one reason each.
     pub unresolved: Vec<String>,
+    /// The `NAME=value` assignments of every command read (also inside
+    /// `sh -c` and `eval` text), as written.
+    pub assignments: Vec<String>,
 }
 
 impl Runs {
@@ -116,7 +119,15 @@ impl Walk {
             }
             return;
         }
+        if script.features.unread_substitution {
+            self.unknown(
+                "a command substitution where vigil does not read it (inside `${…}`, `$((…))`, \
+                 a `case` or `for` word, `[[ … ]]` or a here-document)"
+                    .into(),
+            );
+        }
         for c in &script.commands {
+            self.out.assignments.extend(c.assignments.iter().cloned());
             self.command(&toks(c), depth);
         }
     }

@@ -271,9 +271,27 @@ fn option_text(rest: &[Tok], options: &[&str]) -> Vec<Inner> {
             .iter()
             .filter(|o| o.starts_with("--"))
             .find_map(|o| t.text.strip_prefix(&format!("{o}=")));
-        match (value, attached) {
-            (Some(v), _) => out.push(text_of(v)),
-            (None, Some(a)) if t.literal => out.push(Inner::Text(a.to_string())),
+        // A short option inside a cluster: `-S'rm x'`, `-vS'rm x'` (its
+        // value the rest of the word, or the next word).
+        let clustered = options
+            .iter()
+            .filter(|o| o.len() == 2 && o.starts_with('-'))
+            .filter_map(|o| o.chars().nth(1))
+            .find_map(|letter| {
+                let w = t.text.strip_prefix('-').filter(|w| !w.starts_with('-'))?;
+                let at = w.find(letter)?;
+                (w.len() > 1).then(|| w[at + letter.len_utf8()..].to_string())
+            });
+        match (value, attached, clustered) {
+            (Some(v), _, _) => out.push(text_of(v)),
+            (None, Some(a), _) if t.literal => out.push(Inner::Text(a.to_string())),
+            (None, None, Some(_)) if !t.literal => out.push(text_of(t)),
+            (None, None, Some(rest_of_word)) if rest_of_word.is_empty() => {
+                if let Some(v) = rest.get(i + 1) {
+                    out.push(text_of(v));
+                }
+            }
+            (None, None, Some(rest_of_word)) => out.push(Inner::Text(rest_of_word)),
             _ => {}
         }
     }

@@ -301,6 +301,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Why the shell text of [`Tool::shell_text`] may not be the line a
+    /// shell runs (keys a terminal acts on, text left on the line for a
+    /// later Enter): every command guard then asks the call.
+    fn shell_text_doubt(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
     /// A call (already read) that is refused before anyone is asked (the
     /// operator's shell denylist): why. `None`: the call goes on to the
     /// gate.

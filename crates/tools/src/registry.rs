@@ -303,7 +303,8 @@ impl ToolRegistry {
         };
         match validate::validate(&tool.definition(), parsed) {
             Ok(validate::Validated { args, notes }) => {
-                let call = ToolCall::read(name, args.clone(), tool.shell_text(&args));
+                let call = ToolCall::read(name, args.clone(), tool.shell_text(&args))
+                    .with_doubt(tool.shell_text_doubt(&args));
                 Ok(Read { tool, call, notes })
             }
             Err(message) => fail(ToolRun::failed(ToolError::InvalidArguments(message))),

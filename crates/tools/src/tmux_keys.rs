@@ -185,6 +185,32 @@ fn keys_of(v: &Value) -> Result<Vec<String>, ToolError> {
     }
 }
 
+/// Why the text a `send-keys` call types may not be the line the pane's
+/// shell runs: control characters a terminal acts on (`\r` is Enter, DEL
+/// erases, Ctrl-A moves), named keys other than Enter, text left on the
+/// line for a later Enter, or an Enter on a line vigil did not see typed.
+fn typed_doubt(args: &Value) -> Option<String> {
+    let text = args["literal_text"].as_str().unwrap_or_default();
+    let keys: Vec<&str> = args["keys"]
+        .as_array()
+        .map(|k| k.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let is_enter = |k: &&str| matches!(*k, "Enter" | "C-m" | "KPEnter");
+    let enter = args["enter"].as_bool() == Some(true) || keys.iter().any(is_enter);
+    let why = if text.chars().any(char::is_control) {
+        "the text holds control characters a terminal acts on"
+    } else if keys.iter().any(|k| !is_enter(k)) {
+        "it presses keys vigil does not read as text"
+    } else if !text.is_empty() && !enter {
+        "the text stays on the pane's line and runs with a later Enter"
+    } else if text.is_empty() && enter {
+        "it presses Enter on a line vigil did not see typed"
+    } else {
+        return None;
+    };
+    Some(format!("what the pane runs is not this text: {why}"))
+}
+
 #[async_trait]
 impl Tool for SendKeys {
     fn name(&self) -> &str {
@@ -220,6 +246,10 @@ impl Tool for SendKeys {
     /// The text typed into the pane: a shell there reads it as a command.
     fn shell_text<'a>(&self, args: &'a Value) -> Option<&'a str> {
         args["literal_text"].as_str()
+    }
+
+    fn shell_text_doubt(&self, args: &Value) -> Option<String> {
+        typed_doubt(args)
     }
 
     fn gate(&self, args: &Value) -> Option<GateInfo> {
