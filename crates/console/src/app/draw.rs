@@ -16,6 +16,7 @@ use ratatui::widgets::Paragraph;
 use crate::app::{App, Focus, Overlay, PaneRects};
 use crate::panes::footer;
 use crate::panes::pane::{Look, Pane, PaneAction};
+use crate::panes::status::StatusLine;
 
 /// Below this size the focused pane is shown alone.
 const MIN_SPLIT: (u16, u16) = (60, 16);
@@ -32,13 +33,17 @@ impl App {
         let pending = self.approvals.unanswered();
         // Set again when the pane draws the selected card.
         self.approvals.hide();
-        self.status.render(frame, status, self.now, pending, theme);
-
         let look = |focused| Look {
             theme,
             keys: &self.keys,
             focused,
         };
+        let bar = StatusLine {
+            bar: &self.status,
+            now: self.now,
+            pending,
+        };
+        bar.render(frame, status, &look(false));
         let covered = !matches!(self.overlay, Overlay::None | Overlay::Help(_));
         if covered {
             self.rects.set(PaneRects::default());

@@ -7,8 +7,10 @@
 //!
 //! Panes never execute anything and never talk to the agent: the
 //! [`App`](super::app::App) stacks them as layers (see `app::keys`) and
-//! turns their actions into commands. The status bar, the banner and the
-//! footer only draw (they never take a key), so they are not layers.
+//! turns their actions into commands. The status bar implements the trait
+//! too but takes no key, so it is drawn and never stacked; the banner and
+//! the footer are lines the App draws from other panes' state (the footer
+//! from the top layer's commands).
 
 pub mod agents;
 pub mod approvals;

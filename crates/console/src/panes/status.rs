@@ -2,17 +2,19 @@
 //! turn with its elapsed seconds, and how many approvals wait (visible even
 //! when the queue pane is hidden or zoomed away).
 //!
-//! It only renders; time comes from the App's clock so rendering is
-//! deterministic in tests.
+//! It only renders ([`StatusLine`]: the bar as of the App's clock, so
+//! rendering is deterministic in tests); it takes no key.
 
 use std::time::Instant;
 
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::pane::{Command, Ctx, Look, Outcome, Pane};
 use crate::style::text::{one_line, sanitize};
 use crate::style::theme::Theme;
 use vigil_protocol::ApprovalPolicy;
@@ -95,14 +97,7 @@ impl StatusBar {
         })
     }
 
-    pub fn render(
-        &self,
-        frame: &mut Frame,
-        area: Rect,
-        now: Instant,
-        pending: usize,
-        theme: &Theme,
-    ) {
+    fn draw(&self, frame: &mut Frame, area: Rect, now: Instant, pending: usize, theme: &Theme) {
         let bar = theme.status_bar;
         let mut spans = vec![Span::styled(" vigil ", bar.add_modifier(Modifier::BOLD))];
         if self.read_only {
@@ -161,6 +156,33 @@ impl StatusBar {
     }
 }
 
+/// The status bar as drawn now: `now` from the App's clock, `pending`
+/// approvals waiting.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusLine<'a> {
+    pub bar: &'a StatusBar,
+    pub now: Instant,
+    pub pending: usize,
+}
+
+impl Pane for StatusLine<'_> {
+    type Action = ();
+
+    /// The status bar takes no key.
+    fn handle_key(&mut self, _key: &KeyEvent, _ctx: &Ctx) -> Outcome<()> {
+        Outcome::Ignored
+    }
+
+    fn commands(&self, _ctx: &Ctx) -> Vec<Command> {
+        Vec::new()
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, look: &Look) {
+        self.bar
+            .draw(frame, area, self.now, self.pending, look.theme);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,7 +220,7 @@ mod tests {
             let mut t = ratatui::Terminal::new(TestBackend::new(160, 1)).unwrap();
             t.draw(|f| {
                 app.status
-                    .render(f, f.area(), Instant::now(), 0, &Theme::default())
+                    .draw(f, f.area(), Instant::now(), 0, &Theme::default())
             })
             .unwrap();
             let b = t.backend().buffer();

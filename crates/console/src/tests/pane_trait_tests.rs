@@ -89,6 +89,64 @@ fn the_footer_is_the_top_layers_commands() {
     }
 }
 
+/// Every key a pane (other than the message box, where keys are text)
+/// answers is one its footer or the help overlay names: no hidden keys.
+#[test]
+fn every_key_a_pane_answers_is_named() {
+    let map = crate::keys::Keymap::default();
+    let named: Vec<String> = crate::panes::help::sections(&map)
+        .into_iter()
+        .flat_map(|(_, pairs)| pairs.into_iter().map(|(k, _)| k))
+        .flat_map(|k| k.split([' ', '/']).map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    let mut candidates: Vec<KeyCode> = (' '..='~').map(KeyCode::Char).collect();
+    candidates.extend([
+        KeyCode::Up,
+        KeyCode::Down,
+        KeyCode::Left,
+        KeyCode::Right,
+        KeyCode::PageUp,
+        KeyCode::PageDown,
+        KeyCode::Home,
+        KeyCode::End,
+        KeyCode::Enter,
+        KeyCode::Tab,
+        KeyCode::Esc,
+        KeyCode::Delete,
+        KeyCode::Backspace,
+    ]);
+    for state in STATES {
+        let probe = build(state);
+        if !matches!(probe.overlay, Overlay::None) || probe.focus() == Focus::Input {
+            continue;
+        }
+        let offered: Vec<String> = probe.footer_commands().into_iter().map(|c| c.key).collect();
+        for code in candidates.iter().copied() {
+            let mut app = build(state);
+            let ctx = app.ctx();
+            if !app
+                .focused_pane_mut()
+                .handle_key(&key(code), &ctx)
+                .is_handled()
+            {
+                continue;
+            }
+            let label = crate::keys::KeyBinding {
+                code,
+                ctrl: false,
+                alt: false,
+            }
+            .to_string();
+            let known =
+                |k: &String| k == &label || (!label.is_ascii() && k.contains(label.as_str()));
+            assert!(
+                named.iter().any(known) || offered.iter().any(known),
+                "{state:?}: the pane answers `{label}`, which neither its footer nor the help names"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_modal_takes_keys_before_the_focused_pane() {
     let mut app = busy();
