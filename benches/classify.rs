@@ -1,6 +1,6 @@
 //! Classification time per command (`cargo bench --bench classify`): 1 000
 //! mixed commands (everyday agent commands and the hostile table of
-//! `tests/approval_evasion.rs`), each timed alone, in three forms measured
+//! `tests/guard/approval_evasion.rs`), each timed alone, in three forms measured
 //! in the same run, interleaved so load hits all alike:
 //!
 //! - **baseline**: a whitespace split of the text into words (the least any

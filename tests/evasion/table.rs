@@ -317,7 +317,7 @@ pub const TABLE: &[Case] = &[
     c("wrapper", "chrt -i 0 touch {M}"),
     c("writing reader", "history -w {M}"),
     c("shell state", "PS0='$(touch {M})'"),
-    // Reads of a secret place (the whole class: tests/secret_evasion.rs).
+    // Reads of a secret place (the whole class: tests/guard/secret_evasion.rs).
     c("secret read", "cat {DIR}/.ssh/id_ed25519"),
     c("secret read", "base64 {DIR}/bin/../.env"),
     c("secret read", "head -c 100 {DIR}/.netrc"),

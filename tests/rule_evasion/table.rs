@@ -1,4 +1,4 @@
-//! The hostile file and rule cases of `tests/rule_evasion.rs`, as data:
+//! The hostile file and rule cases of `tests/sandbox/rule_evasion.rs`, as data:
 //! the directory every row runs in, the session-rule rows (a first call the
 //! operator approves for the session, then one that must be asked) and the
 //! path-rule rows (a write that a rule must not admit, or must deny). Add a

@@ -9,7 +9,7 @@
 //! - denied calls never executed;
 //! - "approve for session" auto-approved only the exact action approved.
 //!
-//! Reproduce a failure with `VIGIL_PROP_SEED=<seed> cargo test --test approval_gate_props`.
+//! Reproduce a failure with `VIGIL_PROP_SEED=<seed> cargo test --test standalone approval_gate_props::`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};

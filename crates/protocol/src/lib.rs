@@ -4,7 +4,7 @@
 //! The agent emits [`AgentEvent`]s and receives [`AgentCommand`]s; a client
 //! and the agent's server exchange them inside the [`wire`] messages, one
 //! JSON object per line (docs/protocol.md, checked against these types by
-//! `tests/protocol_doc.rs`). The layers below (policy, exec, tools) build
+//! `tests/agent/protocol_doc.rs`). The layers below (policy, exec, tools) build
 //! these types; none of them is re-exported from a layer, so editing a
 //! layer cannot change the protocol unseen.
 //!

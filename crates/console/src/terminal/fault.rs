@@ -2,7 +2,7 @@
 //! with `VIGIL_TEST_PANIC_RENDER=<text>` set, the conversation pane's render
 //! panics as soon as an entry (or a queued message) contains `<text>`, which proves that a panic
 //! inside a pane's render restores the terminal, exits and keeps the session
-//! (`tests/faults.rs`).
+//! (`tests/exec/faults.rs`).
 //!
 //! Inert unless the variable is set: the environment is read once, then
 //! each frame costs one `OnceLock` read. Compiled out of release builds
