@@ -17,8 +17,8 @@ use crate::event::ApprovalPolicy;
 use crate::event::wire::Role;
 use crate::launch::remote;
 use crate::launch::spawn::{AgentArgs, spawn_agent};
-use crate::protocol::client::attach::{self, AttachError, Connection};
-use crate::protocol::client::{bridge, fleet};
+use vigil_client::attach::{self, AttachError, Connection};
+use vigil_client::{bridge, fleet};
 
 /// What the demo's console says first.
 pub const DEMO_MESSAGE: &str = "Show me what you can do.";

@@ -19,8 +19,8 @@ use crate::agent::server::lock::SessionLock;
 use crate::cli::headless::exit;
 use crate::event::OnExit;
 use crate::event::wire::{AgentInfo, Role};
-use crate::protocol::client::attach::{self, AttachError, Connection};
 use crate::protocol::runtime;
+use vigil_client::attach::{self, AttachError, Connection};
 
 /// A socket nobody answers on (its agent died).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 //! What they share lives beside them: building the layers from a
 //! configuration is `vigil_agent::assemble`; starting and reaching agent
 //! processes is [`crate::launch`]; loading and checking the configuration
-//! is [`crate::startup`]; the socket client is `vigil_protocol::client`.
+//! is [`crate::startup`]; the socket client is `vigil_client`.
 
 pub mod agentproc;
 pub mod args;

@@ -170,7 +170,7 @@ pub async fn spawn_agent(
         Ok(ReadyLine::Ready(ready)) => Ok(ready),
         Ok(ReadyLine::Error(message)) => Err(SpawnError::Failed { message, log }),
         Err(_) => Err(SpawnError::Garbled {
-            line: crate::protocol::client::attach::clip(&line),
+            line: vigil_client::attach::clip(&line),
             log,
         }),
     }
@@ -214,7 +214,7 @@ fn log_tail(log: &Path) -> String {
     if tail.is_empty() {
         String::new()
     } else {
-        format!(": {}", crate::protocol::client::attach::clip(&tail))
+        format!(": {}", vigil_client::attach::clip(&tail))
     }
 }
 

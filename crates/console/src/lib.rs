@@ -68,8 +68,8 @@ use tokio::sync::watch;
 use keys::Keymap;
 use style::theme::{self, Theme};
 use terminal::{event_loop, notify};
+pub use vigil_client::{FleetFeed, Leaving};
 use vigil_config::ConsoleConfig;
-pub use vigil_protocol::client::{FleetFeed, Leaving};
 use vigil_protocol::{AgentCommand, AgentEvent, ApprovalPolicy};
 
 /// How the console behaves. Model and target come from `SessionStarted`.

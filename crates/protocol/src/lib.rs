@@ -12,11 +12,12 @@
 //! terminal, shared by the console's panes and the command line's output.
 //!
 //! Nothing in here renders, executes or decides: data and pure helpers.
+//! The client end of the socket is `vigil-client` (`crates/client/`), the
+//! server end `vigil_agent::server`.
 
 use serde::{Deserialize, Serialize};
 
 pub mod approval;
-pub mod client;
 pub mod fleet;
 pub mod lines;
 pub mod pane;

@@ -1,17 +1,18 @@
-//! The client end of an agent's socket, for any front end: find and
+//! The client end of an agent's socket, for any front end (the protocol
+//! crate below it is data only; the server is in the agent crate): find and
 //! connect to an agent, say hello and read the welcome ([`attach`]), turn a
 //! welcomed connection into channels of events and commands ([`bridge`]),
 //! and follow the other agents of this machine ([`fleet`]). The agent's
 //! server is `vigil_agent::server`; both sides frame lines with
-//! [`crate::lines`] and find sockets with [`crate::runtime`].
+//! [`vigil_protocol::lines`] and find sockets with [`vigil_protocol::runtime`].
 //!
 //! It never starts an agent process, never renders and never executes.
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
-use crate::OnExit;
-use crate::fleet::{FleetAnswer, FleetView};
+use vigil_protocol::OnExit;
+use vigil_protocol::fleet::{FleetAnswer, FleetView};
 
 pub mod attach;
 pub mod bridge;

@@ -22,11 +22,11 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::FleetFeed;
 use super::attach::{self, Link};
-use crate::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView, label};
-use crate::lines::read_line;
-use crate::runtime;
-use crate::wire::{AgentInfo, ClientMsg, Role, ServerMsg};
-use crate::{AgentCommand, AgentEvent, ApprovalRequest};
+use vigil_protocol::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView, label};
+use vigil_protocol::lines::read_line;
+use vigil_protocol::runtime;
+use vigil_protocol::wire::{AgentInfo, ClientMsg, Role, ServerMsg};
+use vigil_protocol::{AgentCommand, AgentEvent, ApprovalRequest};
 
 /// How often the runtime directory is looked at for new agents.
 const SCAN_EVERY: Duration = Duration::from_secs(1);
@@ -295,8 +295,8 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Risk;
-    use crate::wire::AgentState;
+    use vigil_protocol::Risk;
+    use vigil_protocol::wire::AgentState;
 
     fn info(id: &str, started_ms: u64) -> AgentInfo {
         AgentInfo {
@@ -322,7 +322,7 @@ mod tests {
             call_id: format!("c{id}"),
             tool: "run_shell".into(),
             target: "local".into(),
-            gate: crate::GateInfo::shell("touch x"),
+            gate: vigil_protocol::GateInfo::shell("touch x"),
             estimate: Risk::Medium,
             estimate_reason: String::new(),
             automatic: false,
@@ -390,14 +390,14 @@ mod tests {
         state.route(FleetAnswer {
             agent: "b".into(),
             id: 7,
-            decision: crate::Answer::Deny,
+            decision: vigil_protocol::Answer::Deny,
         });
         assert_eq!(
             b.try_recv().ok(),
             Some(ClientMsg::Command {
                 command: AgentCommand::Approval {
                     id: 7,
-                    decision: crate::Answer::Deny,
+                    decision: vigil_protocol::Answer::Deny,
                     token: "token-7".into(),
                 }
             }),
@@ -408,7 +408,7 @@ mod tests {
         state.route(FleetAnswer {
             agent: "gone".into(),
             id: 7,
-            decision: crate::Answer::ApproveOnce,
+            decision: vigil_protocol::Answer::ApproveOnce,
         });
         assert!(a.try_recv().is_err() && b.try_recv().is_err());
     }
@@ -450,8 +450,8 @@ mod tests {
                 4,
                 AgentEvent::ApprovalResolved {
                     id: 2,
-                    decision: crate::ApprovalDecision::Deny,
-                    decided_by: crate::DecidedBy::Operator,
+                    decision: vigil_protocol::ApprovalDecision::Deny,
+                    decided_by: vigil_protocol::DecidedBy::Operator,
                     previewed: false,
                     answered_by: None,
                 },

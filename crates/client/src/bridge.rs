@@ -20,9 +20,9 @@ use tokio::task::JoinHandle;
 
 use super::Leaving;
 use super::attach::{Connection, Link, STOP_WAIT, clip};
-use crate::lines::read_line;
-use crate::wire::{ClientMsg, ServerMsg};
-use crate::{AgentCommand, AgentEvent};
+use vigil_protocol::lines::read_line;
+use vigil_protocol::wire::{ClientMsg, ServerMsg};
+use vigil_protocol::{AgentCommand, AgentEvent};
 
 /// How long the last line (`Detach`, `Stop`) may take to go out.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);

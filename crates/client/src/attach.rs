@@ -14,10 +14,10 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use crate::OnExit;
-use crate::lines::{LineError, read_line};
-use crate::runtime::{self, RuntimeError};
-use crate::wire::{AgentInfo, ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
+use vigil_protocol::OnExit;
+use vigil_protocol::lines::{LineError, read_line};
+use vigil_protocol::runtime::{self, RuntimeError};
+use vigil_protocol::wire::{AgentInfo, ClientMsg, ConsoleTag, PROTOCOL_VERSION, Role, ServerMsg};
 
 /// How long the agent may take to answer a hello or a status request.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
