@@ -128,19 +128,23 @@ async fn the_denylist_sees_every_wrapper_in_every_mode() {
     row(Guard::Denylist).await;
 }
 
+/// `command` under approve-all with no guard at all (the controls).
+async fn unguarded(home: &Home, command: &str) -> Run {
+    home.exec(
+        "[agent]\napproval = \"ask\"\n",
+        &one_command(command),
+        &["--auto-approve"],
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plain_form_runs_when_nothing_guards_it() {
     let home = Home::new();
     let canary = home.file("canary");
     std::fs::write(&canary, "x").unwrap();
     let command = format!("env -i A=1 rm -f {}", canary.display());
-    let run = home
-        .exec(
-            "[agent]\napproval = \"ask\"\n",
-            &one_command(&command),
-            &["--auto-approve"],
-        )
-        .await;
+    let run = unguarded(&home, &command).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!canary.exists(), "the control ran: {}", fate(&run));
 }
@@ -190,4 +194,41 @@ async fn a_program_that_cannot_be_told_is_asked_with_the_reason() {
         )
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// The red team's forms (2026-11-29) where `rm` runs out of the guard's
+/// sight: under approve-all with a `deny` rule on `rm` each is asked (the
+/// card names the blind spot) and the canary stays; with no guard the
+/// same form deletes it (the harness sees a run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_guard_cannot_see_is_asked_even_under_approve_all() {
+    let home = Home::new();
+    let guarded = config(&home, Guard::Rule, "approval = \"ask\"");
+    for form in [
+        "trap 'rm -f {}' 0",
+        "echo ${VIGIL_UNSET:-$(rm -f {})}",
+        "awk 'BEGIN{system(\"rm -f {}\")}'",
+        "timeout 3 watch -n .5 rm -f {}",
+    ] {
+        let canary = home.file("blind-canary");
+        std::fs::write(&canary, "keep").unwrap();
+        let command = form.replace("{}", &canary.display().to_string());
+        let run = home
+            .exec(&guarded, &one_command(&command), &["--auto-approve"])
+            .await;
+        assert_eq!(run.code, 3, "`{command}`: {}", fate(&run));
+        let why = run.request()["facts"]["trial"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(why.contains("cannot tell which program runs"), "{why}");
+        assert!(canary.exists(), "`{command}` ran past the rule");
+        // Control: nothing guards it, approve-all runs it.
+        let run = unguarded(&home, &command).await;
+        assert!(
+            !canary.exists(),
+            "the control of `{command}` ran: {}",
+            fate(&run)
+        );
+    }
 }

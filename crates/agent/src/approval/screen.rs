@@ -57,7 +57,7 @@ impl ApprovalBroker {
         if !hooks.guards_commands(call.tool) {
             return None;
         }
-        vigil_policy::blind::blind_spot(command)
+        command.runs.why_unknown()
     }
 
     /// Whether an ungated call of `tool` must be screened: a deny or ask

@@ -200,7 +200,10 @@ pub fn matches(m: &HookMatch, tool: &str, command: Option<&Command>) -> bool {
         return true;
     }
     let runs = &command.runs;
+    // A program that can run others out of sight (`awk '…system…'`,
+    // `watch rm`, `git -c …`) is shown to the hook too: it decides.
     !runs.resolved()
+        || vigil_policy::blind::blind_spot(command).is_some()
         || runs
             .runs
             .iter()

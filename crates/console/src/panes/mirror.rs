@@ -40,9 +40,15 @@ pub struct MirrorPane {
 }
 
 impl MirrorPane {
+    /// The pane to mirror. A capture that came before the session said
+    /// which pane (the feed and the events travel apart: a console that
+    /// attaches gets the newest capture at once) is kept; another pane's
+    /// capture is dropped.
     pub fn set_target(&mut self, target: Option<MirrorTarget>) {
+        if self.target.as_ref().is_some_and(|t| *t != target) {
+            self.content = None;
+        }
         self.target = Some(target);
-        self.content = None;
     }
 
     pub fn target(&self) -> Option<&MirrorTarget> {
@@ -255,6 +261,24 @@ mod tests {
             text.lines[0].spans[0].style.fg,
             Some(ratatui::style::Color::Red)
         );
+    }
+
+    #[test]
+    fn a_capture_before_the_target_is_kept_and_another_panes_is_dropped() {
+        let target = |pane: &str| {
+            Some(MirrorTarget {
+                server_args: vec!["-L".into(), "vigil".into()],
+                pane: pane.into(),
+            })
+        };
+        let mut m = MirrorPane::default();
+        m.set_content("$ first capture");
+        m.set_target(target("%0"));
+        assert!(m.content().is_some(), "the attach-time capture stays");
+        m.set_target(target("%0"));
+        assert!(m.content().is_some(), "the same pane again keeps it");
+        m.set_target(target("%1"));
+        assert!(m.content().is_none(), "another pane's capture goes");
     }
 
     #[test]
