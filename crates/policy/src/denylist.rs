@@ -46,7 +46,10 @@ impl Denylist {
         let runs = &command.runs.runs;
         self.entries
             .iter()
-            .find(|(_, pattern)| runs.iter().any(|words| contains_run(words, pattern)))
+            .find(|(_, pattern)| {
+                runs.iter()
+                    .any(|words| contains_run(words, pattern) || same_flags(words, pattern))
+            })
             .map(|(entry, _)| entry.as_str())
     }
 
@@ -67,6 +70,30 @@ fn entry_words(entry: &str) -> Vec<String> {
         .into_iter()
         .flatten()
         .collect()
+}
+
+/// An entry of a program and short flags (`rm -rf`, `chmod -R`) matches
+/// that program given those flags in any order or grouping (`rm -fr`,
+/// `rm -r -f x`, `rm -v -rf`): the first word of the run is the program,
+/// every flag letter of the entry is among its short flags.
+fn same_flags(words: &[String], pattern: &[String]) -> bool {
+    let short = |w: &&String| w.len() > 1 && w.starts_with('-') && !w.starts_with("--");
+    let (Some(program), Some(flags)) = (pattern.first(), pattern.get(1..)) else {
+        return false;
+    };
+    if flags.is_empty() || !flags.iter().all(|f| short(&f)) || words.first() != Some(program) {
+        return false;
+    }
+    let given: String = words[1..]
+        .iter()
+        .take_while(|w| *w != "--")
+        .filter(short)
+        .map(|w| &w[1..])
+        .collect();
+    flags
+        .iter()
+        .flat_map(|f| f[1..].chars())
+        .all(|c| given.contains(c))
 }
 
 fn contains_run(words: &[String], pattern: &[String]) -> bool {
@@ -136,5 +163,24 @@ mod tests {
         assert!(list.unresolved(&read("eval \"$X\"")).is_some());
         assert_eq!(Denylist::default().unresolved(&read("$CMD -rf /")), None);
         assert_eq!(list.unresolved(&read("rm -rf /tmp/x")), None);
+    }
+
+    #[test]
+    fn flag_entries_match_in_any_order_or_grouping() {
+        let list = Denylist::read(&["rm -rf".to_string(), "chmod -R".to_string()]);
+        for cmd in [
+            "rm -rf x",
+            "rm -fr x",
+            "rm -r -f x",
+            "rm -v -rf x",
+            "rm -Rrf x",
+            "sudo rm -f -r x",
+        ] {
+            assert_eq!(list.denied_by(&read(cmd)), Some("rm -rf"), "{cmd}");
+        }
+        assert_eq!(list.denied_by(&read("chmod -vR 700 d")), Some("chmod -R"));
+        for cmd in ["rm -f x", "rm -r x", "rm x -- -rf", "chmod 700 d"] {
+            assert_eq!(list.denied_by(&read(cmd)), None, "{cmd}");
+        }
     }
 }
