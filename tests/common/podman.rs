@@ -92,7 +92,14 @@ impl Store {
     /// Open the store, building the image if it is not there yet.
     pub fn open() -> Result<Store, String> {
         let uid = unsafe { libc::geteuid() };
-        let dir = std::env::temp_dir().join(format!("vigil-test-podman-{uid}"));
+        // Kept between runs (images are built once per machine), so it lives
+        // in the CI cache beside the wheels, never among the temp entries
+        // a run must leave as it found them.
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = cache.join(format!("vigil-ci/podman-{uid}"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let store = Store { dir };
         if !Path::new("/usr/bin/busybox").exists() && !Path::new("/bin/busybox").exists() {
