@@ -251,6 +251,8 @@ const GIT_RUNS: &[&str] = &[
     "-u",
     "--extcmd",
     "--tool",
+    "-O",
+    "--open-files-in-pager",
 ];
 
 /// Variables a program reads to run another (or the shell reads later):
@@ -354,12 +356,17 @@ fn git(args: &[String]) -> Option<String> {
             "is not a git command vigil knows (an alias can run anything)",
         );
     }
-    let opt = args[i + 1..].iter().find(|a| {
-        GIT_RUNS
-            .iter()
-            .any(|o| *a == o || a.starts_with(&format!("{o}=")))
-    })?;
+    let opt = args[i + 1..]
+        .iter()
+        .find(|a| GIT_RUNS.iter().any(|o| runs_option(a, o)))?;
     hidden(&format!("`git {sub} {opt}`"), "runs a program")
+}
+
+/// Whether the word `a` is the option `o`: alone, with `=value`, or (a
+/// short option) with its value attached (`-Orm`, `-xcmd`).
+fn runs_option(a: &str, o: &str) -> bool {
+    let short = o.len() == 2 && !o.starts_with("--");
+    a == o || a.starts_with(&format!("{o}=")) || (short && a.starts_with(o))
 }
 
 /// Why an assignment (`NAME=value`) hides a program: an upper-case name

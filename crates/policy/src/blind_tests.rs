@@ -53,6 +53,14 @@ fn every_form_the_red_team_ran_is_seen_or_asked() {
         "git fetch --upload-pack='rm -f C; git-upload-pack' .",
         "git clone -u 'rm -f C' . d",
         "sort --compress-program=./x a",
+        // Tried after the session's change (2026-11-29), for real as root
+        // and as uid 65534: `git grep -O<pager>` runs the pager on the
+        // matching files, so `-Orm` deleted them past a rule on rm.
+        "git grep -Orm -e foo",
+        "git grep --open-files-in-pager=rm -e foo",
+        "ssh-agent rm -f C",
+        "exec -a x rm -f C",
+        "command -p rm -f C",
         "env -i X=1 rm -f C",
         "env -S'rm -f C'",
         "env -vS'rm -f C'",
