@@ -119,7 +119,6 @@ const LEAF: &[&str] = &[
     "fgrep",
     "ag",
     "jq",
-    "wc",
     "sort",
     // processes and network
     "ps",
