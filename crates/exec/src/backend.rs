@@ -169,6 +169,7 @@ impl<T: Transport> Backend for CommandBackend<T> {
         self.can_sandbox().then(|| super::TrialShell {
             shell: "sh".into(),
             env: None,
+            state: None,
         })
     }
 

@@ -71,6 +71,12 @@ pub trait Approver: Send + Sync {
 /// How a call decided by its trial in the view is named.
 pub const RAN_IN_VIEW: &str = "ran in the view: no effects";
 
+/// What the record says of a command that only changes a managed pane's
+/// shell (`cd`, `export`, `alias`), run for real in the pane after a clean
+/// trial.
+pub const RAN_IN_PANE: &str =
+    "tried in the view: no effects but the pane's shell state; ran in the pane";
+
 /// An approver that answers every request the same way (`--auto-approve`, or
 /// fail-closed when no operator is present).
 pub struct FixedApprover(pub ApprovalDecision);

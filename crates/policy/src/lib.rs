@@ -17,6 +17,7 @@
 pub mod allow_list;
 pub mod denylist;
 pub mod gate;
+pub mod pane_state;
 pub mod prefix_rule;
 pub mod resolve;
 pub mod risk;

@@ -346,6 +346,11 @@ pub trait Tool: Send + Sync {
 pub enum Trial {
     /// The view saw no effect: this is the call's result.
     Clean(ToolOutput),
+    /// The view saw no effect and the command does nothing but change a
+    /// managed pane's shell (`cd`, `export`, `alias`): it runs for real in
+    /// the pane, unasked, so the pane and the model agree. Why, for the
+    /// record.
+    InPane(String),
     /// Ask the operator: why, and the view's report when it ran.
     Asks {
         why: String,

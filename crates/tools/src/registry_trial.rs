@@ -58,6 +58,13 @@ impl ToolRegistry {
                 let d = trials.ran_in_view(&ctx.call_id, name, gate, facts).await;
                 Ok(viewed_run(output, d))
             }
+            Trial::InPane(why) => {
+                let cwd = facts.cwd.clone();
+                let d = trials
+                    .runs_in_pane(&ctx.call_id, name, gate, facts, &why)
+                    .await;
+                Ok(pane_run(tool, arguments, cwd, d, ctx).await)
+            }
             Trial::Asks { why, report } => {
                 facts.trial = Some(why);
                 Err(trials
@@ -99,6 +106,12 @@ async fn card_during_trial(
                         TrialVerdict::Clean
                     }
                     Trial::Asks { why, report } => TrialVerdict::Asks { why, report },
+                    // The card is up already: the operator's `y` runs it
+                    // in the pane.
+                    Trial::InPane(why) => TrialVerdict::Asks {
+                        why: format!("{why}; y runs it in the pane"),
+                        report: None,
+                    },
                 };
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(verdict);
@@ -112,6 +125,49 @@ async fn card_during_trial(
                     (d, _) => Err(d),
                 };
             }
+        }
+    }
+}
+
+/// A command that only changes the pane's shell, after a clean trial: it
+/// runs for real in the pane (not in the kernel sandbox, whose shell is
+/// not the pane's), in the directory the trial ran in.
+async fn pane_run(
+    tool: &dyn Tool,
+    arguments: &str,
+    cwd: Option<String>,
+    decision: ApprovalDecision,
+    ctx: &ToolContext,
+) -> ToolRun {
+    let real = ToolContext {
+        sandboxed: false,
+        asked: false,
+        approved_cwd: cwd,
+        ..ctx.clone()
+    };
+    real.emit(ToolStream::Started {
+        summary: "(only the pane's shell changes: running it in the pane)".into(),
+    });
+    let result = tool.execute(arguments, &real).await;
+    real.emit(ToolStream::Completed);
+    match result {
+        Ok(output) => {
+            let mut env = envelope::wrap(output.result.clone());
+            env["ran_in"] = json!(vigil_policy::gate::RAN_IN_PANE);
+            ToolRun {
+                model_text: env.to_string(),
+                output: Some(output),
+                error: None,
+                decision: Some(decision),
+                class: None,
+                notes: Vec::new(),
+                suppressed: false,
+            }
+        }
+        Err(e) => {
+            let mut run = ToolRun::failed(e);
+            run.decision = Some(decision);
+            run
         }
     }
 }

@@ -35,6 +35,21 @@ pub trait TrialApprover: Send + Sync {
         facts: CallFacts,
     ) -> ApprovalDecision;
 
+    /// The trial saw no effect and the command only changes the pane's
+    /// shell: it runs for real in the pane, unasked (`why` for the
+    /// record). Returns the decision to record.
+    async fn runs_in_pane(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        why: &str,
+    ) -> ApprovalDecision {
+        let _ = why;
+        self.ran_in_view(call_id, tool, gate, facts).await
+    }
+
     /// The trial showed effects or could not be made (`facts.trial` says
     /// which): ask the operator, with the trial's report for the card.
     async fn decide_after_trial(

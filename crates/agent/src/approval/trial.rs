@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::{ApprovalBroker, Outcome, PendingGuard, WITHDRAWN, lock, named, operator_record};
 use vigil_exec::preview::PreviewReport;
 use vigil_policy::gate::{
-    ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_VIEW, is_command,
+    ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_PANE, RAN_IN_VIEW, is_command,
 };
 use vigil_policy::secret_reads::Scope;
 use vigil_policy::view_eligible;
@@ -172,6 +172,20 @@ impl TrialApprover for ApprovalBroker {
         facts: CallFacts,
     ) -> ApprovalDecision {
         self.record_trial(call_id, tool, gate, facts)
+    }
+
+    async fn runs_in_pane(
+        &self,
+        call_id: &str,
+        tool: &str,
+        gate: &GateInfo,
+        facts: CallFacts,
+        _why: &str,
+    ) -> ApprovalDecision {
+        let request = self.announced(call_id, tool, gate, facts, true);
+        let decision = ApprovalDecision::ApproveUnasked(format!("by policy: {RAN_IN_PANE}"));
+        self.announce(request.id, &decision, named(RAN_IN_PANE));
+        decision
     }
 
     async fn decide_after_trial(
