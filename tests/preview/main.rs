@@ -13,7 +13,9 @@ mod common;
 #[path = "../support/console.rs"]
 mod console_support;
 
+mod build_outputs;
 mod by_effect;
+mod pane_shell;
 mod preview_honesty;
 mod preview_view;
 mod sandbox_tmux;

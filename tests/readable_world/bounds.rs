@@ -154,6 +154,7 @@ fn a_trial_flooding_stdout_names_the_bound() {
     match rt.block_on(shell.trial(&vigil::tools::call_as_sent(&shell, &args.to_string()), &ctx)) {
         Trial::Asks { why, .. } => assert!(why.contains("output past 64 MB"), "{why}"),
         Trial::Clean(out) => panic!("ran unasked: {:?}", out.result),
+        Trial::InPane(why) => panic!("ran in the pane unasked: {why}"),
     }
     assert_eq!(bytes_beneath(&spill), 0, "the trial's spill stayed");
 }

@@ -169,6 +169,7 @@ impl<T: Transport> Backend for CommandBackend<T> {
         self.can_sandbox().then(|| super::TrialShell {
             shell: "sh".into(),
             env: None,
+            state: None,
         })
     }
 
@@ -215,6 +216,7 @@ impl<T: Transport> Backend for CommandBackend<T> {
                 req.timeout,
                 on_output,
                 retain,
+                &req.grants,
             )
             .await;
         }

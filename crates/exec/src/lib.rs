@@ -19,6 +19,7 @@ pub mod preview;
 pub mod process;
 pub mod pump;
 pub mod sandbox;
+pub mod shell_replay;
 pub mod ssh;
 mod ssh_errors;
 pub mod store;
@@ -56,6 +57,9 @@ pub struct RunRequest {
     /// without a fresh operator decision. A backend that cannot enforce it
     /// refuses the run ([`Backend::can_sandbox`]); it never runs it plain.
     pub sandbox: bool,
+    /// With `sandbox`: what the run may write and which shell reads it
+    /// (nothing but `/dev/null`, `/bin/sh`, by default).
+    pub grants: sandbox::Grants,
     /// Keep only windows of the output in memory and stream the rest to a
     /// spill file (`None`: keep every byte in `stdout` / `stderr`, for
     /// helpers whose output is small or must be whole).
@@ -142,6 +146,16 @@ pub struct TrialShell {
     /// The environment a real run starts with (a pane shell's, filtered
     /// like every tool process's); `None`: the one plain runs get.
     pub env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// A managed pane's shell state, captured for the trial to replay
+    /// (`Err`: why it could not be read; `None`: plain runs, no state).
+    pub state: Option<Result<PaneShell, String>>,
+}
+
+/// A managed pane's shell, as a trial replays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneShell {
+    pub kind: shell_replay::ShellKind,
+    pub replay: shell_replay::Replay,
 }
 
 /// An execution backend.

@@ -69,6 +69,18 @@ pub trait Approver: Send + Sync {
 /// How a call decided by its trial in the view is named.
 pub const RAN_IN_VIEW: &str = "ran in the view: no effects";
 
+/// What the record says of a command that only changes a managed pane's
+/// shell (`cd`, `export`, `alias`), run for real in the pane after a clean
+/// trial.
+pub const RAN_IN_PANE: &str =
+    "tried in the view: no effects but the pane's shell state; ran in the pane";
+
+/// What the record says of a build or test whose trial changed only
+/// outputs git ignores: it ran for real in the kernel sandbox, allowed to
+/// write beneath those folders only.
+pub const RAN_IN_OUTPUTS: &str = "tried in the view: it changed only outputs git ignores; ran in \
+     the sandbox, writing only beneath them";
+
 /// An approver that answers every request the same way (`--auto-approve`, or
 /// fail-closed when no operator is present).
 pub struct FixedApprover(pub ApprovalDecision);

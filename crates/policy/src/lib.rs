@@ -19,6 +19,7 @@ pub mod blind;
 pub mod call;
 pub mod denylist;
 pub mod gate;
+pub mod pane_state;
 pub mod prefix_rule;
 pub mod resolve;
 pub mod risk;

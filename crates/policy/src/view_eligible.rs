@@ -3,8 +3,10 @@
 //! it is tried.
 //!
 //! The view is this machine with a few things changed: its own process
-//! list, no network interfaces, no capability, no terminal, and (for a
-//! managed pane) a fresh shell instead of the pane's. A command whose
+//! list, no network interfaces, no capability, no terminal. For a managed
+//! pane the trial's shell replays the pane's captured state; what a
+//! command would leave in the pane's shell to run later, outside any
+//! trial (a hook, a trap, a prompt), is asked ([`super::pane_state`]). A command whose
 //! result depends on one of those would give the model a result the real
 //! run would not give, so it is not tried; it is asked, and the card names
 //! the rule ([`Ineligible::rule`]). What the view shows after the trial
@@ -21,6 +23,7 @@ use super::secret_reads::{self, Scope};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ineligible {
     /// The rule's short name (`processes`, `network`, `shell-state`,
+    /// `shell-hook`,
     /// `terminal`, `privilege`, `secret`).
     pub rule: &'static str,
     /// The reason, for the card and `vigil policy check`.
@@ -61,49 +64,6 @@ const NETWORK: &[&str] = &[
     "resolvectl",
 ];
 
-/// Built-ins that read or change the shell's own state: in a managed pane
-/// they act on the pane's shell, which the view does not have.
-const SHELL_STATE: &[&str] = &[
-    "cd",
-    "pushd",
-    "popd",
-    "dirs",
-    "export",
-    "unset",
-    "alias",
-    "unalias",
-    "source",
-    ".",
-    "set",
-    "shopt",
-    "setopt",
-    "unsetopt",
-    "declare",
-    "typeset",
-    "local",
-    "readonly",
-    "eval",
-    "exec",
-    "exit",
-    "logout",
-    "history",
-    "fc",
-    "hash",
-    "type",
-    "command",
-    "builtin",
-    "trap",
-    "ulimit",
-    "umask",
-    "enable",
-    "bind",
-    "complete",
-    "compgen",
-    "functions",
-    "rehash",
-    "return",
-];
-
 /// Programs that need a terminal or wait for a person.
 const TERMINAL: &[&str] = &[
     "vim", "vi", "nvim", "nano", "emacs", "pico", "less", "more", "most", "man", "info", "watch",
@@ -141,15 +101,19 @@ pub fn check(script: &Script, pane: bool, scope: &Scope) -> Result<(), Ineligibl
     }
     for cmd in &script.commands {
         by_program(cmd)?;
-        if pane {
-            pane_state(cmd)?;
-        }
     }
-    if pane && script.features.function {
-        return Err(no(
-            "shell-state",
-            "it defines a function in the pane's shell, which the view does not have".into(),
-        ));
+    if pane {
+        if let Some(why) = super::pane_state::hook(script) {
+            return Err(no("shell-hook", why));
+        }
+        if script.features.function {
+            return Err(no(
+                "shell-state",
+                "it defines a function in the pane's shell: asked so that `y` runs it there \
+                 (a trial would leave the pane without it)"
+                    .into(),
+            ));
+        }
     }
     Ok(())
 }
@@ -212,33 +176,6 @@ fn is_other_process(word: &str) -> bool {
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '*' || c == '['))
 }
 
-fn pane_state(cmd: &SimpleCommand) -> Result<(), Ineligible> {
-    if let Some(name) = cmd.program().map(vigil_shell::program_name)
-        && SHELL_STATE.contains(&name)
-    {
-        return Err(no(
-            "shell-state",
-            format!("`{name}` reads or changes the pane's shell, which the view does not have"),
-        ));
-    }
-    if cmd.words.is_empty() && !cmd.assignments.is_empty() {
-        return Err(no(
-            "shell-state",
-            "it sets a variable of the pane's shell, which the view does not have".into(),
-        ));
-    }
-    if let Some(w) = cmd.words.iter().find(|w| w.raw.contains('$')) {
-        return Err(no(
-            "shell-state",
-            format!(
-                "`{}` expands what the pane's shell may have set; the view starts a fresh shell",
-                w.raw
-            ),
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,10 +228,14 @@ mod tests {
 
     #[test]
     fn the_pane_shell_state_counts_only_in_a_pane() {
-        assert_eq!(rule("cd src", true), Some("shell-state"));
-        assert_eq!(rule("cd src", false), None);
-        assert_eq!(rule("echo $PATH", true), Some("shell-state"));
-        assert_eq!(rule("X=1", true), Some("shell-state"));
+        // The trial replays the pane's state: reading it is no reason.
+        assert_eq!(rule("cd src", true), None);
+        assert_eq!(rule("echo $PATH", true), None);
+        assert_eq!(rule("X=1", true), None);
         assert_eq!(rule("f() { ls; }", true), Some("shell-state"));
+        assert_eq!(rule("f() { ls; }", false), None);
+        assert_eq!(rule("PROMPT_COMMAND='id'", true), Some("shell-hook"));
+        assert_eq!(rule("trap 'id' EXIT", true), Some("shell-hook"));
+        assert_eq!(rule("trap 'id' EXIT", false), None);
     }
 }

@@ -152,7 +152,9 @@ pub struct PreviewReport {
 /// a real run gets. Not an effect.
 const LOOKUP_SOCKETS: &[&str] = &["unix:/var/run/nscd/socket", "unix:/run/nscd/socket"];
 
-fn is_lookup(address: &str) -> bool {
+/// Whether a refused connection was a name lookup (the resolver's local
+/// sockets), not a reach outside.
+pub fn is_lookup(address: &str) -> bool {
     !address.contains("/..")
         && (LOOKUP_SOCKETS.contains(&address) || address.starts_with("unix:/run/systemd/userdb/"))
 }

@@ -5,6 +5,7 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
+mod build_outputs;
 pub mod edit;
 pub mod envelope;
 pub mod failure;
@@ -121,6 +122,23 @@ pub struct ToolContext {
     /// is allowed. The registry sets it; it is never set for an unasked
     /// approval or an ungated call.
     pub asked: bool,
+    /// With `sandboxed`: what the sandboxed run may write beyond nothing
+    /// (a build's git-ignored outputs, after its trial) and which shell
+    /// reads it.
+    pub grants: vigil_exec::sandbox::Grants,
+}
+
+/// A build or test to run for real after its trial, confined to the
+/// outputs the trial wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputsRun {
+    /// Folders to write beneath, shell, and the text that shell reads (the
+    /// trial's own: the pane's replayed state and the command).
+    pub grants: vigil_exec::sandbox::Grants,
+    /// Output folders the real tree lacks, made just before the run.
+    pub missing: Vec<std::path::PathBuf>,
+    /// The folders as the operator reads them (`target/`).
+    pub names: String,
 }
 
 impl ToolContext {
@@ -362,6 +380,15 @@ pub trait Tool: Send + Sync {
 pub enum Trial {
     /// The view saw no effect: this is the call's result.
     Clean(ToolOutput),
+    /// The view saw no effect and the command does nothing but change a
+    /// managed pane's shell (`cd`, `export`, `alias`): it runs for real in
+    /// the pane, unasked, so the pane and the model agree. Why, for the
+    /// record.
+    InPane(String),
+    /// The view saw only files made or changed beneath folders git
+    /// ignores (a build's or a test's outputs): it runs for real in the
+    /// kernel sandbox, writing only there ([`build_outputs`]).
+    Outputs(OutputsRun),
     /// Ask the operator: why, and the view's report when it ran.
     Asks {
         why: String,

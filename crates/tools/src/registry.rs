@@ -69,7 +69,7 @@ impl ToolRun {
         }
     }
 
-    fn failed(error: ToolError) -> Self {
+    pub(super) fn failed(error: ToolError) -> Self {
         let class = error.class();
         ToolRun {
             model_text: error_text(&error, class),

@@ -3,17 +3,20 @@
 //! saw no effect, otherwise hand the operator's decision back; a trial
 //! still running after a moment gets its card at once.
 //!
-//! It never runs a call outside the view: what is approved afterwards runs
-//! through the registry's ordinary path.
+//! It never runs a call outside the view, but for one that the trial found
+//! changes nothing except a managed pane's shell (`cd`, `export`): that runs
+//! in the pane, since the view's shell is not the pane's. What is approved
+//! afterwards runs through the registry's ordinary path.
 
 use serde_json::json;
 
 use super::envelope;
+use super::failure::FailureClass;
 use super::registry::{ToolRegistry, ToolRun};
 use super::trial_approver::{TrialApprover, TrialVerdict};
-use super::{Tool, ToolContext, ToolOutput, ToolStream, Trial};
+use super::{OutputsRun, Tool, ToolContext, ToolError, ToolOutput, ToolStream, Trial};
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::ApprovalDecision;
+use vigil_policy::gate::{ApprovalDecision, RAN_IN_OUTPUTS, RAN_IN_PANE};
 
 impl ToolRegistry {
     /// `approval = "by_effect"`: run the call in the throwaway view. No
@@ -47,7 +50,7 @@ impl ToolRegistry {
         let trial = tokio::select! {
             t = &mut trial => t,
             _ = tokio::time::sleep(CARD_AFTER) => {
-                let d = card_during_trial(trials, trial, call, gate, facts, ctx).await;
+                let d = card_during_trial(trials, tool, trial, call, gate, facts, ctx).await;
                 trying.emit(ToolStream::Completed);
                 return d;
             }
@@ -57,6 +60,14 @@ impl ToolRegistry {
             Trial::Clean(output) => {
                 let d = trials.ran_in_view(&ctx.call_id, call, gate, facts).await;
                 Ok(viewed_run(output, d))
+            }
+            Trial::InPane(_) | Trial::Outputs(_) => {
+                let real = ForReal::of(trial).expect("a run for real");
+                let cwd = facts.cwd.clone();
+                let d = trials
+                    .runs_for_real(&ctx.call_id, call, gate, facts, real.how())
+                    .await;
+                Ok(real.run(tool, call, cwd, d, ctx).await)
             }
             Trial::Asks { why, report } => {
                 facts.trial = Some(why);
@@ -77,6 +88,7 @@ const CARD_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 /// answer first ends the trial (dropping it ends the view).
 async fn card_during_trial(
     trials: &dyn TrialApprover,
+    tool: &dyn Tool,
     trial: std::pin::Pin<&mut (impl std::future::Future<Output = Trial> + ?Sized)>,
     call: &ToolCall,
     gate: &vigil_policy::gate::GateInfo,
@@ -84,11 +96,13 @@ async fn card_during_trial(
     ctx: &ToolContext,
 ) -> Result<ToolRun, ApprovalDecision> {
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let facts_cwd = facts.cwd.clone();
     let decide = trials.decide_during_trial(&ctx.call_id, call, gate, facts, rx);
     tokio::pin!(decide);
     let mut trial = Some(trial);
     let mut tx = Some(tx);
     let mut clean = None;
+    let mut real = None;
     loop {
         tokio::select! {
             done = async { trial.as_mut().expect("guarded").as_mut().await }, if trial.is_some() => {
@@ -99,6 +113,15 @@ async fn card_during_trial(
                         TrialVerdict::Clean
                     }
                     Trial::Asks { why, report } => TrialVerdict::Asks { why, report },
+                    // Like a clean trial: the card is withdrawn and the
+                    // command runs for real (in the pane, or confined to
+                    // its outputs).
+                    done @ (Trial::InPane(_) | Trial::Outputs(_)) => {
+                        let r = ForReal::of(done).expect("a run for real");
+                        let verdict = TrialVerdict::ForReal(r.how());
+                        real = Some(r);
+                        verdict
+                    }
                 };
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(verdict);
@@ -109,8 +132,105 @@ async fn card_during_trial(
                     (d @ ApprovalDecision::ApproveUnasked(_), Some(output)) => {
                         Ok(viewed_run(output, d))
                     }
+                    (d @ ApprovalDecision::ApproveUnasked(_), None) if real.is_some() => {
+                        let real = real.expect("checked");
+                        Ok(real.run(tool, call, facts_cwd.clone(), d, ctx).await)
+                    }
                     (d, _) => Err(d),
                 };
+            }
+        }
+    }
+}
+
+/// A call that runs for real, unasked, after its trial: a command that
+/// only changes the pane's shell runs in the pane (not in the kernel
+/// sandbox, whose shell is not the pane's); a build that changed only
+/// outputs git ignores runs in the kernel sandbox, writing only beneath
+/// them. Both in the directory the trial ran in.
+enum ForReal {
+    InPane,
+    Outputs(OutputsRun),
+}
+
+impl ForReal {
+    fn of(trial: Trial) -> Option<Self> {
+        match trial {
+            Trial::InPane(_) => Some(ForReal::InPane),
+            Trial::Outputs(run) => Some(ForReal::Outputs(run)),
+            _ => None,
+        }
+    }
+
+    /// How the record names it.
+    fn how(&self) -> &'static str {
+        match self {
+            ForReal::InPane => RAN_IN_PANE,
+            ForReal::Outputs(_) => RAN_IN_OUTPUTS,
+        }
+    }
+
+    async fn run(
+        self,
+        tool: &dyn Tool,
+        call: &ToolCall,
+        cwd: Option<String>,
+        decision: ApprovalDecision,
+        ctx: &ToolContext,
+    ) -> ToolRun {
+        let (real, summary) = match &self {
+            ForReal::InPane => (
+                ToolContext {
+                    sandboxed: false,
+                    asked: false,
+                    approved_cwd: cwd,
+                    ..ctx.clone()
+                },
+                "(only the pane's shell changes: running it in the pane)".to_string(),
+            ),
+            ForReal::Outputs(run) => (
+                ToolContext {
+                    sandboxed: true,
+                    asked: false,
+                    approved_cwd: cwd,
+                    grants: run.grants.clone(),
+                    ..ctx.clone()
+                },
+                format!(
+                    "(it changed only outputs git ignores: running it in the sandbox, writing \
+                     only beneath {})",
+                    run.names
+                ),
+            ),
+        };
+        real.emit(ToolStream::Started { summary });
+        let made = match &self {
+            ForReal::Outputs(run) => run.make_missing(),
+            ForReal::InPane => Ok(()),
+        };
+        let result = match made {
+            Ok(()) => tool.execute(call, &real).await,
+            Err(why) => Err(ToolError::failed(FailureClass::PermissionDenied, why)),
+        };
+        real.emit(ToolStream::Completed);
+        match result {
+            Ok(output) => {
+                let mut env = envelope::wrap(output.result.clone());
+                env["ran_in"] = json!(self.how());
+                ToolRun {
+                    model_text: env.to_string(),
+                    output: Some(output),
+                    error: None,
+                    decision: Some(decision),
+                    class: None,
+                    notes: Vec::new(),
+                    suppressed: false,
+                }
+            }
+            Err(e) => {
+                let mut run = ToolRun::failed(e);
+                run.decision = Some(decision);
+                run
             }
         }
     }

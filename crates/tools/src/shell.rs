@@ -246,6 +246,12 @@ impl Tool for RunShell {
             session: args.session,
             pane: args.pane,
             sandbox: ctx.sandboxed || self.config.always_sandboxed,
+            // Only a run sandboxed for its caller's sake gets the caller's
+            // grants (a build's outputs after its trial).
+            grants: match ctx.sandboxed {
+                true => ctx.grants.clone(),
+                false => Default::default(),
+            },
             retain: Some(self.retain(ctx)),
             read: Some(read),
         };

@@ -5,15 +5,19 @@
 //!
 //! A trial never runs anything outside the view: a command that is asked
 //! afterwards runs for real only on the operator's word, through
-//! `run_shell`'s ordinary execute path.
+//! `run_shell`'s ordinary execute path. What a clean trial may still hand
+//! on to run for real, unasked: a command that only changes a managed
+//! pane's shell ([`Trial::InPane`]), and a build whose only effects were
+//! outputs git ignores ([`Trial::Outputs`], confined to them).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use vigil_policy::call::ToolCall;
 
+use super::build_outputs;
 use super::live::LiveOutput;
 use super::shell_args::{Wait, parse};
-use super::{ToolContext, ToolOutput, Trial};
+use super::{OutputsRun, ToolContext, ToolOutput, Trial};
 use vigil_exec::capture::Retain;
 use vigil_exec::preview::{self, PreviewOptions, PreviewReport, Run};
 use vigil_exec::{ExecutionContext, RunOutcome, TrialShell};
@@ -63,6 +67,7 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
     let Some(TrialShell {
         shell: program,
         env,
+        state,
     }) = shell.exec.trial_shell(session, pane).await
     else {
         return asks(
@@ -71,6 +76,30 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
         );
     };
     let in_pane = env.is_some();
+    let pane_shell = match state {
+        Some(Err(why)) => return asks(format!("not tried in the view: {why}")),
+        Some(Ok(p)) => Some(p),
+        None => None,
+    };
+    if let Some(name) = pane_shell
+        .as_ref()
+        .and_then(|p| expands_withheld(&args.command, &p.replay.withheld))
+    {
+        return asks(format!(
+            "not tried in the view: it expands `${name}`, a variable of the pane whose name looks \
+             like a secret (kept out of trials)"
+        ));
+    }
+    let script = match &pane_shell {
+        Some(p) => vigil_exec::shell_replay::script(p.kind, &p.replay, &args.command),
+        None => args.command.clone(),
+    };
+    // Exit 127 means "not found" in the pane too when the replay holds
+    // the pane's functions and aliases (dash cannot list its functions).
+    let unknown_127 = in_pane
+        && !pane_shell
+            .as_ref()
+            .is_some_and(|p| p.kind.lists_functions());
     let cwd = match &ctx.approved_cwd {
         Some(dir) => dir.clone(),
         None => match shell.exec.workdir(session, pane).await {
@@ -88,6 +117,11 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
         cap: Some(vigil_exec::sandbox::world::config().trial_output_cap()),
         ..shell.retain.clone()
     };
+    // A build run for real after its trial reads what the trial read: in
+    // a pane, the pane's shell and its replayed state.
+    let real_shell = pane_shell
+        .as_ref()
+        .map(|_| (PathBuf::from(&program), script.clone()));
     let run = Run {
         env,
         retain: Some(&retain),
@@ -95,20 +129,72 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
         shell: Some(program),
         ..Run::default()
     };
-    let result = preview::trial(&args.command, Path::new(&cwd), opts, run).await;
+    let result = preview::trial(&script, Path::new(&cwd), opts, run)
+        .await
+        .map(|(mut report, outcome)| {
+            report.command = args.command.clone();
+            (report, outcome)
+        });
     if let Some(live) = &live {
         live.finish(&[]);
     }
     vigil_exec::capture::release_memory();
     match result {
         Err(e) => asks(format!("the view could not run it: {e}")),
-        Ok((report, outcome)) => judge(&shell, report, &outcome, in_pane),
+        Ok((report, outcome)) => {
+            let verdict = judge(&shell, report, &outcome, unknown_127, real_shell);
+            if pane_shell.is_some() {
+                return for_the_pane(verdict, call);
+            }
+            verdict
+        }
     }
 }
 
+/// A clean trial in a managed pane: a command that only changes the
+/// pane's shell runs there for real ([`Trial::InPane`]); one that changes
+/// it besides doing more keeps the view's result, and the model is told
+/// the pane did not change.
+fn for_the_pane(verdict: Trial, call: &ToolCall) -> Trial {
+    let Trial::Clean(mut output) = verdict else {
+        return verdict;
+    };
+    let Some(read) = call.command.as_deref() else {
+        return Trial::Clean(output);
+    };
+    let script = &read.script;
+    if vigil_policy::pane_state::state_only(script) {
+        for path in &output.spill {
+            let _ = std::fs::remove_file(path);
+        }
+        return Trial::InPane(
+            "tried in the view: it only changes the pane's shell (directory, variables, \
+             aliases, options)"
+                .into(),
+        );
+    }
+    if vigil_policy::pane_state::changes_state(script)
+        && let Some(obj) = output.result.as_object_mut()
+    {
+        obj.insert(
+            "pane_unchanged".into(),
+            "this ran in a throwaway copy of the pane's shell: its cd/export/alias did not \
+             change the pane. Run the state change alone (e.g. `cd DIR`) to make it there"
+                .into(),
+        );
+    }
+    Trial::Clean(output)
+}
+
 /// The call's result when the view saw no effect, else why it is asked.
-fn judge(shell: &Host<'_>, report: PreviewReport, outcome: &RunOutcome, in_pane: bool) -> Trial {
-    let mut effects = report.effects();
+fn judge(
+    shell: &Host<'_>,
+    report: PreviewReport,
+    outcome: &RunOutcome,
+    unknown_127: bool,
+    real_shell: Option<(PathBuf, String)>,
+) -> Trial {
+    let mut effects = Vec::new();
     if outcome.captured().iter().any(|c| c.capped) {
         let cap = vigil_exec::sandbox::world::config().trial_output_cap();
         effects.push(format!(
@@ -116,13 +202,14 @@ fn judge(shell: &Host<'_>, report: PreviewReport, outcome: &RunOutcome, in_pane:
             cap / (1024 * 1024)
         ));
     }
-    effects.extend(differences(outcome, in_pane));
+    effects.extend(differences(outcome, unknown_127));
     if let Some(what) = secret_in_output(outcome) {
         effects.push(format!(
             "its output holds what looks like a secret ({what})"
         ));
     }
-    if effects.is_empty() {
+    let seen = report.effects();
+    if effects.is_empty() && seen.is_empty() {
         return Trial::Clean((shell.finish)(outcome));
     }
     // The trial's output is not the call's: its spill files go, so the
@@ -132,6 +219,30 @@ fn judge(shell: &Host<'_>, report: PreviewReport, outcome: &RunOutcome, in_pane:
             let _ = std::fs::remove_file(path);
         }
     }
+    let outputs = match (effects.is_empty(), report.writable.first()) {
+        (true, Some(tree)) => build_outputs::write_set(&report, tree).map_err(|why| {
+            tracing::debug!(%why, "not a build inside its outputs");
+        }),
+        _ => Err(()),
+    };
+    if let Ok(set) = outputs {
+        let tree = report
+            .writable
+            .first()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new("/"));
+        let (shell, script) = real_shell.unzip();
+        return Trial::Outputs(OutputsRun {
+            names: set.names(tree),
+            grants: vigil_exec::sandbox::Grants {
+                write_dirs: set.dirs,
+                shell,
+                script,
+            },
+            missing: set.missing,
+        });
+    }
+    effects.splice(0..0, seen);
     Trial::Asks {
         why: format!(
             "tried in the view: {}; y runs it again for real",
@@ -164,16 +275,34 @@ fn secret_in_output(outcome: &RunOutcome) -> Option<String> {
     })
 }
 
+/// The first of `withheld` that `command` expands (`$NAME`, `${NAME…}`).
+fn expands_withheld<'a>(command: &str, withheld: &'a [String]) -> Option<&'a str> {
+    withheld.iter().map(String::as_str).find(|name| {
+        [format!("${name}"), format!("${{{name}")]
+            .iter()
+            .any(|pat| {
+                command.match_indices(pat.as_str()).any(|(at, _)| {
+                    let next = command[at + pat.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                        || pat.starts_with("${")
+                })
+            })
+    })
+}
+
 /// What in the trial's own result says a real run could differ: a
-/// program the pane's shell may know (exit 127 in a pane), an operation
-/// the view refused.
-fn differences(outcome: &RunOutcome, in_pane: bool) -> Vec<String> {
+/// program the pane's shell may know (exit 127 in a pane whose functions
+/// vigil could not replay), an operation the view refused.
+fn differences(outcome: &RunOutcome, unknown_127: bool) -> Vec<String> {
     let mut out = Vec::new();
-    if in_pane && outcome.exit_code == Some(127) {
+    if unknown_127 && outcome.exit_code == Some(127) {
         out.push("no such program in the view (the pane's shell may define it)".into());
     }
     let [_, stderr] = outcome.captured();
     let text = String::from_utf8_lossy(&stderr.head);
+    if text.contains(vigil_exec::shell_replay::REPLAY_FAILED) {
+        out.push("the pane's shell state could not be replayed in the view".into());
+    }
     if let Some(line) = text
         .lines()
         .find(|l| REFUSALS.iter().any(|r| l.contains(r)))

@@ -15,6 +15,10 @@ use vigil_policy::gate::{ApprovalDecision, CallFacts, GateInfo};
 pub enum TrialVerdict {
     /// No effect: the trial's result stands.
     Clean,
+    /// It runs for real, unasked: how the record names it
+    /// ([`RAN_IN_PANE`](vigil_policy::gate::RAN_IN_PANE),
+    /// [`RAN_IN_OUTPUTS`](vigil_policy::gate::RAN_IN_OUTPUTS)).
+    ForReal(&'static str),
     /// Asked: why, and the report for the card.
     Asks {
         why: String,
@@ -34,6 +38,18 @@ pub trait TrialApprover: Send + Sync {
         call: &ToolCall,
         gate: &GateInfo,
         facts: CallFacts,
+    ) -> ApprovalDecision;
+
+    /// The trial showed the call may run for real unasked (`how`: only
+    /// the pane's shell changes, or only outputs git ignores). Returns the
+    /// decision to record.
+    async fn runs_for_real(
+        &self,
+        call_id: &str,
+        call: &ToolCall,
+        gate: &GateInfo,
+        facts: CallFacts,
+        how: &'static str,
     ) -> ApprovalDecision;
 
     /// The trial showed effects or could not be made (`facts.trial` says

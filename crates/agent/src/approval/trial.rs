@@ -139,10 +139,17 @@ impl ApprovalBroker {
                     verdict = None;
                     match found {
                         // Withdrawn unless the operator answered meanwhile.
-                        Ok(TrialVerdict::Clean) if lock(&self.pending).remove(&id).is_some() => {
+                        Ok(v @ (TrialVerdict::Clean | TrialVerdict::ForReal(_)))
+                            if lock(&self.pending).remove(&id).is_some() =>
+                        {
                             std::mem::forget(guard);
-                            let decision = ran_in_view();
-                            self.announce(id, &decision, named(RAN_IN_VIEW));
+                            let how = match v {
+                                TrialVerdict::ForReal(how) => how,
+                                _ => RAN_IN_VIEW,
+                            };
+                            let decision =
+                                ApprovalDecision::ApproveUnasked(format!("by policy: {how}"));
+                            self.announce(id, &decision, named(how));
                             return decision;
                         }
                         Ok(TrialVerdict::Asks { report: Some(report), .. }) => {
@@ -171,6 +178,20 @@ impl TrialApprover for ApprovalBroker {
         facts: CallFacts,
     ) -> ApprovalDecision {
         self.record_trial(call_id, call, gate, facts)
+    }
+
+    async fn runs_for_real(
+        &self,
+        call_id: &str,
+        call: &ToolCall,
+        gate: &GateInfo,
+        facts: CallFacts,
+        how: &'static str,
+    ) -> ApprovalDecision {
+        let request = self.announced(call_id, call, gate, facts, true);
+        let decision = ApprovalDecision::ApproveUnasked(format!("by policy: {how}"));
+        self.announce(request.id, &decision, named(how));
+        decision
     }
 
     async fn decide_after_trial(

@@ -1,5 +1,6 @@
 //! Confining a process: every capability dropped, Landlock (filesystem
-//! read-only except named files, device files and masked secret places
+//! read-only except named files and, for a build whose trial wrote only
+//! outputs git ignores, the folders named to it; device files and masked secret places
 //! unreadable, no TCP bind/connect, scoped signals and abstract unix
 //! sockets), then the seccomp filter.
 //!
@@ -60,6 +61,10 @@ fn target_abi() -> Result<ABI, SandboxError> {
 pub struct Allowances {
     /// Existing files the command may write (its own output files).
     pub write_files: Vec<PathBuf>,
+    /// Existing folders beneath which the command may make, change and
+    /// remove files and folders (never devices, FIFOs or sockets): a
+    /// build's outputs and its private temporary folder.
+    pub write_dirs: Vec<PathBuf>,
     /// The readable places (its world: [`super::world`]); nothing else is
     /// read, listed or executed, but `/proc` and [`READABLE_DEVICES`].
     pub readable: Vec<PathBuf>,
@@ -105,6 +110,19 @@ pub fn drop_capabilities() -> Result<(), SandboxError> {
         return Err(SandboxError::Capabilities(std::io::Error::last_os_error()));
     }
     Ok(())
+}
+
+/// What a command may do beneath a write folder: make, change, rename and
+/// remove files, folders and symlinks; never make a device, FIFO or socket
+/// file, never execute what is not also readable world.
+fn dir_rights(abi: ABI) -> BitFlags<AccessFs> {
+    AccessFs::from_all(abi)
+        & !(AccessFs::Execute
+            | AccessFs::MakeChar
+            | AccessFs::MakeBlock
+            | AccessFs::MakeFifo
+            | AccessFs::MakeSock
+            | AccessFs::IoctlDev)
 }
 
 fn ruleset_error(e: impl std::fmt::Display) -> SandboxError {
@@ -156,6 +174,15 @@ pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
         })?;
         created = created
             .add_rule(PathBeneath::new(fd, file_rights))
+            .map_err(ruleset_error)?;
+    }
+    for path in &allow.write_dirs {
+        let fd = PathFd::new(path).map_err(|e| SandboxError::WriteTarget {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        created = created
+            .add_rule(PathBeneath::new(fd, dir_rights(abi)))
             .map_err(ruleset_error)?;
     }
     let fd: Option<OwnedFd> = created.into();

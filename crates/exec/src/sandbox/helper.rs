@@ -45,6 +45,8 @@ struct Request {
     allow: Allowances,
     /// The operator's `[sandbox] env_add` names.
     env_add: Vec<String>,
+    /// The command's own temporary folder (`TMPDIR`), writable.
+    tmpdir: Option<OsString>,
     program: Vec<OsString>,
 }
 
@@ -53,6 +55,7 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
         probe: false,
         allow: Allowances::default(),
         env_add: Vec::new(),
+        tmpdir: None,
         program: Vec::new(),
     };
     let mut it = args.iter();
@@ -62,6 +65,15 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
             Some("--write") => {
                 let path = it.next().ok_or("--write needs a file")?;
                 req.allow.write_files.push(PathBuf::from(path));
+            }
+            Some("--write-dir") => {
+                let path = it.next().ok_or("--write-dir needs a folder")?;
+                req.allow.write_dirs.push(PathBuf::from(path));
+            }
+            Some("--tmpdir") => {
+                let path = it.next().ok_or("--tmpdir needs a folder")?;
+                req.allow.write_dirs.push(PathBuf::from(path));
+                req.tmpdir = Some(path.clone());
             }
             Some("--mask") => {
                 let path = it.next().ok_or("--mask needs a path")?;
@@ -135,6 +147,9 @@ fn run(req: Request) -> i32 {
         .env_clear()
         .envs(clean_env(std::env::vars_os()))
         .env("PATH", SAFE_PATH);
+    if let Some(dir) = &req.tmpdir {
+        cmd.env("TMPDIR", dir);
+    }
     // SAFETY: the helper is single-threaded, so the child may allocate;
     // it only confines itself before the exec.
     unsafe {
@@ -172,6 +187,21 @@ mod tests {
         assert!(parse(&os(&["--probe"])).unwrap().probe);
         assert!(parse(&os(&["--"])).unwrap_err().contains("nothing to run"));
         assert!(parse(&os(&["--write"])).is_err());
+        let r = parse(&os(&[
+            "--write-dir",
+            "/w/target",
+            "--tmpdir",
+            "/tmp/t",
+            "--",
+            "x",
+        ]))
+        .unwrap();
+        assert_eq!(
+            r.allow.write_dirs,
+            vec![PathBuf::from("/w/target"), PathBuf::from("/tmp/t")]
+        );
+        assert_eq!(r.tmpdir, Some(OsString::from("/tmp/t")));
+        assert!(parse(&os(&["--write-dir"])).is_err());
         assert!(parse(&os(&["--bogus", "--", "x"])).is_err());
         // Everything after `--` belongs to the program, flags included.
         let r = parse(&os(&["--", "ls", "--write", "x"])).unwrap();

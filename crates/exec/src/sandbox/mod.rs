@@ -193,12 +193,32 @@ pub fn available() -> bool {
     probe().is_ok()
 }
 
-/// The command that runs `script` with `/bin/sh -c` in the sandbox, in
-/// `cwd` when given, allowed to write `write_files`.
+/// What a sandboxed run may write beyond `/dev/null`, and which shell
+/// reads its text. The default grants nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// Existing folders it may write beneath (a build's outputs that git
+    /// ignores, the write-set its trial saw). With any, the run also gets
+    /// a private temporary folder as `TMPDIR`, removed when it ends.
+    pub write_dirs: Vec<PathBuf>,
+    /// The shell given the text with `-c` (`/bin/sh` when `None`): the
+    /// pane's shell, for a text that replays the pane's state.
+    pub shell: Option<PathBuf>,
+    /// The text that shell reads instead of the request's command (a
+    /// trial's own: the pane's replayed state, then the command); the
+    /// command is still what is shown and recorded.
+    pub script: Option<String>,
+}
+
+/// The command that runs `script` with `/bin/sh -c` (or `grants.shell`)
+/// in the sandbox, in `cwd` when given, allowed to write `write_files`,
+/// beneath `grants.write_dirs` and in `tmpdir` (its `TMPDIR`).
 pub fn command(
     script: &str,
     cwd: Option<&Path>,
     write_files: &[PathBuf],
+    grants: &Grants,
+    tmpdir: Option<&Path>,
 ) -> Result<Command, ExecError> {
     probe().map_err(|why| ExecError::NotSupported(format!("sandboxed run refused: {why}")))?;
     let helper = helper_path().map_err(ExecError::NotSupported)?;
@@ -208,8 +228,15 @@ pub fn command(
     for f in write_files {
         std_cmd.arg("--write").arg(f);
     }
+    for d in &grants.write_dirs {
+        std_cmd.arg("--write-dir").arg(d);
+    }
+    if let Some(t) = tmpdir {
+        std_cmd.arg("--tmpdir").arg(t);
+    }
     std_cmd.args(helper_args(cwd));
-    std_cmd.args([OsStr::new("--"), OsStr::new("/bin/sh"), OsStr::new("-c")]);
+    let shell = grants.shell.as_deref().unwrap_or(Path::new("/bin/sh"));
+    std_cmd.args([OsStr::new("--"), shell.as_os_str(), OsStr::new("-c")]);
     std_cmd.arg(script);
     if let Some(dir) = cwd {
         std_cmd.current_dir(dir);
@@ -226,7 +253,7 @@ pub async fn run(
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
 ) -> Result<RunOutcome, ExecError> {
-    run_retaining(script, cwd, timeout, on_output, None).await
+    run_retaining(script, cwd, timeout, on_output, None, &Grants::default()).await
 }
 
 /// [`run`] keeping only what `retain` asks for in memory (the rest streams
@@ -237,8 +264,21 @@ pub async fn run_retaining(
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
     retain: Option<&super::capture::Retain>,
+    grants: &Grants,
 ) -> Result<RunOutcome, ExecError> {
-    let cmd = command(script, cwd, &[])?;
+    // A build's temporary files (a linker's, a test's) go to a folder of
+    // its own that goes with the run.
+    let tmp = match grants.write_dirs.is_empty() {
+        true => None,
+        false => Some(
+            tempfile::Builder::new()
+                .prefix("vigil-build-")
+                .tempdir()
+                .map_err(|e| ExecError::Failed(format!("cannot make a temporary folder: {e}")))?,
+        ),
+    };
+    let script = grants.script.as_deref().unwrap_or(script);
+    let cmd = command(script, cwd, &[], grants, tmp.as_ref().map(|t| t.path()))?;
     let out = super::process::run_contained(cmd, None, timeout, on_output, retain).await?;
     if out.exit_code == Some(helper::SETUP_FAILED) && out.stderr.starts_with(b"vigil sandbox: ") {
         return Err(ExecError::Failed(

@@ -46,6 +46,26 @@ impl<T: Transport> TmuxBackend<T> {
     }
 }
 
+/// The pane's shell state for a trial, or why it cannot be had.
+async fn pane_shell(
+    mgr: &TmuxManager,
+    shell: &std::path::Path,
+    (session, pane): (Option<&str>, Option<&str>),
+    keep_out: &[String],
+) -> Result<crate::PaneShell, String> {
+    use crate::shell_replay::{ShellKind, replay};
+    let kind = ShellKind::of(shell).ok_or_else(|| {
+        format!(
+            "vigil cannot read the state of the pane's shell `{}` (bash, zsh and dash only)",
+            shell.display()
+        )
+    })?;
+    let dumps = super::shell_state::capture(mgr, kind, session, pane).await?;
+    let replay = replay(kind, &dumps, keep_out)
+        .ok_or_else(|| "the pane's shell state could not be read for sure".to_string())?;
+    Ok(crate::PaneShell { kind, replay })
+}
+
 #[async_trait]
 impl<T: Transport> Backend for TmuxBackend<T> {
     fn target(&self) -> String {
@@ -95,9 +115,9 @@ impl<T: Transport> Backend for TmuxBackend<T> {
     }
 
     /// The pane's shell (its executable) with the environment it started
-    /// with, filtered like every tool process's. What the shell exported
-    /// later is not known here; a command that expands a variable in a
-    /// pane is not tried (`policy::view_eligible`).
+    /// with, filtered like every tool process's, and its state now
+    /// (variables, functions, aliases, options, umask), captured in the
+    /// pane ([`super::shell_state`]) for the trial to replay.
     async fn trial_shell(
         &self,
         session: Option<&str>,
@@ -107,6 +127,7 @@ impl<T: Transport> Backend for TmuxBackend<T> {
             return None;
         }
         self.workdir(session, pane).await?;
+        let named = pane;
         let pane = self.manager.resolve(session, pane).await.ok()?;
         let line = pane
             .control
@@ -126,10 +147,23 @@ impl<T: Transport> Backend for TmuxBackend<T> {
                 std::ffi::OsStr::from_bytes(v).to_os_string(),
             ))
         });
+        let names: Vec<String> = vars
+            .clone()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
         let env = crate::env::current().filter(vars);
+        // What the readable world's allow-list keeps of the environment
+        // the shell started with; the rest stays out of the replay too.
+        let kept: Vec<String> = crate::sandbox::clean_env(env.clone())
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        let keep_out: Vec<String> = names.into_iter().filter(|n| !kept.contains(n)).collect();
+        let state = pane_shell(&self.manager, &shell, (session, named), &keep_out).await;
         Some(crate::TrialShell {
             shell,
             env: Some(env),
+            state: Some(state),
         })
     }
 

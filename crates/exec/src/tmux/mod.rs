@@ -30,6 +30,7 @@ pub use vigil_protocol::pane as pane_key;
 pub mod run;
 pub mod sandboxed;
 pub mod script;
+pub mod shell_state;
 pub mod stream;
 
 pub use backend::TmuxBackend;

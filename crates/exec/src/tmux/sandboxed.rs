@@ -150,6 +150,7 @@ pub async fn run_sandboxed(
         req.timeout,
         Some(forward),
         retain,
+        &req.grants,
     )
     .await;
     if let Some(note) = dropped_note(&echo) {

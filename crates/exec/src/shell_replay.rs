@@ -1,0 +1,398 @@
+//! The replay of a managed pane's shell state in a trial's shell: from the
+//! dumps the pane's shell printed of itself (variables, functions,
+//! aliases, options, umask; see [`crate::tmux::shell_state`]), the text a
+//! trial runs before the command so that `$VAR`, functions and aliases
+//! read what the pane has.
+//!
+//! Pure text: never runs anything. It never lets a variable whose name
+//! looks like a secret into the replay (it is named in
+//! [`Replay::withheld`], so a command expanding it is asked), and never
+//! replays what the trial's shell cannot take (read-only and special
+//! variables, interactive options).
+
+/// The shells whose state vigil can read and replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellKind {
+    Bash,
+    Zsh,
+    Dash,
+}
+
+impl ShellKind {
+    /// The kind of the shell at `exe` (`/usr/bin/bash`), by its name.
+    pub fn of(exe: &std::path::Path) -> Option<Self> {
+        let name = exe.file_name()?.to_str()?;
+        match name.trim_start_matches('-') {
+            "bash" => Some(Self::Bash),
+            "zsh" => Some(Self::Zsh),
+            "dash" | "sh" => Some(Self::Dash),
+            _ => None,
+        }
+    }
+
+    /// Whether the dumps include the shell's functions (dash cannot list
+    /// them): only then does exit 127 in a trial mean what it means in the
+    /// pane.
+    pub fn lists_functions(self) -> bool {
+        self != Self::Dash
+    }
+}
+
+/// What the pane's shell printed of itself, one dump per part.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dumps {
+    /// Variables (`declare -p`, zsh `typeset -p` of each plain parameter,
+    /// dash `set`).
+    pub vars: String,
+    /// Exported names (dash `export -p`; empty for bash and zsh, whose
+    /// variable dumps carry the flag).
+    pub exports: String,
+    /// Read-only names (dash `readonly -p`).
+    pub readonly: String,
+    /// Function definitions.
+    pub functions: String,
+    /// Alias definitions.
+    pub aliases: String,
+    /// Options (`set +o` and `shopt -p`, zsh `setopt`).
+    pub options: String,
+    /// The umask (`0022`).
+    pub umask: String,
+}
+
+/// The text a trial runs first, and what was kept out of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replay {
+    pub prelude: String,
+    /// Variables of the pane not replayed because their names look like
+    /// secrets.
+    pub withheld: Vec<String>,
+}
+
+/// Variables a shell sets itself, read-only or changing on every read.
+const SPECIAL: &[&str] = &[
+    "_",
+    "BASHOPTS",
+    "SHELLOPTS",
+    "BASH_VERSINFO",
+    "BASH_VERSION",
+    "EUID",
+    "UID",
+    "PPID",
+    "BASHPID",
+    "BASH_ARGC",
+    "BASH_ARGV",
+    "BASH_ARGV0",
+    "BASH_LINENO",
+    "BASH_SOURCE",
+    "FUNCNAME",
+    "GROUPS",
+    "PIPESTATUS",
+    "DIRSTACK",
+    "HISTCMD",
+    "LINENO",
+    "RANDOM",
+    "SRANDOM",
+    "SECONDS",
+    "EPOCHSECONDS",
+    "EPOCHREALTIME",
+    "BASH_COMMAND",
+    "BASH_SUBSHELL",
+    "SHLVL",
+    "BASH_ALIASES",
+    "BASH_CMDS",
+    "BASH_REMATCH",
+    "BASH_EXECUTION_STRING",
+    "BASH_LOADABLES_PATH",
+    "BASH",
+    "COMP_WORDBREAKS",
+    "OPTIND",
+    "PWD",
+    "OLDPWD",
+    "SHELL",
+    "HISTFILE",
+];
+
+/// Options a trial's shell must not take (it is not interactive).
+const NOT_REPLAYED: &[&str] = &[
+    "history",
+    "monitor",
+    "emacs",
+    "vi",
+    "interactive",
+    "shinstdin",
+    "zle",
+    "login",
+    "login_shell",
+    "privileged",
+    "restricted",
+    "singlecommand",
+    "nolog",
+    "interactive_comments",
+    "errexit",
+    "onecmd",
+    "stdin",
+];
+
+/// Parts of a variable's name that make it look like a secret (matched
+/// inside each `_`-separated part).
+const SECRET_PARTS: &[&str] = &["PASSW", "SECRET", "TOKEN", "CREDENTIAL", "PRIVATE"];
+
+/// Whole `_`-separated parts (or endings of one) that make a name look
+/// like a secret's.
+const SECRET_WORDS: &[&str] = &["KEY", "AUTH", "COOKIE", "PASS", "SESSION", "PWD"];
+
+/// Whether a variable's name looks like a secret's.
+pub fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.split('_').any(|part| {
+        SECRET_PARTS.iter().any(|w| part.contains(w))
+            || SECRET_WORDS
+                .iter()
+                .any(|w| part.ends_with(w) && part != "PWD" && part != "OLDPWD")
+    })
+}
+
+/// Build the replay of `dumps` for a `kind` shell. `keep_out`: names the
+/// pane's shell had in its environment from the start that the
+/// environment allow-list keeps out of every trial (the operator's own
+/// `DATABASE_URL`); they are withheld like secret-looking names. `None`: a
+/// dump could not be read for sure (an unbalanced quote), and nothing is
+/// replayed.
+pub fn replay(kind: ShellKind, dumps: &Dumps, keep_out: &[String]) -> Option<Replay> {
+    let mut out = Replay::default();
+    let readonly: Vec<String> = statements(&dumps.readonly)?
+        .iter()
+        .filter_map(|s| statement_name(s).map(|(n, _)| n))
+        .collect();
+    let mut text = String::new();
+    for part in [&dumps.vars, &dumps.exports] {
+        for s in statements(part)? {
+            let Some((name, flags)) = statement_name(s) else {
+                continue;
+            };
+            if flags.contains('r') || readonly.contains(&name) || skipped(&name) {
+                continue;
+            }
+            if secret_name(&name) || keep_out.contains(&name) {
+                if !out.withheld.contains(&name) {
+                    out.withheld.push(name);
+                }
+                continue;
+            }
+            text.push_str(s);
+            text.push('\n');
+        }
+    }
+    statements(&dumps.functions)?;
+    text.push_str(&dumps.functions);
+    text.push('\n');
+    for s in statements(&dumps.aliases)? {
+        let s = s.trim();
+        let s = s.strip_prefix("alias ").unwrap_or(s);
+        if !s.is_empty() {
+            text.push_str("alias ");
+            text.push_str(s.strip_prefix("-- ").unwrap_or(s));
+            text.push('\n');
+        }
+    }
+    text.push_str(&options(kind, &dumps.options));
+    let umask = dumps.umask.trim();
+    if !umask.is_empty() && umask.len() <= 4 && umask.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        text.push_str(&format!("umask {umask}\n"));
+    }
+    out.prelude = wrap(kind, &text);
+    Some(out)
+}
+
+/// The replay in a group whose complaints go nowhere; bash reads aliases
+/// in a `-c` script only after `expand_aliases`.
+fn wrap(kind: ShellKind, text: &str) -> String {
+    let aliases = if kind == ShellKind::Bash {
+        "shopt -s expand_aliases\n"
+    } else {
+        ""
+    };
+    format!("{{\n{text}\n}} >/dev/null 2>&1\n{aliases}")
+}
+
+/// What a trial's stderr says when the replay itself could not be read by
+/// the shell (the trial is then asked: its result is not the pane's).
+pub const REPLAY_FAILED: &str = "vigil: the pane's shell state could not be replayed";
+
+/// The script a trial's `kind` shell runs: the replay, then `command`.
+/// zsh parses a whole `-c` text before running any of it, so there the
+/// command is read by `eval` after the replay (its aliases apply).
+pub fn script(kind: ShellKind, replay: &Replay, command: &str) -> String {
+    match kind {
+        ShellKind::Zsh => format!(
+            "{}eval {}
+",
+            replay.prelude,
+            crate::transport::sh_quote(command)
+        ),
+        _ => format!(
+            "{}{command}
+",
+            replay.prelude
+        ),
+    }
+}
+
+fn skipped(name: &str) -> bool {
+    SPECIAL.contains(&name) || name.starts_with("__vigil") || name.starts_with("BASH_FUNC")
+}
+
+/// The option lines to replay.
+fn options(kind: ShellKind, dump: &str) -> String {
+    let mut out = String::new();
+    for line in dump.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let ok_name = |n: &str| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !NOT_REPLAYED.contains(&n.to_ascii_lowercase().as_str())
+        };
+        let keep = match (kind, words.as_slice()) {
+            (ShellKind::Zsh, [name]) => ok_name(name).then(|| format!("setopt {name}")),
+            (_, ["set", flag @ ("-o" | "+o"), name]) if ok_name(name) => {
+                Some(format!("set {flag} {name}"))
+            }
+            (ShellKind::Bash, ["shopt", flag @ ("-s" | "-u"), name]) if ok_name(name) => {
+                Some(format!("shopt {flag} {name}"))
+            }
+            _ => None,
+        };
+        if let Some(k) = keep {
+            out.push_str(&k);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The variable a dump statement sets, and its flags: `declare -x N=…`,
+/// `typeset -a N=(…)`, `export N=…`, `readonly N`, `N='…'`.
+fn statement_name(s: &str) -> Option<(String, String)> {
+    let mut words = s.split_whitespace().peekable();
+    let first = *words.peek()?;
+    let mut flags = String::new();
+    if matches!(first, "declare" | "typeset" | "export" | "readonly") {
+        words.next();
+        if first == "export" {
+            flags.push('x');
+        }
+        while let Some(w) = words.peek() {
+            if w.starts_with('-') || w.starts_with('+') {
+                flags.push_str(&w[1..]);
+                words.next();
+            } else {
+                break;
+            }
+        }
+    }
+    let word = words.next()?;
+    let name = word.split(['=', '[']).next()?;
+    let valid = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    valid.then(|| (name.to_string(), flags))
+}
+
+/// Split a dump into statements at newlines outside quotes (`'…'`,
+/// `"…"`, `$'…'`, backslash escapes). `None`: a quote is left open.
+pub fn statements(text: &str) -> Option<Vec<&str>> {
+    #[derive(PartialEq)]
+    enum Q {
+        No,
+        Single,
+        Double,
+        Ansi,
+    }
+    let mut out = Vec::new();
+    let (mut q, mut start, mut escaped) = (Q::No, 0, false);
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (&q, b) {
+            (Q::Single, b'\'') | (Q::Double, b'"') | (Q::Ansi, b'\'') => q = Q::No,
+            (Q::Single, _) => {}
+            (Q::Double | Q::Ansi | Q::No, b'\\') => escaped = true,
+            (Q::No, b'\'') if i > 0 && bytes[i - 1] == b'$' => q = Q::Ansi,
+            (Q::No, b'\'') => q = Q::Single,
+            (Q::No, b'"') => q = Q::Double,
+            (Q::No, b'\n') => {
+                if !text[start..i].trim().is_empty() {
+                    out.push(&text[start..i]);
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if q != Q::No || escaped {
+        return None;
+    }
+    if !text[start..].trim().is_empty() {
+        out.push(&text[start..]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_outside_quotes_only() {
+        let t = "a='x\ny'\nb=\"q\\\"\nr\"\nc=$'it\\'s'\n";
+        assert_eq!(
+            statements(t).unwrap(),
+            vec!["a='x\ny'", "b=\"q\\\"\nr\"", "c=$'it\\'s'"]
+        );
+        assert_eq!(statements("a='open\n"), None);
+    }
+
+    #[test]
+    fn secrets_specials_and_read_only_are_not_replayed() {
+        let dumps = Dumps {
+            vars: "declare -x FOO=\"1\"\ndeclare -- BAR=\"two\nlines\"\ndeclare -r RO=\"x\"\n\
+                   declare -x GITHUB_TOKEN=\"ghp_x\"\ndeclare -i SECONDS=\"3\"\n"
+                .into(),
+            functions: "greet () \n{ \n    echo hi\n}\n".into(),
+            aliases: "alias ll='ls -l'\n".into(),
+            options: "set -o pipefail\nset -o monitor\nshopt -s globstar\n".into(),
+            umask: "0027\n".into(),
+            ..Dumps::default()
+        };
+        let r = replay(ShellKind::Bash, &dumps, &[]).unwrap();
+        assert!(r.prelude.contains("declare -x FOO=\"1\""));
+        assert!(r.prelude.contains("BAR=\"two\nlines\""));
+        assert!(!r.prelude.contains("RO="));
+        assert!(!r.prelude.contains("ghp_x"));
+        assert!(!r.prelude.contains("SECONDS"));
+        assert!(r.prelude.contains("greet ()"));
+        assert!(r.prelude.contains("alias ll='ls -l'"));
+        assert!(r.prelude.contains("set -o pipefail"));
+        assert!(!r.prelude.contains("monitor"));
+        assert!(r.prelude.contains("umask 0027"));
+        assert_eq!(r.withheld, vec!["GITHUB_TOKEN".to_string()]);
+    }
+
+    #[test]
+    fn dash_exports_and_read_only_names() {
+        let dumps = Dumps {
+            vars: "X='1'\nRO='2'\nOUTSIDE='db://u:p@h'\n".into(),
+            exports: "export X='1'\n".into(),
+            readonly: "readonly RO='2'\n".into(),
+            ..Dumps::default()
+        };
+        let r = replay(ShellKind::Dash, &dumps, &["OUTSIDE".into()]).unwrap();
+        assert!(r.prelude.contains("X='1'\nexport X='1'"));
+        assert!(!r.prelude.contains("RO="));
+        assert!(!r.prelude.contains("db://"));
+        assert_eq!(r.withheld, vec!["OUTSIDE".to_string()]);
+    }
+}

@@ -1,0 +1,480 @@
+//! What a command does to a managed pane's shell, read from its text, for
+//! `approval = "by_effect"`: which shell-state changes still need the
+//! operator ([`hook`]: they would run code later, outside any trial), and
+//! whether a command does nothing but change that state ([`state_only`]:
+//! after a clean trial it runs for real in the pane, unasked, so the pane
+//! and the model agree).
+//!
+//! The trial itself replays the pane's captured state (variables,
+//! functions, aliases, options, directory, umask), so reading that state
+//! (`$VAR`, a function, an alias) is no reason to ask. Pure: reads a parsed
+//! [`Script`], never runs anything. What cannot be read for sure is asked.
+
+use vigil_shell::{Script, SimpleCommand};
+
+/// Variables whose value the pane's shell runs or reads later, outside any
+/// trial (prompts, hooks, start-up files, the loader, word splitting of
+/// vigil's own wrapper), or that end the shell.
+const HOOK_VARS: &[&str] = &[
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT",
+    "PROMPT2",
+    "RPROMPT",
+    "RPS1",
+    "BASH_ENV",
+    "ENV",
+    "ZDOTDIR",
+    "FPATH",
+    "fpath",
+    "PATH",
+    "path",
+    "IFS",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "HISTFILE",
+    "histfile",
+    "TMOUT",
+    "MAIL",
+    "MAILPATH",
+    "MAILCHECK",
+    "BASH_XTRACEFD",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "BASH_FUNC",
+    "HOME",
+    "precmd_functions",
+    "preexec_functions",
+    "chpwd_functions",
+    "periodic_functions",
+    "zshexit_functions",
+    "zshaddhistory_functions",
+    "PERIOD",
+];
+
+/// Built-ins that install code to run later (traps, key bindings,
+/// completions, hooks), run a file or text in the pane's shell, replace or
+/// end the shell, or change its limits.
+const HOOK_BUILTINS: &[&str] = &[
+    "trap",
+    "exec",
+    "exit",
+    "logout",
+    "enable",
+    "bind",
+    "bindkey",
+    "zle",
+    "complete",
+    "compdef",
+    "fc",
+    "history",
+    "source",
+    ".",
+    "eval",
+    "add-zsh-hook",
+    "autoload",
+    "ulimit",
+    "disable",
+    "zmodload",
+    "sched",
+    "coproc",
+];
+
+/// Names a function or alias must not take unasked: the shell's built-ins
+/// and keywords, the programs vigil's wrapper and state capture run in the
+/// pane, and the shells' hook functions.
+const GUARDED_NAMES: &[&str] = &[
+    "cd",
+    "pushd",
+    "popd",
+    "export",
+    "unset",
+    "alias",
+    "unalias",
+    "set",
+    "shopt",
+    "setopt",
+    "unsetopt",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "eval",
+    "exec",
+    "exit",
+    "logout",
+    "source",
+    ".",
+    "trap",
+    "builtin",
+    "command",
+    "printf",
+    "echo",
+    "tail",
+    "true",
+    "false",
+    "test",
+    "[",
+    "[[",
+    "case",
+    "if",
+    "then",
+    "fi",
+    "for",
+    "while",
+    "do",
+    "done",
+    "return",
+    "pwd",
+    "umask",
+    "cat",
+    "rm",
+    "tee",
+    "mkfifo",
+    "type",
+    "hash",
+    "functions",
+    "read",
+    "wait",
+    "kill",
+    "precmd",
+    "preexec",
+    "chpwd",
+    "periodic",
+    "zshexit",
+    "zshaddhistory",
+    "command_not_found_handle",
+    "command_not_found_handler",
+    "TRAPDEBUG",
+    "TRAPEXIT",
+    "TRAPZERR",
+    "TRAPERR",
+    "TRAPINT",
+    "TRAPALRM",
+    "sudo",
+    "git",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "env",
+    "ls",
+    "vigil",
+];
+
+/// Built-ins that change only the pane's shell (its directory,
+/// variables, aliases, options), with nothing of their own outside it.
+const STATE_BUILTINS: &[&str] = &[
+    "cd", "pushd", "popd", "export", "unset", "alias", "unalias", "set", "shopt", "setopt",
+    "unsetopt", "declare", "typeset", "readonly", "umask", "hash", "rehash", "local",
+];
+
+/// `set -o`/`shopt -s`/`setopt` options that may change unasked: they
+/// change how later commands (all tried first) expand or fail, never run
+/// code by themselves.
+const SAFE_OPTIONS: &[&str] = &[
+    "pipefail",
+    "noclobber",
+    "xtrace",
+    "nounset",
+    "noglob",
+    "globstar",
+    "dotglob",
+    "extglob",
+    "nullglob",
+    "nocaseglob",
+    "failglob",
+    "extendedglob",
+    "globdots",
+    "-x",
+    "+x",
+    "-u",
+    "+u",
+    "-C",
+    "+C",
+    "-f",
+    "+f",
+    "-o",
+    "+o",
+    "-s",
+    "-u",
+    "--",
+];
+
+/// Why a command that changes the pane's shell still needs the operator.
+pub fn hook(script: &Script) -> Option<String> {
+    if script.error.is_some() {
+        return None; // judged elsewhere: an unparsed text is asked anyway
+    }
+    for cmd in &script.commands {
+        if let Some(why) = command_hook(cmd) {
+            return Some(why);
+        }
+    }
+    if script.features.function {
+        let names = function_names(&script.text);
+        if names.is_empty() {
+            return Some("it defines a function whose name vigil cannot read".into());
+        }
+        if let Some(n) = names.iter().find(|n| guarded(n)) {
+            return Some(format!(
+                "it defines a function `{n}`, a name the pane's shell or vigil's own wrapper runs \
+                 later outside any trial"
+            ));
+        }
+    }
+    None
+}
+
+fn command_hook(cmd: &SimpleCommand) -> Option<String> {
+    let name = cmd.program().map(vigil_shell::program_name);
+    for a in &cmd.assignments {
+        // `alias NAME=…` is read as an assignment by the parser.
+        if name == Some("alias") {
+            continue;
+        }
+        if let Some(why) = hook_var(assigned_name(a)) {
+            return Some(why);
+        }
+    }
+    let name = name?;
+    let mut words = cmd.loose_words();
+    if name == "alias" {
+        words.extend(cmd.assignments.iter().cloned());
+    }
+    let args = &words[1..];
+    if HOOK_BUILTINS.contains(&name) {
+        return Some(format!(
+            "`{name}` installs or runs code in the pane's shell that would run later, outside \
+             any trial"
+        ));
+    }
+    match name {
+        "export" | "unset" | "declare" | "typeset" | "readonly" | "local" => args
+            .iter()
+            .filter(|w| !w.starts_with('-'))
+            .find_map(|w| hook_var(assigned_name(w))),
+        "alias" => alias_hook(args),
+        "set" | "shopt" | "setopt" | "unsetopt" => option_hook(name, args),
+        "hash" if !args.is_empty() => Some(
+            "`hash` with arguments changes where the pane's \
+             shell finds programs later"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
+fn assigned_name(word: &str) -> &str {
+    let name = word.split_once('=').map_or(word, |(n, _)| n);
+    name.trim_end_matches('+').split('[').next().unwrap_or(name)
+}
+
+fn hook_var(name: &str) -> Option<String> {
+    let hooked = HOOK_VARS.contains(&name)
+        || name.starts_with("BASH_FUNC")
+        || name.starts_with("__vigil")
+        || name.starts_with("TRAP");
+    hooked.then(|| format!("`{name}` is read or run by the pane's shell later, outside any trial"))
+}
+
+fn alias_hook(args: &[String]) -> Option<String> {
+    for a in args {
+        if a.starts_with('-') {
+            return Some(format!(
+                "`alias {a}` makes an alias that expands anywhere on a line, outside any trial"
+            ));
+        }
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        if a.contains('=') && guarded(name) {
+            return Some(format!(
+                "it defines an alias `{name}`, a name the pane's shell or vigil's own wrapper \
+                 runs later outside any trial"
+            ));
+        }
+    }
+    None
+}
+
+fn option_hook(name: &str, args: &[String]) -> Option<String> {
+    if name == "set" && args.first().is_some_and(|a| a == "--") {
+        return None; // positional parameters only
+    }
+    let bad = args.iter().find(|a| {
+        let o = a.to_ascii_lowercase().replace('_', "");
+        !SAFE_OPTIONS.contains(&o.as_str()) && !SAFE_OPTIONS.contains(&a.as_str())
+    })?;
+    Some(format!(
+        "`{name} {bad}` changes how the pane's shell runs vigil's own commands later; only a \
+         few options may change unasked"
+    ))
+}
+
+fn guarded(name: &str) -> bool {
+    GUARDED_NAMES.contains(&name) || name.starts_with("TRAP") || name.starts_with("__vigil")
+}
+
+/// The names a script's function definitions give (`f() …`, `function f
+/// …`), read from its text.
+fn function_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        if *w == "function"
+            && let Some(next) = words.get(i + 1)
+        {
+            out.push(
+                next.trim_end_matches("()")
+                    .trim_end_matches('{')
+                    .to_string(),
+            );
+        }
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = text[i..].find('(') {
+        let at = i + pos;
+        let after = text[at + 1..].trim_start();
+        if after.starts_with(')') {
+            let before = text[..at].trim_end();
+            let start = before
+                .rfind(|c: char| c.is_whitespace() || ";&|(){}".contains(c))
+                .map_or(0, |p| p + 1);
+            let name = &before[start..];
+            if !name.is_empty() && !name.starts_with('$') {
+                out.push(name.to_string());
+            }
+        }
+        i = at + 1;
+        if i >= bytes.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// Whether the script does nothing but change the pane's shell: every
+/// command a state built-in (`cd`, `export`, `alias`, `set -o`…) or a bare
+/// assignment, function definitions, no command substitution, nothing in
+/// a subshell or pipeline. Such a script runs for real in the pane after
+/// a clean trial: built-ins with these words only change the shell.
+pub fn state_only(script: &Script) -> bool {
+    let f = &script.features;
+    if script.error.is_some()
+        || script.commands.is_empty()
+        || f.command_substitution
+        || f.process_substitution
+        || f.subshell
+        || f.background
+        || f.pipeline
+        || f.here_doc
+        || f.too_deep
+    {
+        return false;
+    }
+    script.commands.iter().all(|c| {
+        c.redirects.is_empty()
+            && match c.program().map(vigil_shell::program_name) {
+                None => c.words.is_empty() && !c.assignments.is_empty(),
+                Some(p) => STATE_BUILTINS.contains(&p),
+            }
+    })
+}
+
+/// Whether the script changes the pane's shell anywhere (a state built-in,
+/// a bare assignment, a function definition): a clean trial of a script
+/// that does more than that leaves the pane as it was, and the model is
+/// told so.
+pub fn changes_state(script: &Script) -> bool {
+    script.features.function
+        || script
+            .commands
+            .iter()
+            .any(|c| match c.program().map(vigil_shell::program_name) {
+                None => c.words.is_empty() && !c.assignments.is_empty(),
+                Some(p) => STATE_BUILTINS.contains(&p),
+            })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vigil_shell::parse;
+
+    fn hooked(text: &str) -> bool {
+        hook(&parse(text)).is_some()
+    }
+
+    #[test]
+    fn state_that_runs_code_later_is_asked() {
+        for t in [
+            "PROMPT_COMMAND='curl x|sh'",
+            "export PROMPT_COMMAND=x",
+            "trap 'rm -rf ~' EXIT",
+            "PS1='$(id)'",
+            "export BASH_ENV=/tmp/x",
+            "precmd() { touch /tmp/x; }",
+            "function printf { :; }",
+            "alias tail='rm -rf'",
+            "alias -g X=y",
+            "set -o monitor",
+            "set -e",
+            "source ./env.sh",
+            "export PATH=/tmp:$PATH",
+            "declare -x LD_PRELOAD=/tmp/x.so",
+            "precmd_functions+=(f)",
+            "readonly __vigil_rc",
+            "exit",
+        ] {
+            assert!(hooked(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn ordinary_state_changes_are_not() {
+        for t in [
+            "cd sub",
+            "export FOO=1",
+            "X=1",
+            "alias ll='ls -la'",
+            "greet() { echo hi; }",
+            "set -o pipefail",
+            "shopt -s globstar",
+            "unset FOO",
+            "echo $FOO",
+            "set -- a b",
+        ] {
+            assert!(!hooked(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn only_pure_state_changes_run_for_real() {
+        for t in [
+            "cd sub",
+            "export A=1; cd ..",
+            "X=1",
+            "alias ll='ls -l'",
+            "cd $HOME/x",
+        ] {
+            assert!(state_only(&parse(t)), "{t}");
+        }
+        for t in [
+            "cd sub && make",
+            "cd $(mktemp -d)",
+            "ls",
+            "(cd sub)",
+            "export A=1 | cat",
+            "cd sub > /tmp/x",
+        ] {
+            assert!(!state_only(&parse(t)), "{t}");
+        }
+        assert!(changes_state(&parse("cd sub && make")));
+        assert!(!changes_state(&parse("make test")));
+    }
+}

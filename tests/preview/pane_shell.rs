@@ -1,0 +1,129 @@
+//! End to end through the real binary in tmux: under `approval =
+//! "by_effect"` the trial has the managed pane's shell. A function, an
+//! alias and an unexported variable the pane's shell holds give the same
+//! output in the trial as they would in the pane, unasked; `cd sub` runs
+//! unasked and moves the pane; a state change that would run code later
+//! (`PROMPT_COMMAND`) is asked. For bash, zsh and dash panes.
+
+use super::console_support::Console;
+
+fn config(shell: &str) -> String {
+    format!(
+        "[agent]\napproval = \"by_effect\"\n[console]\nbell = false\n[tmux]\nshell = \"{shell}\"\n"
+    )
+}
+
+/// One shell call per trigger; the model repeats every tool result.
+fn scenario(calls: &[(&str, &str)]) -> String {
+    let mut s = String::from("model = \"e2e\"\nchunk_delay_ms = 0\n");
+    for (trigger, command) in calls {
+        s += &format!(
+            r#"
+[[rule]]
+when = {{ role = "user", contains = "{trigger}" }}
+times = 0
+text = "Running {trigger}."
+[[rule.tool_calls]]
+name = "run_shell"
+[rule.tool_calls.arguments]
+command = "{command}"
+risk = "medium"
+mutation = true
+privesc = false
+why = "pane shell e2e"
+"#
+        );
+    }
+    s += r#"
+[[rule]]
+when = { role = "tool" }
+times = 0
+text = "TOOL SAID: {last_tool}"
+"#;
+    s
+}
+
+/// The pane gets a function (not in dash: it cannot list them), an alias
+/// and an unexported variable on the operator's word; then reading them,
+/// `cd sub` and a read there run unasked; `PROMPT_COMMAND` is asked.
+fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
+    let with_function = shell != "dash";
+    let setup = if with_function {
+        "greet() { echo fn-$1; }; alias hi='echo alias-ok'; LOCALV=local-value"
+    } else {
+        "alias hi='echo alias-ok'; LOCALV=local-value"
+    };
+    let use_cmd = if with_function {
+        "echo v=$LOCALV; greet x; hi"
+    } else {
+        "echo v=$LOCALV; hi"
+    };
+    let scenario = scenario(&[
+        ("setup-cmd", setup),
+        ("use-cmd", use_cmd),
+        ("cd-cmd", "cd sub"),
+        ("read-here", "cat here.txt; echo again=$LOCALV"),
+        ("hook-cmd", "PROMPT_COMMAND='touch hooked'"),
+    ]);
+    let c = Console::start_scenario(tag, &scenario, &config(shell), "", "");
+    let work = c.work();
+    std::fs::create_dir(work.join("sub")).unwrap();
+    std::fs::write(work.join("sub/here.txt"), "inside-sub-content\n").unwrap();
+    c.wait("policy: by effect");
+
+    c.send("setup-cmd");
+    if with_function {
+        // Defining a function in the pane is the operator's call.
+        let card = c.wait_for("the setup card", |s| s.contains("approvals (1)"));
+        assert!(card.contains("`shell-state`"), "{card}");
+        c.answer("y");
+    }
+    c.wait_for("the setup to run", |s| {
+        s.matches("TOOL SAID").count() >= 1 && !s.contains("approvals (1)")
+    });
+
+    // Nobody answers: these reach the model only if they were not asked.
+    c.send("use-cmd");
+    c.wait_for("the pane's state read in the trial", |s| {
+        s.contains("v=local-value")
+            && s.contains("alias-ok")
+            && (!with_function || s.contains("fn-x"))
+    });
+    c.send("cd-cmd");
+    c.wait_for("the cd to run unasked, in the pane", |s| {
+        s.contains("Running cd-cmd") && s.contains("$ cd sub") && s.contains("no pending approvals")
+    });
+    c.send("read-here");
+    c.wait_for("the read in sub reaching the model", |s| {
+        s.contains("inside-sub-content") && s.contains("again=local-value")
+    });
+    assert!(!c.screen().contains("approvals (1)"));
+
+    c.send("hook-cmd");
+    let card = c.wait_for("the PROMPT_COMMAND card", |s| {
+        s.contains("approvals (1)") && s.contains("$ PROMPT_COMMAND")
+    });
+    assert!(card.contains("`shell-hook`"), "{card}");
+    c.answer("n");
+    c.wait_for("the denial", |s| {
+        s.contains("denied by operator") && !s.contains("approvals (1)")
+    });
+    assert!(!work.join("hooked").exists() && !work.join("sub/hooked").exists());
+}
+
+#[test]
+fn a_bash_pane() {
+    the_trial_has_the_pane_shell("bash", "paneshell-bash");
+}
+
+#[test]
+#[ignore = "open: an interactive zsh pane's replay fails to parse in the trial (zsh parses a \
+            whole -c text at once); the trial is then asked, never wrong"]
+fn a_zsh_pane() {
+    the_trial_has_the_pane_shell("zsh", "paneshell-zsh");
+}
+
+#[test]
+fn a_dash_pane() {
+    the_trial_has_the_pane_shell("dash", "paneshell-dash");
+}
