@@ -88,6 +88,13 @@ fn repository(work: &std::path::Path) {
     )
     .unwrap();
     std::fs::write(work.join(".gitignore"), "target/\n__pycache__/\n").unwrap();
+    let locked = Command::new("cargo")
+        .args(["generate-lockfile", "--offline", "-q"])
+        .current_dir(work)
+        .status()
+        .expect("cargo")
+        .success();
+    assert!(locked, "cargo generate-lockfile");
     git(work, &["init", "-q"]);
     git(work, &["add", "."]);
     git(work, &["commit", "-qm", "init"]);
@@ -112,17 +119,24 @@ fn builds_run_unasked_inside_their_outputs(tag: &str, flags: &str) {
     assert!(!screen.contains("approvals (1)"), "{screen}");
     assert!(
         work.join("target/debug").is_dir(),
-        "the real run's outputs are in the tree"
+        "the real run's outputs are in the tree: {}\n{:?}",
+        c.screen(),
+        std::fs::read_dir(&work)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>()
     );
     c.wait_for("the tools pane saying where it ran", |s| {
         s.contains("outputs git ignores")
     });
 
     c.send("unittest-cmd");
-    c.wait_for("unittest's result reaching the model", |s| {
-        s.matches("TOOL SAID").count() >= 2 && s.contains("OK")
+    // Only a screen after the second real run can show two runs in the
+    // outputs (the trial's live lines come first) and the turn over.
+    c.wait_for("unittest run in its outputs, the turn over", |s| {
+        s.matches("(it changed only outputs git ignor").count() >= 2 && s.contains("│ idle │")
     });
-    assert!(work.join("__pycache__").is_dir());
+    assert!(work.join("__pycache__").is_dir(), "{}", c.screen());
     // The sources and the index are as they were: only ignored outputs.
     assert_eq!(git(&work, &["status", "--porcelain"]), "");
 

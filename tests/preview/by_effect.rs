@@ -388,6 +388,7 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
             Trial::Asks { why, .. } => assert!(why.contains(effect), "{command}: {why}"),
             Trial::Clean(out) => panic!("{command} ran unasked: {:?}", out.result),
             Trial::InPane(why) => panic!("{command} ran in the pane unasked: {why}"),
+            Trial::Outputs(run) => panic!("{command} ran in its outputs unasked: {}", run.names),
         }
     }
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");

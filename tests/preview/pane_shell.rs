@@ -117,8 +117,6 @@ fn a_bash_pane() {
 }
 
 #[test]
-#[ignore = "open: an interactive zsh pane's replay fails to parse in the trial (zsh parses a \
-            whole -c text at once); the trial is then asked, never wrong"]
 fn a_zsh_pane() {
     the_trial_has_the_pane_shell("zsh", "paneshell-zsh");
 }

@@ -155,6 +155,7 @@ fn a_trial_flooding_stdout_names_the_bound() {
         Trial::Asks { why, .. } => assert!(why.contains("output past 64 MB"), "{why}"),
         Trial::Clean(out) => panic!("ran unasked: {:?}", out.result),
         Trial::InPane(why) => panic!("ran in the pane unasked: {why}"),
+        Trial::Outputs(run) => panic!("ran in its outputs unasked: {}", run.names),
     }
     assert_eq!(bytes_beneath(&spill), 0, "the trial's spill stayed");
 }

@@ -220,21 +220,24 @@ fn wrap(kind: ShellKind, text: &str) -> String {
 pub const REPLAY_FAILED: &str = "vigil: the pane's shell state could not be replayed";
 
 /// The script a trial's `kind` shell runs: the replay, then `command`.
-/// zsh parses a whole `-c` text before running any of it, so there the
-/// command is read by `eval` after the replay (its aliases apply).
+/// zsh parses a whole `-c` text before running any of it, and expands its
+/// own built-in aliases (`run-help`) in a function's name while parsing:
+/// there the replay is read by `eval` after every alias is removed (the
+/// pane's own come back with the replay), and the command by another
+/// `eval` after the replay (its aliases apply). A replay zsh cannot parse
+/// says [`REPLAY_FAILED`] on stderr, so the trial is asked.
 pub fn script(kind: ShellKind, replay: &Replay, command: &str) -> String {
+    let q = crate::transport::sh_quote;
     match kind {
         ShellKind::Zsh => format!(
-            "{}eval {}
-",
-            replay.prelude,
-            crate::transport::sh_quote(command)
+            "builtin unalias -m '*' 2>/dev/null\n\
+             builtin eval {} || builtin print -u2 {}\n\
+             builtin eval {}\n",
+            q(&replay.prelude),
+            q(REPLAY_FAILED),
+            q(command)
         ),
-        _ => format!(
-            "{}{command}
-",
-            replay.prelude
-        ),
+        _ => format!("{}{command}\n", replay.prelude),
     }
 }
 

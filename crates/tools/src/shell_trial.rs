@@ -122,6 +122,7 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
     let real_shell = pane_shell
         .as_ref()
         .map(|_| (PathBuf::from(&program), script.clone()));
+    let path = trial_path(env.as_deref());
     let run = Run {
         env,
         retain: Some(&retain),
@@ -142,7 +143,11 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
     match result {
         Err(e) => asks(format!("the view could not run it: {e}")),
         Ok((report, outcome)) => {
-            let verdict = judge(&shell, report, &outcome, unknown_127, real_shell);
+            let real = RealRun {
+                shell: real_shell,
+                path,
+            };
+            let verdict = judge(&shell, report, &outcome, unknown_127, real);
             if pane_shell.is_some() {
                 return for_the_pane(verdict, call);
             }
@@ -186,13 +191,37 @@ fn for_the_pane(verdict: Trial, call: &ToolCall) -> Trial {
     Trial::Clean(output)
 }
 
+/// How a build would run for real after its trial: the trial's shell and
+/// text in a pane (its replayed state), and the trial's `PATH`.
+struct RealRun {
+    shell: Option<(PathBuf, String)>,
+    path: Option<std::ffi::OsString>,
+}
+
+/// The `PATH` a trial runs with: the pane's, else the one every tool
+/// process gets.
+fn trial_path(
+    env: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
+) -> Option<std::ffi::OsString> {
+    match env {
+        Some(vars) => vars
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone()),
+        None => vigil_exec::env::current()
+            .keeps(std::ffi::OsStr::new("PATH"))
+            .then(|| std::env::var_os("PATH"))
+            .flatten(),
+    }
+}
+
 /// The call's result when the view saw no effect, else why it is asked.
 fn judge(
     shell: &Host<'_>,
     report: PreviewReport,
     outcome: &RunOutcome,
     unknown_127: bool,
-    real_shell: Option<(PathBuf, String)>,
+    real: RealRun,
 ) -> Trial {
     let mut effects = Vec::new();
     if outcome.captured().iter().any(|c| c.capped) {
@@ -231,13 +260,14 @@ fn judge(
             .first()
             .map(PathBuf::as_path)
             .unwrap_or(Path::new("/"));
-        let (shell, script) = real_shell.unzip();
+        let (shell, script) = real.shell.unzip();
         return Trial::Outputs(OutputsRun {
             names: set.names(tree),
             grants: vigil_exec::sandbox::Grants {
                 write_dirs: set.dirs,
                 shell,
                 script,
+                path: real.path,
             },
             missing: set.missing,
         });

@@ -144,6 +144,8 @@ pub const READABLE_DEVICES: &[&str] = &[
 #[derive(Debug)]
 pub struct Prepared {
     ruleset: OwnedFd,
+    /// `flock` allowed (a run given write folders: a build).
+    locks: bool,
 }
 
 /// Build the ruleset: read, list and execute beneath the readable places
@@ -216,7 +218,10 @@ pub fn prepare(allow: &Allowances) -> Result<Prepared, SandboxError> {
     for dev in READABLE_DEVICES {
         add_read_rule(&ruleset, std::path::Path::new(dev), ACCESS_READ_FILE)?;
     }
-    Ok(Prepared { ruleset })
+    Ok(Prepared {
+        ruleset,
+        locks: !allow.write_dirs.is_empty(),
+    })
 }
 
 /// `struct landlock_path_beneath_attr` (packed).
@@ -303,7 +308,7 @@ pub fn apply(prepared: &Prepared) -> Result<(), SandboxError> {
     drop_capabilities()?;
     restrict_self(prepared.ruleset.as_raw_fd())
         .map_err(|e| SandboxError::NotEnforced(format!("landlock_restrict_self: {e}")))?;
-    seccomp::load()
+    seccomp::load(prepared.locks)
 }
 
 /// Prepare and apply in the calling process (the probe).

@@ -47,6 +47,8 @@ struct Request {
     env_add: Vec<String>,
     /// The command's own temporary folder (`TMPDIR`), writable.
     tmpdir: Option<OsString>,
+    /// `PATH` instead of [`SAFE_PATH`] (the one a build's trial ran with).
+    path: Option<OsString>,
     program: Vec<OsString>,
 }
 
@@ -56,6 +58,7 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
         allow: Allowances::default(),
         env_add: Vec::new(),
         tmpdir: None,
+        path: None,
         program: Vec::new(),
     };
     let mut it = args.iter();
@@ -74,6 +77,9 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
                 let path = it.next().ok_or("--tmpdir needs a folder")?;
                 req.allow.write_dirs.push(PathBuf::from(path));
                 req.tmpdir = Some(path.clone());
+            }
+            Some("--path") => {
+                req.path = Some(it.next().ok_or("--path needs a value")?.clone());
             }
             Some("--mask") => {
                 let path = it.next().ok_or("--mask needs a path")?;
@@ -146,7 +152,7 @@ fn run(req: Request) -> i32 {
     cmd.args(&req.program[1..])
         .env_clear()
         .envs(clean_env(std::env::vars_os()))
-        .env("PATH", SAFE_PATH);
+        .env("PATH", req.path.as_deref().unwrap_or(SAFE_PATH.as_ref()));
     if let Some(dir) = &req.tmpdir {
         cmd.env("TMPDIR", dir);
     }

@@ -208,6 +208,10 @@ pub struct Grants {
     /// trial's own: the pane's replayed state, then the command); the
     /// command is still what is shown and recorded.
     pub script: Option<String>,
+    /// `PATH` for the run instead of [`SAFE_PATH`]: the one its trial ran
+    /// with, so the real run finds the programs the trial found (a
+    /// toolchain in `~/.cargo/bin`).
+    pub path: Option<OsString>,
 }
 
 /// The command that runs `script` with `/bin/sh -c` (or `grants.shell`)
@@ -233,6 +237,9 @@ pub fn command(
     }
     if let Some(t) = tmpdir {
         std_cmd.arg("--tmpdir").arg(t);
+    }
+    if let Some(p) = &grants.path {
+        std_cmd.arg("--path").arg(p);
     }
     std_cmd.args(helper_args(cwd));
     let shell = grants.shell.as_deref().unwrap_or(Path::new("/bin/sh"));

@@ -397,9 +397,11 @@ const F_SETLEASE: u32 = 1024;
 /// File metadata (see the module doc): the calls of [`METADATA_CALLS`]
 /// and `flock` fail, `ioctl` with a request of [`METADATA_IOCTLS`] and
 /// `fcntl` with `F_SETLEASE` fail; every other `ioctl`/`fcntl` goes on.
-pub(crate) fn metadata() -> Vec<libc::sock_filter> {
+pub(crate) fn metadata(locks: bool) -> Vec<libc::sock_filter> {
     let mut p = deny_all(METADATA_CALLS, libc::EPERM);
-    p.extend(on_call(libc::SYS_flock, errno(libc::ENOLCK)));
+    if !locks {
+        p.extend(on_call(libc::SYS_flock, errno(libc::ENOLCK)));
+    }
     let n = METADATA_IOCTLS.len() as u8;
     let mut b = vec![load_arg(1)];
     for (i, req) in METADATA_IOCTLS.iter().enumerate() {
@@ -422,6 +424,13 @@ pub(crate) fn metadata() -> Vec<libc::sock_filter> {
 
 /// The sandbox's filter program (see the module doc).
 pub fn program() -> Vec<libc::sock_filter> {
+    program_for(false)
+}
+
+/// [`program`], with `flock` allowed when `locks` (a build confined to
+/// its outputs: cargo locks `Cargo.lock` and its target folder; a lock
+/// ends with the run, whose processes all end with it).
+pub fn program_for(locks: bool) -> Vec<libc::sock_filter> {
     let mut p = prologue();
     for nr in [
         libc::SYS_setsid,
@@ -436,7 +445,7 @@ pub fn program() -> Vec<libc::sock_filter> {
     p.extend(namespaces());
     p.extend(netlink_only());
     p.extend(unix_pairs());
-    p.extend(metadata());
+    p.extend(metadata(locks));
     p.push(allow_rest());
     p
 }
@@ -469,8 +478,8 @@ pub(crate) fn install(
 }
 
 /// Load the filter into the calling thread (and what it starts).
-pub fn load() -> Result<(), SandboxError> {
-    install(&mut program(), 0)
+pub fn load(locks: bool) -> Result<(), SandboxError> {
+    install(&mut program_for(locks), 0)
         .map(|_| ())
         .map_err(SandboxError::Seccomp)
 }
