@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// The system's program and library places (and the read-only kernel
-/// facts builds ask for: the CPU list).
+/// facts builds ask for: the CPU list, the control group's CPU and memory
+/// limits that cargo, rustc and node read to size their thread pools).
 pub const SYSTEM_PLACES: &[&str] = &[
     "/usr",
     "/bin",
@@ -28,6 +29,7 @@ pub const SYSTEM_PLACES: &[&str] = &[
     "/libx32",
     "/etc",
     "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
 ];
 
 /// Per-tool homes builds and tools read (their credential files are
