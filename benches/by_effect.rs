@@ -45,10 +45,11 @@
 mod corpus;
 #[path = "by_effect/pane.rs"]
 mod pane;
+#[path = "by_effect/report.rs"]
+mod report;
 #[path = "support/stats.rs"]
 mod stats;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -65,7 +66,7 @@ use vigil::protocol::GateInfo;
 use vigil::tools::registry::ToolRegistry;
 use vigil::tools::shell::{RunShell, ShellConfig};
 
-use corpus::{Cmd, Corpus, installed};
+use corpus::{Cmd, Corpus};
 use stats::{load, ms, pct};
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -430,100 +431,6 @@ fn make_tree(dir: &Path, corpus: Corpus) -> PathBuf {
     repo.canonicalize().expect("repo")
 }
 
-/// The figures of one corpus × mode, printed; returns the summary row.
-fn report(corpus: Corpus, mode: Mode, commands: &[Cmd], seen: &Seen) -> String {
-    seen.tally.line("by_effect", commands.len());
-    let missing: Vec<bool> = commands
-        .iter()
-        .zip(&seen.verdicts)
-        .map(|(c, v)| !installed(&c.text) || matches!(v, Verdict::Unasked(Some(127))))
-        .collect();
-    let not_installed = missing.iter().filter(|m| **m).count();
-    let here = commands.len() - not_installed;
-    let asked = |keep: &dyn Fn(usize) -> bool| {
-        let n = (0..commands.len()).filter(|i| keep(*i)).count();
-        let k = (0..commands.len())
-            .filter(|i| keep(*i) && matches!(seen.verdicts[*i], Verdict::Asked(_)))
-            .count();
-        (k, n, 100.0 * k as f64 / n.max(1) as f64)
-    };
-    let (k_here, n_here, p_here) = asked(&|i| !missing[i]);
-    let (k_all, n_all, p_all) = asked(&|_| true);
-    println!(
-        "  HEADLINE asked of the {here} whose program is installed here: {p_here:.1} % ({k_here} / {n_here})"
-    );
-    println!(
-        "  asked of all: {p_all:.1} % ({k_all} / {n_all}); not installed here (counted apart): {not_installed}"
-    );
-    let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, v) in seen.verdicts.iter().enumerate() {
-        if let Verdict::Asked(class) = v
-            && !missing[i]
-        {
-            *classes.entry(class).or_default() += 1;
-        }
-    }
-    let mut classes: Vec<(&str, usize)> = classes.into_iter().collect();
-    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    println!("  still asked (installed programs), by class:");
-    for (class, count) in classes.iter().take(16) {
-        println!("    {count:>5}  {class}");
-    }
-    let top: Vec<String> = classes
-        .iter()
-        .take(4)
-        .map(|(c, n)| format!("{c} {n}"))
-        .collect();
-    let mut agent = String::from("– | –");
-    if corpus == Corpus::Agent {
-        let reads = |i: usize| !commands[i].writes && !missing[i];
-        let (k_r, n_r, p_r) = asked(&reads);
-        let verdict = if p_r <= 20.0 { "met" } else { "NOT met" };
-        println!(
-            "  read/build/test commands (installed): asked {p_r:.1} % ({k_r} / {n_r}) — target ≤ 20 %: {verdict}"
-        );
-        for (i, c) in commands.iter().enumerate() {
-            if let (false, Verdict::Asked(class)) = (c.writes, &seen.verdicts[i]) {
-                let note = if missing[i] { " (not installed)" } else { "" };
-                println!("    asked: {:<50} {class}{note}", c.text);
-            }
-        }
-        let writes: Vec<usize> = (0..commands.len())
-            .filter(|i| commands[*i].writes)
-            .collect();
-        let mut misses = 0;
-        for &i in &writes {
-            match &seen.verdicts[i] {
-                Verdict::Asked(_) | Verdict::Denied => {}
-                Verdict::Unasked(code) => {
-                    misses += 1;
-                    println!(
-                        "  !!! MISS: `# writes` command run UNASKED (exit {code:?}): {}",
-                        commands[i].text
-                    );
-                }
-            }
-        }
-        let denied = writes
-            .iter()
-            .filter(|i| matches!(seen.verdicts[**i], Verdict::Denied))
-            .count();
-        println!(
-            "  `# writes` commands: {} — asked {}, refused outright {denied}, MISSED (run unasked) {misses}{}",
-            writes.len(),
-            writes.len() - misses - denied,
-            if misses == 0 { "" } else { "  <<< FAILURE" }
-        );
-        agent = format!("{p_r:.1} % ({k_r}/{n_r}) | {misses} of {}", writes.len());
-    }
-    format!(
-        "| {} | {} | **{p_here:.1} %** ({k_here}/{n_here}) | {p_all:.1} % ({k_all}/{n_all}) | {not_installed} | {agent} | {} |",
-        corpus.name(),
-        mode.name(),
-        top.join(", ")
-    )
-}
-
 fn main() {
     let bin = Path::new(env!("CARGO_BIN_EXE_vigil-sandbox"));
     sandbox::set_helper(bin);
@@ -581,7 +488,7 @@ fn main() {
                 commands.len(),
                 load()
             );
-            rows.push(report(corpus, mode, &commands, &seen));
+            rows.push(report::report(corpus, mode, &commands, &seen));
             if corpus == Corpus::Tldr
                 && mode == Mode::Plain
                 && std::env::var("VIGIL_BENCH_OVERHEAD").as_deref() != Ok("0")
