@@ -172,8 +172,8 @@ fn set_world() {
 
 /// What by_effect did with one command.
 enum Verdict {
-    /// Asked, with the class of its card.
-    Asked(String),
+    /// Asked: the class of its card, and the card's reason.
+    Asked(String, String),
     /// Run unasked; its exit code.
     Unasked(Option<i32>),
     Denied,
@@ -263,7 +263,7 @@ async fn by_effect(
         let verdict = match (&run.decision, asked) {
             (_, Some(why)) => {
                 seen.tally.asked += 1;
-                Verdict::Asked(class(&why))
+                Verdict::Asked(class(&why), why)
             }
             (Some(ApprovalDecision::ApproveUnasked(_)), None) => {
                 seen.tally.unasked += 1;

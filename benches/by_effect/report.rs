@@ -22,7 +22,7 @@ pub fn report(corpus: Corpus, mode: Mode, commands: &[Cmd], seen: &Seen) -> Stri
     let asked = |keep: &dyn Fn(usize) -> bool| {
         let n = (0..commands.len()).filter(|i| keep(*i)).count();
         let k = (0..commands.len())
-            .filter(|i| keep(*i) && matches!(seen.verdicts[*i], Verdict::Asked(_)))
+            .filter(|i| keep(*i) && matches!(seen.verdicts[*i], Verdict::Asked(..)))
             .count();
         (k, n, 100.0 * k as f64 / n.max(1) as f64)
     };
@@ -36,7 +36,7 @@ pub fn report(corpus: Corpus, mode: Mode, commands: &[Cmd], seen: &Seen) -> Stri
     );
     let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, v) in seen.verdicts.iter().enumerate() {
-        if let Verdict::Asked(class) = v
+        if let Verdict::Asked(class, _) = v
             && !missing[i]
         {
             *classes.entry(class).or_default() += 1;
@@ -62,9 +62,11 @@ pub fn report(corpus: Corpus, mode: Mode, commands: &[Cmd], seen: &Seen) -> Stri
             "  read/build/test commands (installed): asked {p_r:.1} % ({k_r} / {n_r}) — target ≤ 20 %: {verdict}"
         );
         for (i, c) in commands.iter().enumerate() {
-            if let (false, Verdict::Asked(class)) = (c.writes, &seen.verdicts[i]) {
+            if let (false, Verdict::Asked(class, why)) = (c.writes, &seen.verdicts[i]) {
                 let note = if missing[i] { " (not installed)" } else { "" };
                 println!("    asked: {:<50} {class}{note}", c.text);
+                let why: String = why.chars().take(300).collect();
+                println!("           why: {why}");
             }
         }
         let writes: Vec<usize> = (0..commands.len())
@@ -73,7 +75,7 @@ pub fn report(corpus: Corpus, mode: Mode, commands: &[Cmd], seen: &Seen) -> Stri
         let mut misses = 0;
         for &i in &writes {
             match &seen.verdicts[i] {
-                Verdict::Asked(_) | Verdict::Denied => {}
+                Verdict::Asked(..) | Verdict::Denied => {}
                 Verdict::Unasked(code) => {
                     misses += 1;
                     println!(
