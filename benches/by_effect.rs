@@ -1,32 +1,56 @@
-//! How often each approval mode asks, over a public corpus of real shell
-//! commands (benches/corpus: tldr-pages' examples, placeholders filled),
-//! run in an ordinary git repository with a realistic tree
+//! How often each approval mode asks, over two corpora of shell commands
+//! (benches/corpus: tldr-pages' examples, placeholders filled; and an
+//! agent-command corpus of the builds, tests, git inspection, searches and
+//! edits coding agents run, the edits labelled `# writes`), run in an
+//! ordinary git repository with a realistic tree
 //! (`benches/corpus/make_tree.sh`), and what the throwaway view costs.
 //!
-//! Per mode, the share of commands asked, run unasked and denied:
+//! Per corpus and execution mode (plain processes, or a managed tmux pane
+//! on a private tmux server whose pane starts in the repository), the share
+//! of commands asked, run unasked and denied:
 //! - `ask` and `auto_low`: the broker's decision (nothing runs);
 //! - `by_effect`: the production path, `ToolRegistry` → `run_shell` →
 //!   the broker → the trial in the view; an operator who answers every
-//!   card with "deny" (so nothing ever runs outside the view), counting
-//!   why each card was asked (the rule, or the first effect the view saw).
+//!   card with "deny" (so nothing changes the tree but what by_effect runs
+//!   for real unasked: builds writing only git-ignored outputs, and in the
+//!   pane commands that only change the pane's shell), counting why each
+//!   card was asked (the rule, or the first effect the view saw).
 //!
-//! Overhead: for commands the trial let through that vigil itself rates
-//! low (read-only programs, safe to run plainly here) and that take under
+//! Commands whose program is not installed here (`installed()` false, or
+//! run unasked and exited 127) are counted apart: the headline is the
+//! asked share of the others. For the agent corpus also the asked share
+//! of its read/build/test commands, and every `# writes` command run
+//! unasked (a miss: each must be asked).
+//!
+//! Overhead (plain mode, tldr corpus; `VIGIL_BENCH_OVERHEAD=0` skips it):
+//! for commands the trial let through that vigil itself rates low
+//! (read-only programs, safe to run plainly here) and that take under
 //! 10 ms plainly, the trial's time against the same command run plainly
 //! (`sh -c` in the tree), interleaved; p50 / p99 of both and of the
 //! difference.
 //!
-//! Run with `cargo bench --bench by_effect`. `VIGIL_BENCH_N` commands
-//! (default 1000, evenly spread over the corpus; `0` for all 4,879);
-//! every trial is capped at `VIGIL_BENCH_LIMIT_S` seconds (default 3: a
-//! command still running then is asked, as it would be at the 10 s
-//! default a little later).
+//! Run with `cargo bench --bench by_effect`. `VIGIL_BENCH_CORPUS`
+//! (`tldr`, `agent`, default `both`), `VIGIL_BENCH_MODES` (default
+//! `plain,pane`), `VIGIL_BENCH_N` tldr commands (default 1000, evenly
+//! spread; `0` for all 4,879; the agent corpus runs whole). Each trial is
+//! capped at `VIGIL_BENCH_LIMIT_S` seconds for tldr (default 3: a command
+//! still running then is asked, as it would be at the 10 s default a
+//! little later) and `VIGIL_BENCH_AGENT_LIMIT_S` for the agent corpus
+//! (default 10, the production default: builds take seconds). Each
+//! corpus × mode runs in a fresh tree; nothing is left behind (the trees
+//! are temporary folders, the tmux servers are killed, their sockets
+//! removed).
 
+#[path = "by_effect/corpus.rs"]
+mod corpus;
+#[path = "by_effect/pane.rs"]
+mod pane;
+#[path = "by_effect/report.rs"]
+mod report;
 #[path = "support/stats.rs"]
 mod stats;
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,6 +66,7 @@ use vigil::protocol::GateInfo;
 use vigil::tools::registry::ToolRegistry;
 use vigil::tools::shell::{RunShell, ShellConfig};
 
+use corpus::{Cmd, Corpus};
 use stats::{load, ms, pct};
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -49,16 +74,6 @@ fn env_num(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// The corpus, `n` commands evenly spread (all when `n` is 0).
-fn corpus(n: usize) -> Vec<String> {
-    let text = include_str!("corpus/commands.txt");
-    let all: Vec<String> = text.lines().map(str::to_string).collect();
-    if n == 0 || n >= all.len() {
-        return all;
-    }
-    (0..n).map(|i| all[i * all.len() / n].clone()).collect()
 }
 
 /// The default configuration's broker in `policy`.
@@ -94,12 +109,12 @@ impl Tally {
 }
 
 /// `ask` and `auto_low`: what the broker decides, nothing run.
-fn decided(commands: &[String], policy: Policy) -> Tally {
+fn decided(commands: &[Cmd], policy: Policy) -> Tally {
     let (tx, _rx) = mpsc::unbounded_channel();
     let b = broker(tx, policy);
     let mut t = Tally::default();
     for c in commands {
-        match b.preview("run_shell", &GateInfo::shell(c)).outcome {
+        match b.preview("run_shell", &GateInfo::shell(&c.text)).outcome {
             Outcome::Deny(..) => t.denied += 1,
             Outcome::Unasked(_) | Outcome::Approve(_) => t.unasked += 1,
             Outcome::Ask(_) | Outcome::Trial => t.asked += 1,
@@ -155,20 +170,30 @@ fn set_world() {
     }
 }
 
+/// What by_effect did with one command.
+enum Verdict {
+    /// Asked: the class of its card, and the card's reason.
+    Asked(String, String),
+    /// Run unasked; its exit code.
+    Unasked(Option<i32>),
+    Denied,
+}
+
 /// What the by_effect run saw.
 struct Seen {
     tally: Tally,
-    classes: BTreeMap<String, usize>,
+    /// Per command, in corpus order.
+    verdicts: Vec<Verdict>,
     /// (command, trial time) of commands run unasked in the view.
     clean: Vec<(String, Duration)>,
-    /// The commands asked.
-    asked: Vec<String>,
-    /// Of those run unasked, how many exited 127 (the program is not installed here:
-    /// a real run would have said the same).
-    missing: usize,
 }
 
-async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
+async fn by_effect(
+    commands: &[Cmd],
+    limit_s: u64,
+    context: ExecutionContext,
+    pane: Option<&pane::Pane>,
+) -> Seen {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let b = broker(tx, Policy::ByEffect);
     // The operator: every card is denied once it says why it is asked
@@ -216,17 +241,16 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
         denylist: vigil::policy::denylist::Denylist::read(&Config::default().tools.shell_denylist),
         ..ShellConfig::default()
     };
-    registry.register(RunShell::new(ExecutionContext::local(), config));
+    registry.register(RunShell::new(context, config));
     registry.set_approver(b.clone());
     registry.set_trial_approver(b.clone());
     let mut seen = Seen {
         tally: Tally::default(),
-        classes: BTreeMap::new(),
+        verdicts: Vec::new(),
         clean: Vec::new(),
-        asked: Vec::new(),
-        missing: 0,
     };
-    for (i, c) in commands.iter().enumerate() {
+    for (i, cmd) in commands.iter().enumerate() {
+        let c = &cmd.text;
         let args = json!({
             "command": c, "risk": "medium", "mutation": true, "privesc": false,
             "why": "benchmark", "wait": format!("{limit_s}s"),
@@ -236,47 +260,34 @@ async fn by_effect(commands: &[String], limit_s: u64) -> Seen {
         let run = registry.execute("run_shell", &args.to_string()).await;
         let took = start.elapsed();
         let asked = reasons.lock().unwrap().get(before).cloned();
-        match (&run.decision, asked) {
+        let verdict = match (&run.decision, asked) {
             (_, Some(why)) => {
                 seen.tally.asked += 1;
-                seen.asked.push(c.clone());
-                *seen.classes.entry(class(&why)).or_default() += 1;
+                Verdict::Asked(class(&why), why)
             }
             (Some(ApprovalDecision::ApproveUnasked(_)), None) => {
                 seen.tally.unasked += 1;
                 seen.clean.push((c.clone(), took));
-                if run.output.as_ref().and_then(|o| o.exit_code) == Some(127) {
-                    seen.missing += 1;
+                // A command that only changes the pane's shell ran in the
+                // pane: put the pane back in the repository.
+                if let Some(pane) = pane
+                    && vigil::policy::pane_state::changes_state(&vigil::shell::parse(c))
+                {
+                    pane.reset().await;
                 }
+                Verdict::Unasked(run.output.as_ref().and_then(|o| o.exit_code))
             }
-            _ => seen.tally.denied += 1,
-        }
+            _ => {
+                seen.tally.denied += 1;
+                Verdict::Denied
+            }
+        };
+        seen.verdicts.push(verdict);
         if (i + 1) % 100 == 0 {
             eprintln!("  {} / {} tried (load {})", i + 1, commands.len(), load());
         }
     }
     seen
-}
-
-/// Whether the program `command` runs (the first word, after `sudo` and
-/// its options) is installed on this machine.
-fn installed(command: &str) -> bool {
-    let script = vigil::shell::parse(command);
-    let Some(first) = script.commands.first() else {
-        return false;
-    };
-    let words = first.loose_words();
-    let mut it = words
-        .iter()
-        .skip_while(|w| *w == "sudo" || w.starts_with('-'));
-    let Some(program) = it.next() else {
-        return false;
-    };
-    if program.contains('/') {
-        return Path::new(program).exists();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 /// `command` run plainly in the tree.
@@ -365,14 +376,43 @@ async fn overhead(clean: &[(String, Duration)]) {
     );
 }
 
-fn main() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_vigil-sandbox"));
-    sandbox::set_helper(bin);
-    let n = env_num("VIGIL_BENCH_N", 1000) as usize;
-    let limit_s = env_num("VIGIL_BENCH_LIMIT_S", 3);
-    let commands = corpus(n);
-    let tree = tempfile::tempdir().expect("tempdir");
-    let repo = tree.path().join("repo");
+/// Where the commands run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Plain processes (`ExecutionContext::local()`).
+    Plain,
+    /// A managed tmux pane on a private server.
+    Pane,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::Pane => "pane",
+        }
+    }
+
+    /// `VIGIL_BENCH_MODES=plain,pane` (default both).
+    fn selected() -> Vec<Mode> {
+        let text = std::env::var("VIGIL_BENCH_MODES").unwrap_or_else(|_| "plain,pane".into());
+        text.split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(|m| match m {
+                "plain" => Mode::Plain,
+                "pane" => Mode::Pane,
+                other => panic!("VIGIL_BENCH_MODES: {other}: expected plain or pane"),
+            })
+            .collect()
+    }
+}
+
+/// A fresh tree for one corpus × mode; for the agent corpus with work in
+/// progress (an edited `notes.txt`), as an agent's tree has, so `git
+/// commit -a`, `git stash` and `git restore` would change something.
+fn make_tree(dir: &Path, corpus: Corpus) -> PathBuf {
+    let repo = dir.join("repo");
     let made = std::process::Command::new("sh")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -382,37 +422,88 @@ fn main() {
         .output()
         .expect("make_tree.sh");
     assert!(made.status.success(), "{made:?}");
-    std::env::set_current_dir(&repo).expect("cd into the tree");
-    println!(
-        "by_effect bench: {} commands of the tldr corpus in a {}-file git tree (load {})",
-        commands.len(),
-        std::fs::read_dir(&repo).map(|d| d.count()).unwrap_or(0),
-        load()
-    );
-    decided(&commands, Policy::Ask).line("ask", commands.len());
-    decided(&commands, Policy::AutoApproveLow).line("auto_low", commands.len());
+    if corpus == Corpus::Agent {
+        let notes = repo.join("notes.txt");
+        let mut text = std::fs::read_to_string(&notes).expect("notes.txt");
+        text.push_str("TODO: agent edit in progress\n");
+        std::fs::write(&notes, text).expect("notes.txt");
+    }
+    repo.canonicalize().expect("repo")
+}
+
+fn main() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_vigil-sandbox"));
+    sandbox::set_helper(bin);
+    let n = env_num("VIGIL_BENCH_N", 1000) as usize;
+    let tldr_limit = env_num("VIGIL_BENCH_LIMIT_S", 3);
+    let agent_limit = env_num("VIGIL_BENCH_AGENT_LIMIT_S", 10);
     set_world();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let started = Instant::now();
-    let seen = rt.block_on(by_effect(&commands, limit_s));
-    seen.tally.line("by_effect", commands.len());
-    let here = commands.iter().filter(|c| installed(c)).count();
-    let asked_here = seen.asked.iter().filter(|c| installed(c)).count();
-    println!(
-        "  of the {here} commands whose program is installed here: asked {:.1} % ({asked_here})",
-        100.0 * asked_here as f64 / here.max(1) as f64,
-    );
-    println!(
-        "  ({:.0} s for {} trials; {} of the unasked exited 127: the program is not installed here)",
-        started.elapsed().as_secs_f64(),
-        commands.len(),
-        seen.missing
-    );
-    let mut classes: Vec<(&String, &usize)> = seen.classes.iter().collect();
-    classes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    println!("still asked under by_effect, by class:");
-    for (class, count) in classes.iter().take(24) {
-        println!("  {count:>5}  {class}");
+    let away = std::env::temp_dir();
+    let mut rows = Vec::new();
+    for corpus in Corpus::selected() {
+        let commands = corpus.commands(n);
+        let limit_s = match corpus {
+            Corpus::Tldr => tldr_limit,
+            Corpus::Agent => agent_limit,
+        };
+        println!(
+            "\n=== corpus {}: {} commands ({} labelled `# writes`), trials capped at {limit_s} s (load {})",
+            corpus.name(),
+            commands.len(),
+            commands.iter().filter(|c| c.writes).count(),
+            load()
+        );
+        decided(&commands, Policy::Ask).line("ask", commands.len());
+        decided(&commands, Policy::AutoApproveLow).line("auto_low", commands.len());
+        for mode in Mode::selected() {
+            let tree = tempfile::tempdir().expect("tempdir");
+            let repo = make_tree(tree.path(), corpus);
+            std::env::set_current_dir(&repo).expect("cd into the tree");
+            println!(
+                "--- {} × {}: a {}-entry git tree (load {})",
+                corpus.name(),
+                mode.name(),
+                std::fs::read_dir(&repo).map(|d| d.count()).unwrap_or(0),
+                load()
+            );
+            let started = Instant::now();
+            let seen = rt.block_on(async {
+                match mode {
+                    Mode::Plain => {
+                        by_effect(&commands, limit_s, ExecutionContext::local(), None).await
+                    }
+                    Mode::Pane => {
+                        let pane = pane::Pane::start(&repo, corpus.name()).await;
+                        let context = pane.context.clone();
+                        let seen = by_effect(&commands, limit_s, context, Some(&pane)).await;
+                        drop(pane);
+                        seen
+                    }
+                }
+            });
+            println!(
+                "  ({:.0} s for {} commands, load {})",
+                started.elapsed().as_secs_f64(),
+                commands.len(),
+                load()
+            );
+            rows.push(report::report(corpus, mode, &commands, &seen));
+            if corpus == Corpus::Tldr
+                && mode == Mode::Plain
+                && std::env::var("VIGIL_BENCH_OVERHEAD").as_deref() != Ok("0")
+            {
+                rt.block_on(overhead(&seen.clean));
+            }
+            std::env::set_current_dir(&away).expect("leave the tree");
+            drop(tree);
+        }
     }
-    rt.block_on(overhead(&seen.clean));
+    println!(
+        "\n| corpus | mode | asked of installed | asked of all | not installed | agent: read/build/test asked | agent: `# writes` missed | top classes still asked |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
 }
