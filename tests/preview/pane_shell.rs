@@ -64,6 +64,8 @@ fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
         ("cd-cmd", "cd sub"),
         ("read-here", "cat here.txt; echo again=$LOCALV"),
         ("hook-cmd", "PROMPT_COMMAND='touch hooked'"),
+        ("op-cmd", "eval 'OPVAR=op-value'"),
+        ("opread-cmd", "echo op=$OPVAR"),
     ]);
     let c = Console::start_scenario(tag, &scenario, &config(shell), "", "");
     let work = c.work();
@@ -109,6 +111,29 @@ fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
         s.contains("denied by operator") && !s.contains("approvals (1)")
     });
     assert!(!work.join("hooked").exists() && !work.join("sub/hooked").exists());
+
+    // A variable no command of vigil's set (here through `eval`, which
+    // vigil does not read into; an rc file's or one the operator typed
+    // alike) does not exist for a trial: reading it is asked.
+    c.send("op-cmd");
+    let card = c.wait_for("the eval card", |s| {
+        s.contains("approvals (1)") && s.contains("$ eval 'OPVAR")
+    });
+    assert!(card.contains("`shell-hook`"), "{card}");
+    c.answer("y");
+    c.wait_for("the eval to run", |s| {
+        s.contains("Running op-cmd") && !s.contains("approvals (1)")
+    });
+    c.send("opread-cmd");
+    let card = c.wait_for("the card of a read of OPVAR", |s| {
+        s.contains("approvals (1)") && s.contains("$ echo op=$OPVAR")
+    });
+    assert!(card.contains("no command"), "{card}");
+    c.answer("n");
+    c.wait_for("the second denial", |s| {
+        s.matches("denied by operator").count() >= 2 && !s.contains("approvals (1)")
+    });
+    assert!(!c.screen().contains("op=op-value"));
 }
 
 #[test]

@@ -4,11 +4,14 @@
 //! trial runs before the command so that `$VAR`, functions and aliases
 //! read what the pane has.
 //!
-//! Pure text: never runs anything. It never lets a variable whose name
-//! looks like a secret into the replay (it is named in
-//! [`Replay::withheld`], so a command expanding it is asked), and never
-//! replays what the trial's shell cannot take (read-only and special
-//! variables, interactive options).
+//! Pure text: never runs anything. Variables are replayed from an
+//! allow-list only — the environment's allow-list and the names vigil's own
+//! commands in the pane assigned ([`assigned_names`]); every other variable
+//! of the pane (an rc file's `export API=…`, one the operator typed) and
+//! any whose name looks like a secret is named in [`Replay::withheld`], so
+//! a command expanding it is asked. It never replays what the trial's
+//! shell cannot take (read-only and special variables, interactive
+//! options).
 
 /// The shells whose state vigil can read and replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,13 +155,99 @@ pub fn secret_name(name: &str) -> bool {
     })
 }
 
-/// Build the replay of `dumps` for a `kind` shell. `keep_out`: names the
-/// pane's shell had in its environment from the start that the
-/// environment allow-list keeps out of every trial (the operator's own
-/// `DATABASE_URL`); they are withheld like secret-looking names. `None`: a
+/// The variables a command assigns in the shell that runs it: `NAME=…`
+/// (alone or before a command), `export`/`declare`/`typeset`/`readonly`/
+/// `local NAME[=…]`, `read [-a] NAME…`, `printf -v NAME`, `mapfile`/
+/// `readarray NAME`, `getopts OPTS NAME`. What it cannot tell (a function
+/// that assigns, `eval` of a variable) is simply not named: such a
+/// variable is not replayed, and a command expanding it is asked.
+pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    // Only what the pane's own shell runs: not a subshell, not `sh -c`
+    // text, not a prefix assignment (`X=1 cmd` sets X for cmd alone).
+    for cmd in &read.script.commands {
+        if cmd.place != vigil_shell::Place::CurrentShell {
+            continue;
+        }
+        if cmd.words.is_empty() {
+            out.extend(
+                cmd.assignments
+                    .iter()
+                    .filter_map(|a| a.split_once('=').map(|(n, _)| n.to_string())),
+            );
+            continue;
+        }
+        let words = cmd.loose_words();
+        let Some((program, args)) = words.split_first() else {
+            continue;
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        out.extend(names_set_by(program, &args).into_iter().map(str::to_string));
+        // The parser keeps a declaration's `NAME=value` words apart.
+        if DECLARE.contains(&program.as_str()) {
+            out.extend(
+                cmd.assignments
+                    .iter()
+                    .filter_map(|a| a.split_once('=').map(|(n, _)| n.to_string())),
+            );
+        }
+    }
+    out.retain(|n| is_name(n));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The built-ins that declare variables.
+const DECLARE: &[&str] = &["export", "declare", "typeset", "readonly", "local"];
+
+/// The names one built-in's words set.
+fn names_set_by<'a>(program: &str, args: &[&'a str]) -> Vec<&'a str> {
+    let plain = |w: &&&str| !w.starts_with('-') && !w.starts_with('+');
+    let before_eq = |w: &'a str| w.split(['=', '[']).next().unwrap_or(w);
+    match program {
+        p if DECLARE.contains(&p) => args.iter().filter(plain).map(|w| before_eq(w)).collect(),
+        "read" => {
+            let mut out = Vec::new();
+            let mut it = args.iter();
+            while let Some(w) = it.next() {
+                match *w {
+                    "-a" => out.extend(it.next().copied()),
+                    "-p" | "-d" | "-n" | "-N" | "-t" | "-u" | "-i" => {
+                        it.next();
+                    }
+                    w if w.starts_with('-') => {}
+                    w => out.push(w),
+                }
+            }
+            out
+        }
+        "printf" => args
+            .windows(2)
+            .find(|p| p[0] == "-v")
+            .map(|p| vec![before_eq(p[1])])
+            .unwrap_or_default(),
+        "mapfile" | "readarray" => args.iter().rev().find(plain).copied().into_iter().collect(),
+        "getopts" => args.get(1).copied().into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !n.as_bytes()[0].is_ascii_digit()
+}
+
+/// Build the replay of `dumps` for a `kind` shell. `replayed(name)`: whether
+/// a variable of the pane may reach the trial — an allow-list (the
+/// environment's, and what vigil's own commands in the pane assigned):
+/// whatever else the pane holds (set by its start-up files, or typed by
+/// the operator) is withheld, and a command expanding it is asked. Names
+/// that look like a secret's are withheld even when allowed. `None`: a
 /// dump could not be read for sure (an unbalanced quote), and nothing is
 /// replayed.
-pub fn replay(kind: ShellKind, dumps: &Dumps, keep_out: &[String]) -> Option<Replay> {
+pub fn replay(kind: ShellKind, dumps: &Dumps, replayed: &dyn Fn(&str) -> bool) -> Option<Replay> {
     let mut out = Replay::default();
     let readonly: Vec<String> = statements(&dumps.readonly)?
         .iter()
@@ -173,7 +262,7 @@ pub fn replay(kind: ShellKind, dumps: &Dumps, keep_out: &[String]) -> Option<Rep
             if flags.contains('r') || readonly.contains(&name) || skipped(&name) {
                 continue;
             }
-            if secret_name(&name) || keep_out.contains(&name) {
+            if secret_name(&name) || !replayed(&name) {
                 if !out.withheld.contains(&name) {
                     out.withheld.push(name);
                 }
@@ -370,7 +459,7 @@ mod tests {
             umask: "0027\n".into(),
             ..Dumps::default()
         };
-        let r = replay(ShellKind::Bash, &dumps, &[]).unwrap();
+        let r = replay(ShellKind::Bash, &dumps, &|_| true).unwrap();
         assert!(r.prelude.contains("declare -x FOO=\"1\""));
         assert!(r.prelude.contains("BAR=\"two\nlines\""));
         assert!(!r.prelude.contains("RO="));
@@ -385,6 +474,44 @@ mod tests {
     }
 
     #[test]
+    fn a_command_names_the_variables_it_assigns() {
+        let names = |t: &str| assigned_names(&vigil_shell::Command::read(t));
+        assert_eq!(names("X=1"), vec!["X"]);
+        assert_eq!(names("export A=1 B; declare -x C=2"), vec!["A", "B", "C"]);
+        assert_eq!(names("read -p 'name? ' -r N M"), vec!["M", "N"]);
+        assert_eq!(names("read -a ARR"), vec!["ARR"]);
+        assert_eq!(
+            names("printf -v OUT %s x; mapfile -t LINES"),
+            vec!["LINES", "OUT"]
+        );
+        assert_eq!(names("cd sub && ls"), Vec::<String>::new());
+        // Not an assignment in the pane: an argument, a prefix, a
+        // subshell's, another shell's.
+        assert!(names("echo X=1").is_empty());
+        assert!(names("X=1 make").is_empty());
+        assert!(names("(export X=1); echo $(Y=2)").is_empty());
+        assert!(names("sh -c 'export X=1'").is_empty());
+    }
+
+    #[test]
+    fn only_allowed_variables_are_replayed() {
+        let dumps = Dumps {
+            vars: "declare -x HOME=\"/root\"\ndeclare -- MINE=\"agent\"\n\
+                   declare -x DATABASE_URL=\"postgres://u:p@h/db\"\ndeclare -- SSHPASS=\"pw\"\n"
+                .into(),
+            ..Dumps::default()
+        };
+        let allowed = |n: &str| n == "HOME" || n == "MINE";
+        let r = replay(ShellKind::Bash, &dumps, &allowed).unwrap();
+        assert!(r.prelude.contains("HOME=") && r.prelude.contains("MINE="));
+        assert!(!r.prelude.contains("postgres") && !r.prelude.contains("pw"));
+        assert_eq!(
+            r.withheld,
+            vec!["DATABASE_URL".to_string(), "SSHPASS".to_string()]
+        );
+    }
+
+    #[test]
     fn dash_exports_and_read_only_names() {
         let dumps = Dumps {
             vars: "X='1'\nRO='2'\nOUTSIDE='db://u:p@h'\n".into(),
@@ -392,7 +519,7 @@ mod tests {
             readonly: "readonly RO='2'\n".into(),
             ..Dumps::default()
         };
-        let r = replay(ShellKind::Dash, &dumps, &["OUTSIDE".into()]).unwrap();
+        let r = replay(ShellKind::Dash, &dumps, &|n| n != "OUTSIDE").unwrap();
         assert!(r.prelude.contains("X='1'\nexport X='1'"));
         assert!(!r.prelude.contains("RO="));
         assert!(!r.prelude.contains("db://"));

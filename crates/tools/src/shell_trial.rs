@@ -86,8 +86,8 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
         .and_then(|p| expands_withheld(&args.command, &p.replay.withheld))
     {
         return asks(format!(
-            "not tried in the view: it expands `${name}`, a variable of the pane whose name looks \
-             like a secret (kept out of trials)"
+            "not tried in the view: it expands `${name}`, a variable of the pane that no command \
+             of vigil's set, or whose name looks like a secret (kept out of trials)"
         ));
     }
     let script = match &pane_shell {

@@ -58,16 +58,16 @@ pub fn run(c: &Command<'_>) -> Result<Ended, String> {
         .stdin(Stdio::from(null))
         .env_clear()
         .envs(clean_env(std::env::vars_os()));
-    if !c.trial {
-        cmd.env("PATH", SAFE_PATH)
-            .stderr(Stdio::from(merged_stderr()?));
-    } else {
+    if c.trial {
         // `PWD` names where it runs (a shell that finds it wrong works its
         // directory out by listing every folder above: zsh, read as
         // reads outside the readable places); git takes no optional lock
         // (`git status` would refresh the index, a change of timestamps
         // only, and be asked for it).
         cmd.env("PWD", c.cwd).env("GIT_OPTIONAL_LOCKS", "0");
+    } else {
+        cmd.env("PATH", SAFE_PATH)
+            .stderr(Stdio::from(merged_stderr()?));
     }
     let root = super::mounts::cstr(c.root)?;
     let cwd = super::mounts::cstr(c.cwd)?;

@@ -51,7 +51,7 @@ async fn pane_shell(
     mgr: &TmuxManager,
     shell: &std::path::Path,
     (session, pane): (Option<&str>, Option<&str>),
-    keep_out: &[String],
+    replayed: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<crate::PaneShell, String> {
     use crate::shell_replay::{ShellKind, replay};
     let kind = ShellKind::of(shell).ok_or_else(|| {
@@ -61,7 +61,7 @@ async fn pane_shell(
         )
     })?;
     let dumps = super::shell_state::capture(mgr, kind, session, pane).await?;
-    let replay = replay(kind, &dumps, keep_out)
+    let replay = replay(kind, &dumps, replayed)
         .ok_or_else(|| "the pane's shell state could not be read for sure".to_string())?;
     Ok(crate::PaneShell { kind, replay })
 }
@@ -147,19 +147,14 @@ impl<T: Transport> Backend for TmuxBackend<T> {
                 std::ffi::OsStr::from_bytes(v).to_os_string(),
             ))
         });
-        let names: Vec<String> = vars
-            .clone()
-            .map(|(k, _)| k.to_string_lossy().into_owned())
-            .collect();
         let env = crate::env::current().filter(vars);
-        // What the readable world's allow-list keeps of the environment
-        // the shell started with; the rest stays out of the replay too.
-        let kept: Vec<String> = crate::sandbox::clean_env(env.clone())
-            .iter()
-            .map(|(k, _)| k.to_string_lossy().into_owned())
-            .collect();
-        let keep_out: Vec<String> = names.into_iter().filter(|n| !kept.contains(n)).collect();
-        let state = pane_shell(&self.manager, &shell, (session, named), &keep_out).await;
+        // The pane's variables a trial may see: the readable world's
+        // environment allow-list and what vigil's own commands assigned
+        // there; nothing else of the pane exists for the trial.
+        let world = crate::sandbox::world::config();
+        let slot = pane.slot.clone();
+        let replayed = move |name: &str| world.env_allowed(name) || slot.assigned(name);
+        let state = pane_shell(&self.manager, &shell, (session, named), &replayed).await;
         Some(crate::TrialShell {
             shell,
             env: Some(env),

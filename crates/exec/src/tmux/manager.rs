@@ -54,6 +54,10 @@ pub struct PaneSlot {
     pub busy: Mutex<Option<(String, String, std::time::Instant)>>,
     /// Notes for the next command's result.
     pub notes: Mutex<Vec<String>>,
+    /// Variables vigil's own commands in this pane assigned (`X=1`,
+    /// `export X=…`, `read X`): with the environment's allow-list, the only
+    /// variables of the pane a trial replays ([`crate::shell_replay`]).
+    pub assigned: Mutex<std::collections::BTreeSet<String>>,
     /// Resolved at least once.
     seen: AtomicBool,
 }
@@ -64,6 +68,14 @@ impl PaneSlot {
     }
     pub fn note(&self, s: String) {
         lock(&self.notes).push(s);
+    }
+    /// Remember the variables `read` assigns (see [`Self::assigned`]).
+    pub fn assigns(&self, read: &vigil_shell::Command) {
+        lock(&self.assigned).extend(crate::shell_replay::assigned_names(read));
+    }
+    /// Whether one of vigil's commands here assigned `name`.
+    pub fn assigned(&self, name: &str) -> bool {
+        lock(&self.assigned).contains(name)
     }
 }
 

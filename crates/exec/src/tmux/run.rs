@@ -117,8 +117,10 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
         lines.push(format!("delete-buffer -b vigil-{id}"));
         lines.extend(type_lines(&pane.id, &format!(" . {path}")));
         all_ok(&pane.control, lines).await?;
+        // The first try waits longest: a fresh or recreated pane's shell
+        // may still be starting (its rc files) on a loaded machine.
         let wait = if attempt == 0 {
-            PROBE_WAIT * 2
+            PROBE_WAIT * 4
         } else {
             PROBE_WAIT
         };
@@ -181,6 +183,10 @@ pub async fn run_in_pane(
     let _turn = pane.slot.run.lock().await;
     let mut notes = pane.slot.take_notes();
     let state = ready_pane(mgr, &pane).await?;
+    match req.read.as_deref() {
+        Some(read) => pane.slot.assigns(read),
+        None => pane.slot.assigns(&vigil_shell::Command::read(&req.command)),
+    }
 
     let id = mgr.next_id();
     let files = CmdFiles {

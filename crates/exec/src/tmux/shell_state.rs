@@ -174,7 +174,7 @@ mod tests {
                 options: read("o"),
                 umask: read("u"),
             };
-            let r = replay(kind, &dumps, &[]).unwrap_or_else(|| panic!("{exe}: {dumps:?}"));
+            let r = replay(kind, &dumps, &|_| true).unwrap_or_else(|| panic!("{exe}: {dumps:?}"));
             assert_eq!(r.withheld, vec!["SECRET_TOKEN".to_string()], "{exe}");
             let call = if kind == ShellKind::Dash { "" } else { "fn1\n" };
             let command = format!(
