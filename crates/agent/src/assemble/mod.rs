@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::approval::{ApprovalBroker, Policy};
 use crate::model::ModelError;
 use crate::model::anthropic::AnthropicClient;
+use crate::model::discover_cache::DiscoverCache;
 use crate::model::retry::RetryPolicy;
 use crate::model::{ChatModel, ModelClient, ModelClientConfig};
 use crate::record::redact::Redactor;
@@ -187,6 +188,8 @@ pub async fn start_agent_with(
             max_delay: Duration::from_secs(config.model.retry_max_secs),
         },
         context_limit: config.model.context_limit,
+        // The demo's server is new at every start: nothing to remember.
+        model_cache: (!demo).then(|| DiscoverCache::in_data_dir(&config.data_dir())),
         model_label: model.label,
         target,
         demo,

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::approval::ApprovalBroker;
 use crate::model::ChatModel;
+use crate::model::discover_cache::DiscoverCache;
 use crate::model::retry::RetryPolicy;
 use crate::record::restore::Restored;
 use crate::record::session::SessionWriter;
@@ -49,6 +50,10 @@ pub struct AgentSetup {
     /// The model's context window, in tokens; None: as the server publishes
     /// it ([`ChatModel::discover`]), else [`DEFAULT_CONTEXT_LIMIT`].
     pub context_limit: Option<u64>,
+    /// Where the window the server published is remembered, so its model
+    /// list is asked once per server and not at every start; None: asked at
+    /// every start (the demo, tests).
+    pub model_cache: Option<DiscoverCache>,
     pub model_label: String,
     pub target: String,
     pub demo: bool,

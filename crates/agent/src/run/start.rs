@@ -35,7 +35,13 @@ pub(crate) async fn start(
         .tmux
         .clone()
         .map(|tmux| spawn_pane_keys(tmux, events.clone()));
-    let context_limit = window::context_limit(&setup.model, setup.context_limit, &events).await;
+    let context_limit = window::context_limit(
+        &setup.model,
+        setup.context_limit,
+        setup.model_cache.as_ref(),
+        &events,
+    )
+    .await;
     let definitions = setup.registry.definitions();
     let tools_chars = serde_json::to_string(&definitions).map_or(0, |s| s.len());
     let shared = Arc::new(Shared {
