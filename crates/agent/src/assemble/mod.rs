@@ -2,10 +2,12 @@
 //! and the agent from a [`Config`], for the console, `exec` and `tool` modes
 //! alike. It decides nothing about presentation.
 
+mod demo;
 pub mod hooks;
 mod registry;
 mod target;
 
+pub use demo::DemoServer;
 pub use registry::*;
 pub use target::*;
 
@@ -33,7 +35,6 @@ use vigil_exec::ssh::SshError;
 use vigil_exec::tmux::TmuxError;
 use vigil_exec::tmux::spawn_mirror_feed;
 use vigil_protocol::{AgentCommand, AgentEvent};
-use vigil_scripted::{Scenario, ScriptedServer};
 
 /// Why the agent could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +66,7 @@ pub struct Running {
     pub commands: mpsc::UnboundedSender<AgentCommand>,
     pub task: tokio::task::JoinHandle<()>,
     /// Kept alive for the demo: the scripted model server.
-    pub demo_server: Option<ScriptedServer>,
+    pub demo_server: Option<DemoServer>,
     pub broker: Arc<ApprovalBroker>,
     /// The id of the session being recorded (None: recording failed).
     pub session_id: Option<String>,
@@ -237,7 +238,7 @@ struct BuiltModel {
     /// Scrubs the API key from whatever is shown or recorded.
     redactor: Redactor,
     /// The scripted server `--demo` talks to (stopped when dropped).
-    demo_server: Option<ScriptedServer>,
+    demo_server: Option<DemoServer>,
 }
 
 /// The configured model client, or the demo's scripted server and a client
@@ -245,10 +246,7 @@ struct BuiltModel {
 async fn build_model(config: &Config, demo: bool) -> Result<BuiltModel, StartError> {
     let mut demo_server = None;
     let (base_url, label, model_name) = if demo {
-        let server = ScriptedServer::start(Scenario::demo())
-            .await
-            .map_err(StartError::DemoServer)?;
-        let url = server.base_url();
+        let (server, url) = demo::start().await?;
         demo_server = Some(server);
         (url, DEMO_MODEL.to_string(), "vigil-demo".to_string())
     } else {
