@@ -2,10 +2,12 @@
 //! and the agent from a [`Config`], for the console, `exec` and `tool` modes
 //! alike. It decides nothing about presentation.
 
+mod demo;
 pub mod hooks;
 mod registry;
 mod target;
 
+pub use demo::DemoServer;
 pub use registry::*;
 pub use target::*;
 
@@ -17,6 +19,7 @@ use tokio::sync::{mpsc, watch};
 use crate::approval::{ApprovalBroker, Policy};
 use crate::model::ModelError;
 use crate::model::anthropic::AnthropicClient;
+use crate::model::discover_cache::DiscoverCache;
 use crate::model::retry::RetryPolicy;
 use crate::model::{ChatModel, ModelClient, ModelClientConfig};
 use crate::record::redact::Redactor;
@@ -32,7 +35,6 @@ use vigil_exec::ssh::SshError;
 use vigil_exec::tmux::TmuxError;
 use vigil_exec::tmux::spawn_mirror_feed;
 use vigil_protocol::{AgentCommand, AgentEvent};
-use vigil_scripted::{Scenario, ScriptedServer};
 
 /// Why the agent could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +66,7 @@ pub struct Running {
     pub commands: mpsc::UnboundedSender<AgentCommand>,
     pub task: tokio::task::JoinHandle<()>,
     /// Kept alive for the demo: the scripted model server.
-    pub demo_server: Option<ScriptedServer>,
+    pub demo_server: Option<DemoServer>,
     pub broker: Arc<ApprovalBroker>,
     /// The id of the session being recorded (None: recording failed).
     pub session_id: Option<String>,
@@ -187,6 +189,8 @@ pub async fn start_agent_with(
             max_delay: Duration::from_secs(config.model.retry_max_secs),
         },
         context_limit: config.model.context_limit,
+        // The demo's server is new at every start: nothing to remember.
+        model_cache: (!demo).then(|| DiscoverCache::in_data_dir(&config.data_dir())),
         model_label: model.label,
         target,
         demo,
@@ -234,7 +238,7 @@ struct BuiltModel {
     /// Scrubs the API key from whatever is shown or recorded.
     redactor: Redactor,
     /// The scripted server `--demo` talks to (stopped when dropped).
-    demo_server: Option<ScriptedServer>,
+    demo_server: Option<DemoServer>,
 }
 
 /// The configured model client, or the demo's scripted server and a client
@@ -242,10 +246,7 @@ struct BuiltModel {
 async fn build_model(config: &Config, demo: bool) -> Result<BuiltModel, StartError> {
     let mut demo_server = None;
     let (base_url, label, model_name) = if demo {
-        let server = ScriptedServer::start(Scenario::demo())
-            .await
-            .map_err(StartError::DemoServer)?;
-        let url = server.base_url();
+        let (server, url) = demo::start().await?;
         demo_server = Some(server);
         (url, DEMO_MODEL.to_string(), "vigil-demo".to_string())
     } else {

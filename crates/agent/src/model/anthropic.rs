@@ -174,6 +174,10 @@ impl ChatModel for AnthropicClient {
         &self.config.model
     }
 
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.config.base_url)
+    }
+
     async fn discover(&self) -> super::discover::Discovery {
         super::discover::ask(
             &self.http,

@@ -38,6 +38,12 @@ pub trait ChatModel: Send + Sync {
     /// The model name sent with each request.
     fn model_name(&self) -> &str;
 
+    /// The server's base URL, for remembering what it published
+    /// ([`super::discover_cache`]); None: nothing to remember it by.
+    fn base_url(&self) -> Option<&str> {
+        None
+    }
+
     /// What the server says it serves (its model list and the context
     /// window it publishes), asked once at the start of a session.
     async fn discover(&self) -> Discovery {

@@ -318,6 +318,10 @@ impl ChatModel for ModelClient {
         &self.config.model
     }
 
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.config.base_url)
+    }
+
     async fn discover(&self) -> super::discover::Discovery {
         super::discover::ask(&self.http, &self.config, super::discover::KeyHeader::Bearer).await
     }
