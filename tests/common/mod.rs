@@ -461,12 +461,39 @@ pub struct Server {
     pub socket: String,
 }
 
+/// End every process started with `-L socket` (a tmux server or client of
+/// this test process's own private socket: nothing else carries its name),
+/// by signal: a server whose socket file is gone answers no `kill-server`.
+/// Returns how many there were.
+pub fn kill_by_socket(socket: &str) -> usize {
+    let needle = format!("-L\0{socket}\0");
+    let pids: Vec<i32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            cmdline
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+                .then_some(pid)
+        })
+        .collect();
+    for &pid in &pids {
+        // SAFETY: kill(2) of a process naming this test's private socket.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    pids.len()
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = std::process::Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .env_remove("TMUX")
             .output();
+        kill_by_socket(&self.socket);
         remove_tmux_socket(&self.socket);
         let prefix = format!("vigil-{}-", self.socket);
         let tmp = [std::path::PathBuf::from("/tmp"), std::env::temp_dir()];

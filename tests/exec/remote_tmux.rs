@@ -151,12 +151,34 @@ async fn ssh(s: &common::sshd::Sshd) -> Arc<SshTransport> {
     )
 }
 
-async fn ssh_tmux(t: &Arc<SshTransport>) -> (Arc<TmuxBackend<Arc<SshTransport>>>, common::Server) {
+/// The "remote" tmux server of an ssh test (this machine): killed when the
+/// test ends, and again if it comes back meanwhile — a command the backend
+/// sent over ssh before the kill (a reconnect after a killed master) can
+/// still start it a moment later, as the operator's server would be.
+struct SshServer(common::Server);
+
+impl Drop for SshServer {
+    fn drop(&mut self) {
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(100));
+            common::kill_by_socket(&self.0.socket);
+        }
+    }
+}
+
+impl std::ops::Deref for SshServer {
+    type Target = common::Server;
+    fn deref(&self) -> &common::Server {
+        &self.0
+    }
+}
+
+async fn ssh_tmux(t: &Arc<SshTransport>) -> (Arc<TmuxBackend<Arc<SshTransport>>>, SshServer) {
     // The "remote" is this machine: its private tmux server is named (and
     // killed on drop) from here.
-    let server = common::Server {
+    let server = SshServer(common::Server {
         socket: common::socket(),
-    };
+    });
     let backend = TmuxBackend::start(t.clone(), common::options(&server.socket, "sh"))
         .await
         .unwrap_or_else(|e| panic!("remote tmux over ssh: {e}"));
