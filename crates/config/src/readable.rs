@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// The system's program and library places (and the read-only kernel
-/// facts builds ask for: the CPU list, the control group's CPU and memory
-/// limits that cargo, rustc and node read to size their thread pools).
+/// facts builds ask for: the CPU list). Not `/sys/fs/cgroup` (cargo and
+/// node read their limits there): over it the view sets its own bounds,
+/// and a fork bomb run as an ordinary user went unbounded with it readable.
 pub const SYSTEM_PLACES: &[&str] = &[
     "/usr",
     "/bin",
@@ -29,7 +30,6 @@ pub const SYSTEM_PLACES: &[&str] = &[
     "/libx32",
     "/etc",
     "/sys/devices/system/cpu",
-    "/sys/fs/cgroup",
 ];
 
 /// Per-tool homes builds and tools read (their credential files are
