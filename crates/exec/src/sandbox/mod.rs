@@ -13,7 +13,9 @@
 //!   they read as denied) and the device folder: no device file is opened
 //!   except `/dev/null`, `zero`, `full`, `random` and `urandom` (opening a
 //!   device can act: arm a watchdog, allocate a pty, read a disk raw);
-//!   write only `/dev/null` and the files named with `--write`, so no FIFO
+//!   write only `/dev/null` and the files named with `--write` (and, for a
+//!   build after its trial, beneath the git-ignored folders it wrote and a
+//!   private `TMPDIR`: [`Grants`]), so no FIFO
 //!   or file outside is written (descriptors opened before, such as the
 //!   output pipes, keep working);
 //! - **sockets**: no TCP bind or connect (Landlock ≥ 4), no socket but

@@ -32,7 +32,8 @@
 //!   creating and removing, not a file's mode, owner, times, extended
 //!   attributes (ACLs), inode flags or leases: every `chmod`, `chown`,
 //!   `utime*`, `setxattr`/`removexattr` call, the inode-flag ioctls
-//!   (`chattr`), `F_SETLEASE` and `flock` fail, so a read-only run cannot
+//!   (`chattr`), `F_SETLEASE` and `flock` fail (`flock` is allowed to a
+//!   build confined to its outputs, [`program_for`]), so a read-only run cannot
 //!   make a file setuid, open a key's folder to everyone or lock another
 //!   process out.
 //! - `io_uring_setup` fails (its operations would bypass this filter).
