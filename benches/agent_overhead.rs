@@ -14,9 +14,9 @@ use vigil::agent::assemble::start_agent;
 use vigil::agent::model::types::{ChatMessage, ChatRequest, FunctionCall, ToolCall};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent};
-use vigil::scripted::{Scenario, ScriptedServer};
 use vigil::tools::ToolRegistry;
 use vigil::tools::time::TimeTool;
+use vigil_scripted::{Scenario, ScriptedServer};
 
 fn scenario(n: usize) -> String {
     format!(

@@ -14,8 +14,6 @@
 //! - [`exec`]: where and how processes run (local, tmux, container, SSH), the
 //!   kernel sandbox and the throwaway view.
 //! - [`tools`]: the Tool contract, registry, validation, truncation, envelope.
-//! - [`scripted`]: the scripted OpenAI-compatible model server shared by
-//!   `--demo` and the tests.
 //! - [`agent`]: the model dialects, the loop, the approval broker, sessions,
 //!   the agent process's socket server.
 //! - [`console`]: the ratatui front end, a client of [`protocol`]; it renders
@@ -35,7 +33,6 @@ pub use vigil_exec as exec;
 pub use vigil_policy as policy;
 pub use vigil_protocol as event;
 pub use vigil_protocol as protocol;
-pub use vigil_scripted as scripted;
 pub use vigil_shell as shell;
 pub use vigil_tools as tools;
 

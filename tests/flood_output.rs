@@ -306,7 +306,7 @@ fn sizes_of(dir: &Path, name: &str) -> Vec<u64> {
 }
 
 async fn session_stays_small(extra: &[&str]) {
-    use vigil::scripted::{Scenario, ScriptedServer};
+    use vigil_scripted::{Scenario, ScriptedServer};
     let server = ScriptedServer::start(Scenario::from_toml_str(FLOOD_SCENARIO).unwrap())
         .await
         .unwrap();

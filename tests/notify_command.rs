@@ -16,7 +16,7 @@ use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
 [[rule]]

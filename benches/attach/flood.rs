@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use vigil::event::AgentEvent;
 use vigil::event::wire::ServerMsg;
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 use super::stats::ms;
 

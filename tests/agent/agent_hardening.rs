@@ -14,7 +14,7 @@ use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::{ApiDialect, Config};
 use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, FailureKind, TurnOutcome};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 struct H {
     running: Running,

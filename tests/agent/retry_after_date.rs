@@ -11,7 +11,7 @@ use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent, TurnOutcome};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 async fn start(
     scenario: &str,

@@ -146,7 +146,7 @@ why = "a call the kill interrupts"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_session_resumes_with_its_model_and_the_interrupted_call_marked() {
-    use vigil::scripted::{Scenario, ScriptedServer};
+    use vigil_scripted::{Scenario, ScriptedServer};
     let server = ScriptedServer::start(Scenario::from_toml_str(LONG).unwrap())
         .await
         .unwrap();

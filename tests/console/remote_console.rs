@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::podman::{store, tmux_container};
 use common::sshd::Sshd;
 use common::{Tmux, mirror_region, vigil_bin};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 const WAIT: Duration = Duration::from_secs(40);
 

@@ -6,7 +6,7 @@ use super::common;
 use std::process::Output;
 
 use serde_json::Value;
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
 [[rule]]

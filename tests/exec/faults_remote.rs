@@ -25,7 +25,7 @@ use common::podman::{Container, Store};
 use common::sshd::{Sshd, processes, sleeping};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 /// `first` runs, then `sleep SECS` (the call the fault hits), then `after`;
 /// the model's last answer quotes the last tool result.

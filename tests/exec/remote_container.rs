@@ -248,7 +248,7 @@ async fn a_missing_container_or_engine_is_a_clear_error() {
 /// and the command runs inside it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_binary_runs_in_the_container_and_names_it_in_approvals() {
-    use vigil::scripted::{Scenario, ScriptedServer};
+    use vigil_scripted::{Scenario, ScriptedServer};
     let c = container("cli");
     let dir = tempfile::tempdir().unwrap();
     let scenario = r#"

@@ -318,7 +318,7 @@ async fn a_closed_port_is_unreachable() {
 /// command runs there.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_binary_runs_on_the_ssh_target_and_names_it_in_approvals() {
-    use vigil::scripted::{Scenario, ScriptedServer};
+    use vigil_scripted::{Scenario, ScriptedServer};
     let s = server();
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("made over ssh");

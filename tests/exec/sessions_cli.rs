@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
 [[rule]]

@@ -24,7 +24,7 @@ use vigil::agent::approval::{ApprovalBroker, NO_SANDBOX, Outcome, Policy};
 use vigil::config::Config;
 use vigil::policy::gate::Risk;
 use vigil::policy::rules::PolicyRules;
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 /// A row's command for the decision layer (placeholders filled with
 /// plausible values).

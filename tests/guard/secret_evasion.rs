@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use table::{MARKER, PLAIN_ROWS, SECRET_READS, SECRET_ROWS, USUAL_RULES};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vigil::agent::approval::NO_SANDBOX;
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 /// A home full of secrets and a project beside it.
 struct World {

@@ -13,7 +13,7 @@ use super::hooks_common;
 use std::process::Command;
 
 use hooks_common::Home;
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 /// The model's text: plain words around escapes (TOML escapes).
 const HOSTILE: &str = r"model-before \u001b]52;c;aGVsbG8=\u0007\u001b]2;pwned-title\u0007\u001b[2J\u001b[1;1H\u001b[Kmodel-after \u202eevil\u202c \u009b2Kend";

@@ -9,7 +9,7 @@ use super::common;
 
 use std::process::Output;
 
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
 [[rule]]

@@ -9,7 +9,7 @@ use llama_support::{
     events, exec, notices, of_type, report, session_id,
 };
 use serde_json::Value;
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 async fn serve(toml: &str) -> ScriptedServer {
     ScriptedServer::start(Scenario::from_toml_str(toml).expect("scenario"))

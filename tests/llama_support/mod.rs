@@ -27,7 +27,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use vigil::scripted::http;
+use vigil_scripted::http;
 
 /// The context size the test server is started with.
 pub const N_CTX: u64 = 1024;

@@ -46,11 +46,11 @@ use vigil::event::AgentEvent;
 use vigil::exec::ExecutionContext;
 use vigil::policy::gate::{ApprovalDecision, Approver, CallFacts, FileChange, GateInfo};
 use vigil::policy::rules::PolicyRules;
-use vigil::scripted::{Scenario, ScriptedServer};
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::files::WriteFile;
 use vigil::tools::registry::summarize_args;
 use vigil::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 use table::{
     ALLOW_NOTES, Expect, LONG, PATH_ROWS, fill, intact, layout, session_rows, swap_to_victim,

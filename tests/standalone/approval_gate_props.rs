@@ -25,7 +25,7 @@ use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
 use vigil::exec::{
     Backend, ExecError, ExecutionContext, OutputFn, PathKind, RunOutcome, RunRequest,
 };
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 /// A global clock shared by the operator and the backend, so "before" is exact.
 static CLOCK: AtomicU64 = AtomicU64::new(1);

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use vigil::agent::model::types::{ChatMessage, ToolCall};
 use vigil::agent::model::{ModelClient, ModelClientConfig, ModelError};
-use vigil::scripted::{Scenario, ScriptedServer};
 use vigil::tools::ToolDefinition;
+use vigil_scripted::{Scenario, ScriptedServer};
 
 async fn serve(toml: &str) -> ScriptedServer {
     let scenario = Scenario::from_toml_str(toml).expect("scenario");

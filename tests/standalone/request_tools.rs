@@ -12,7 +12,7 @@ use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
 use vigil::event::{AgentCommand, AgentEvent};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
 [[rule]]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use vigil::event::wire::{ClientMsg, PROTOCOL_VERSION, Role, ServerMsg};
 use vigil::event::{AgentCommand, AgentEvent};
-use vigil::scripted::{Scenario, ScriptedServer};
+use vigil_scripted::{Scenario, ScriptedServer};
 
 pub const WAIT: Duration = Duration::from_secs(30);
 
