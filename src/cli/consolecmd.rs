@@ -12,11 +12,12 @@ use crate::agent::approval::Policy;
 use crate::cli::fleetcmd;
 use crate::cli::headless::exit;
 use crate::config::Config;
-use crate::console::{self, ConsoleOptions, Leaving};
+use crate::console::{self, ConsoleOptions};
 use crate::event::ApprovalPolicy;
 use crate::event::wire::Role;
 use crate::launch::remote;
 use crate::launch::spawn::{AgentArgs, spawn_agent};
+use vigil_client::Leaving;
 use vigil_client::attach::{self, AttachError, Connection};
 use vigil_client::{bridge, fleet};
 

@@ -68,7 +68,7 @@ use tokio::sync::watch;
 use keys::Keymap;
 use style::theme::{self, Theme};
 use terminal::{event_loop, notify};
-pub use vigil_client::{FleetFeed, Leaving};
+use vigil_client::{FleetFeed, Leaving};
 use vigil_config::ConsoleConfig;
 use vigil_protocol::{AgentCommand, AgentEvent, ApprovalPolicy};
 

@@ -6,7 +6,6 @@
 //! Nothing here sends anything: answers are returned as [`AgentCommand`]s
 //! and file work is queued as [`IoRequest`]s.
 
-use crate::Leaving;
 use crate::app::{App, CANCELLING, Focus, Overlay};
 use crate::io::IoRequest;
 use crate::keys::Action;
@@ -14,6 +13,7 @@ use crate::panes::approvals::Answered;
 use crate::panes::help::HelpOverlay;
 use crate::panes::modal::{Answer as ModalAnswer, Modal};
 use crate::panes::pane::{OverlayAction, PaneAction};
+use vigil_client::Leaving;
 use vigil_protocol::{AgentCommand, Answer as OperatorAnswer, ApprovalPolicy};
 
 impl App {

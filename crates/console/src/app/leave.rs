@@ -13,7 +13,6 @@
 
 use crossterm::event::KeyEvent;
 
-use crate::Leaving;
 use crate::app::{App, Focus};
 use crate::keys::Scope;
 use crate::panes::input::InputPane;
@@ -22,6 +21,7 @@ use crate::panes::mirror::MirrorPane;
 use crate::panes::pane::Ctx;
 use crate::panes::quit_ask::{QuitAnswer, QuitAsk};
 use crate::panes::tools::CallStatus;
+use vigil_client::Leaving;
 use vigil_protocol::{AgentCommand, OnExit};
 
 /// What a watcher is told when a key would act on the agent.

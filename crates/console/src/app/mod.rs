@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use ratatui::layout::Rect;
 
-use crate::Leaving;
 use crate::io::{IoRequest, IoResult};
 use crate::keys::Keymap;
 use crate::panes::approvals::ApprovalsPane;
@@ -45,6 +44,7 @@ use crate::panes::status::StatusBar;
 use crate::panes::tools::ToolsPane;
 use crate::panes::viewer::Viewer;
 use crate::style::theme::Theme;
+use vigil_client::Leaving;
 use vigil_protocol::ApprovalPolicy;
 use vigil_protocol::fleet::{FleetAnswer, FleetView};
 

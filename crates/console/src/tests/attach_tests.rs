@@ -4,11 +4,11 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::Leaving;
 use crate::app::{App, Focus};
 use crate::tests::app_tests::key;
 use crate::tests::snapshot_tests::waiting_for_approval;
 use crate::tests::view_tests::screen;
+use vigil_client::Leaving;
 use vigil_protocol::{
     AgentCommand, AgentEvent, Answerer, ApprovalDecision, DecidedBy, OnExit, wire::ConsoleTag,
 };

@@ -4,11 +4,11 @@
 
 use crossterm::event::KeyCode;
 
-use crate::Leaving;
 use crate::app::{App, Focus, Overlay};
 use crate::tests::app_tests::{key, press, request};
 use crate::tests::snapshot_tests::waiting_for_approval;
 use crate::tests::view_tests::screen;
+use vigil_client::Leaving;
 use vigil_protocol::fleet::{FleetAgent, FleetAnswer, FleetPending, FleetView};
 use vigil_protocol::wire::{AgentInfo, AgentState};
 use vigil_protocol::{AgentCommand, AgentEvent, ApprovalDecision, DecidedBy};
