@@ -52,8 +52,10 @@ async fn output_is_exact_and_runs_in_the_panes_directory() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shell_state_does_not_hijack_a_sandboxed_run() {
-    let (b, _s) = start().await;
+    // The folder outlives the pane: the poisoned prompt touches a file in
+    // it after every command, also after the test's last one.
     let dir = tempfile::tempdir().unwrap();
+    let (b, _s) = start().await;
     let d = dir.path().display().to_string();
     std::fs::create_dir(dir.path().join("bin")).unwrap();
     for prog in ["ls", "env", "sh", "vigil", "vigil-sandbox"] {

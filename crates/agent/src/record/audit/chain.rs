@@ -186,8 +186,13 @@ impl Chain {
 
     fn store_head(&self) -> std::io::Result<()> {
         let head = serde_json::to_value(&self.head).map_err(std::io::Error::other)?;
+        // The head store only: a data directory removed under a running
+        // agent is not made again by its record (the write fails instead).
         if let Some(parent) = self.head_copy.parent() {
-            std::fs::create_dir_all(parent)?;
+            match std::fs::create_dir(parent) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            }
         }
         write_atomic(&self.head_copy, &head.to_string())
     }
