@@ -14,35 +14,7 @@ fn config() -> String {
     "[agent]\napproval = \"by_effect\"\n[console]\nbell = false\n".into()
 }
 
-/// One shell call per trigger; the model repeats every tool result.
-fn scenario(calls: &[(&str, &str)]) -> String {
-    let mut s = String::from("model = \"e2e\"\nchunk_delay_ms = 0\n");
-    for (trigger, command) in calls {
-        s += &format!(
-            r#"
-[[rule]]
-when = {{ role = "user", contains = "{trigger}" }}
-times = 0
-text = "Running {trigger}."
-[[rule.tool_calls]]
-name = "run_shell"
-[rule.tool_calls.arguments]
-command = "{command}"
-risk = "medium"
-mutation = true
-privesc = false
-why = "build outputs e2e"
-"#
-        );
-    }
-    s += r#"
-[[rule]]
-when = { role = "tool" }
-times = 0
-text = "TOOL SAID: {last_tool}"
-"#;
-    s
-}
+use super::by_effect::scenario;
 
 fn git(dir: &std::path::Path, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -12,8 +12,9 @@ use support::Console;
 
 const CONFIG: &str = "[agent]\napproval = \"by_effect\"\n[console]\nbell = false\n";
 
-/// One shell call per trigger; the model repeats every tool result.
-fn scenario(calls: &[(&str, &str)]) -> String {
+/// One shell call per trigger; the model repeats every tool result (also
+/// for `pane_shell` and `build_outputs`).
+pub(super) fn scenario(calls: &[(&str, &str)]) -> String {
     let mut s = String::from("model = \"e2e\"\nchunk_delay_ms = 0\n");
     for (trigger, command) in calls {
         s += &format!(

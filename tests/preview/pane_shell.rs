@@ -13,35 +13,7 @@ fn config(shell: &str) -> String {
     )
 }
 
-/// One shell call per trigger; the model repeats every tool result.
-fn scenario(calls: &[(&str, &str)]) -> String {
-    let mut s = String::from("model = \"e2e\"\nchunk_delay_ms = 0\n");
-    for (trigger, command) in calls {
-        s += &format!(
-            r#"
-[[rule]]
-when = {{ role = "user", contains = "{trigger}" }}
-times = 0
-text = "Running {trigger}."
-[[rule.tool_calls]]
-name = "run_shell"
-[rule.tool_calls.arguments]
-command = "{command}"
-risk = "medium"
-mutation = true
-privesc = false
-why = "pane shell e2e"
-"#
-        );
-    }
-    s += r#"
-[[rule]]
-when = { role = "tool" }
-times = 0
-text = "TOOL SAID: {last_tool}"
-"#;
-    s
-}
+use super::by_effect::scenario;
 
 /// The pane gets a function (not in dash: it cannot list them), an alias
 /// and an unexported variable on the operator's word; then reading them,
