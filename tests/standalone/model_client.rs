@@ -383,3 +383,37 @@ fn assert_fell_back(done: &vigil::agent::model::Completion, seen: &str, server: 
     assert_eq!(reqs[0]["stream"], true);
     assert_eq!(reqs[1]["stream"], false);
 }
+
+/// A server that reads the request and closes the connection without a word
+/// (what a keep-alive connection the server had just closed looks like): the
+/// round failed unanswered, which is retried, never a permanent error.
+#[tokio::test]
+async fn a_connection_closed_without_an_answer_is_transient() {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let closer = tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            drop(s);
+        }
+    });
+    let url = format!("http://{addr}/v1");
+    let err = client(&url)
+        .complete(&[ChatMessage::user("x")], &[], &mut |_: &str| {})
+        .await
+        .unwrap_err();
+    match &err {
+        ModelError::Unanswered(msg) => assert!(msg.contains(&url), "{msg}"),
+        other => panic!("expected Unanswered, got {other:?}"),
+    }
+    assert!(err.is_transient(), "{err}");
+    closer.abort();
+}

@@ -43,6 +43,11 @@ pub enum ModelError {
     /// The answer could not be understood, was cut off, or carried an error.
     #[error("model protocol error: {0}")]
     Protocol(String),
+    /// The request was sent (or being sent) but the connection closed before
+    /// any answer came: a pooled keep-alive connection the server had just
+    /// closed, a reset. Nothing was answered, so asking again is safe.
+    #[error("the model server closed the connection without answering: {0}")]
+    Unanswered(String),
     /// The server stopped answering (connect or idle timeout).
     #[error("the model server timed out")]
     Timeout,
@@ -71,6 +76,7 @@ impl ModelError {
     pub fn is_transient(&self) -> bool {
         match self {
             ModelError::Connect(_)
+            | ModelError::Unanswered(_)
             | ModelError::Timeout
             | ModelError::EmptyBody
             | ModelError::StreamCut(_) => true,
@@ -173,6 +179,7 @@ mod tests {
             retry_after: None,
         };
         assert!(ModelError::Timeout.is_transient());
+        assert!(ModelError::Unanswered("x".into()).is_transient());
         assert!(status(429).is_transient());
         assert!(status(500).is_transient());
         assert!(!status(401).is_transient());

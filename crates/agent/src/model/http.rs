@@ -146,6 +146,10 @@ pub(crate) fn transport_error(
         ModelError::Timeout
     } else if e.is_connect() {
         ModelError::Connect(redact_key(config, &format!("{url}: {chain}")))
+    } else if e.is_request() && !e.is_builder() {
+        // Sending failed after the connection was made (a keep-alive
+        // connection the server closed, a reset): no answer came.
+        ModelError::Unanswered(redact_key(config, &format!("{url}: {chain}")))
     } else {
         ModelError::Protocol(redact_key(
             config,
