@@ -13,9 +13,9 @@ use vigil::agent::approval::Policy;
 use vigil::agent::assemble::start_agent;
 use vigil::agent::model::types::{ChatMessage, ChatRequest, FunctionCall, ToolCall};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent};
 use vigil::tools::ToolRegistry;
 use vigil::tools::time::TimeTool;
+use vigil_protocol::{AgentCommand, AgentEvent};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 fn scenario(n: usize) -> String {

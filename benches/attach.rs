@@ -34,8 +34,8 @@ use vigil::agent::server::hub::{self, Hub, Identity};
 use vigil::agent::server::journal::Journal;
 use vigil::agent::server::{accept, listener};
 use vigil::console::app::App;
-use vigil::event::wire::ServerMsg;
-use vigil::event::{AgentCommand, AgentEvent};
+use vigil_protocol::wire::ServerMsg;
+use vigil_protocol::{AgentCommand, AgentEvent};
 
 #[path = "attach/flood.rs"]
 mod flood;

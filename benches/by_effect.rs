@@ -58,13 +58,13 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, Outcome, Policy, TRYING};
 use vigil::config::Config;
-use vigil::event::{AgentEvent, PreviewOutcome};
 use vigil::exec::{ExecutionContext, sandbox};
-use vigil::policy::gate::{ApprovalDecision, Risk};
 use vigil::policy::rules::PolicyRules;
-use vigil::protocol::GateInfo;
 use vigil::tools::registry::ToolRegistry;
 use vigil::tools::shell::{RunShell, ShellConfig};
+use vigil_protocol::GateInfo;
+use vigil_protocol::approval::{ApprovalDecision, Risk};
+use vigil_protocol::{AgentEvent, PreviewOutcome};
 
 use corpus::{Cmd, Corpus};
 use stats::{load, ms, pct};

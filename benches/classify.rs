@@ -26,8 +26,8 @@ use table::gate;
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, Policy};
 use vigil::config::Config;
-use vigil::policy::gate::{GateInfo, Risk};
 use vigil::policy::rules::PolicyRules;
+use vigil_protocol::approval::{GateInfo, Risk};
 
 /// Commands an agent runs every day (some low, most not).
 const EVERYDAY: &[&str] = &[

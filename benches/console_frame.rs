@@ -19,7 +19,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use vigil::console::app::{App, Focus};
 use vigil::console::style::theme::Theme;
-use vigil::event::{AgentEvent, OutputStream, ToolSummary};
+use vigil_protocol::{AgentEvent, OutputStream, ToolSummary};
 
 const LINES: u64 = 2_000_000;
 const MAX_DRAIN: usize = 4096;

@@ -31,7 +31,6 @@ pub use vigil_config as config;
 pub use vigil_console as console;
 pub use vigil_exec as exec;
 pub use vigil_policy as policy;
-pub use vigil_protocol as event;
 pub use vigil_protocol as protocol;
 pub use vigil_shell as shell;
 pub use vigil_tools as tools;

@@ -15,7 +15,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent};
+use vigil_protocol::{AgentCommand, AgentEvent};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
@@ -47,7 +47,7 @@ async fn start(server: &ScriptedServer, data: &Path, command: Vec<String>, secs:
         .expect("agent starts")
 }
 
-async fn ask(running: &mut Running) -> vigil::event::ApprovalRequest {
+async fn ask(running: &mut Running) -> vigil_protocol::ApprovalRequest {
     running
         .commands
         .send(AgentCommand::UserMessage { text: "go".into() })

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use vigil::event::AgentEvent;
-use vigil::event::wire::ServerMsg;
+use vigil_protocol::AgentEvent;
+use vigil_protocol::wire::ServerMsg;
 use vigil_scripted::{Scenario, ScriptedServer};
 
 use super::stats::ms;

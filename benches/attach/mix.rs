@@ -1,7 +1,7 @@
 //! A realistic journal for the attach benchmark: turns with streamed text,
 //! gated `run_shell` calls with their approval and output, context usage.
 
-use vigil::event::{AgentEvent, OutputStream, ToolSummary};
+use vigil_protocol::{AgentEvent, OutputStream, ToolSummary};
 
 fn approval(id: u64, call: &str, command: &str) -> AgentEvent {
     let request = serde_json::json!({
@@ -87,7 +87,7 @@ fn turn(i: usize, out: &mut Vec<AgentEvent>) {
         text: format!("App {i} served its requests; the cache missed for a few users."),
     });
     out.push(AgentEvent::TurnFinished {
-        outcome: vigil::event::TurnOutcome::Completed,
+        outcome: vigil_protocol::TurnOutcome::Completed,
     });
 }
 

@@ -23,8 +23,8 @@ use crate::agent::server::listener::{self, BindError};
 use crate::agent::server::lock::{LockError, SessionLock};
 use crate::cli::headless::exit;
 use crate::config::Config;
-use crate::event::{AgentCommand, OnExit};
-use crate::protocol::runtime::{self, RuntimeError};
+use vigil_protocol::runtime::{self, RuntimeError};
+use vigil_protocol::{AgentCommand, OnExit};
 
 /// How long the agent may take to start its session.
 const START_WAIT: Duration = Duration::from_secs(30);

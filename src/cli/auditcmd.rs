@@ -14,7 +14,7 @@ use crate::agent::record::session::SessionStore;
 use crate::cli::args::AuditAction;
 use crate::cli::headless::exit;
 use crate::config::Config;
-use crate::protocol::text::json_for_terminal;
+use vigil_protocol::text::json_for_terminal;
 
 /// Run one `vigil audit` action; returns the exit code (0: the record
 /// verifies; 1: it does not; 2: no such session).
@@ -54,7 +54,7 @@ fn find(config: &Config, wanted: &str) -> Result<(String, PathBuf), i32> {
 
 /// A name from the command line or the disk, safe to print.
 fn clean(s: &str) -> String {
-    crate::protocol::text::sanitize(s)
+    vigil_protocol::text::sanitize(s)
 }
 
 fn run_verify(config: &Config, wanted: &str) -> i32 {

@@ -13,13 +13,13 @@ use crate::cli::fleetcmd;
 use crate::cli::headless::exit;
 use crate::config::Config;
 use crate::console::{self, ConsoleOptions};
-use crate::event::ApprovalPolicy;
-use crate::event::wire::Role;
 use crate::launch::remote;
 use crate::launch::spawn::{AgentArgs, spawn_agent};
 use vigil_client::Leaving;
 use vigil_client::attach::{self, AttachError, Connection};
 use vigil_client::{bridge, fleet};
+use vigil_protocol::ApprovalPolicy;
+use vigil_protocol::wire::Role;
 
 /// What the demo's console says first.
 pub const DEMO_MESSAGE: &str = "Show me what you can do.";

@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::server::lock::SessionLock;
 use crate::cli::headless::exit;
-use crate::event::OnExit;
-use crate::event::wire::{AgentInfo, Role};
-use crate::protocol::runtime;
 use vigil_client::attach::{self, AttachError, Connection};
+use vigil_protocol::OnExit;
+use vigil_protocol::runtime;
+use vigil_protocol::wire::{AgentInfo, Role};
 
 /// A socket nobody answers on (its agent died).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -127,7 +127,7 @@ pub async fn ps(json: bool, prune: bool) -> i32 {
     // Models, targets and reasons come from other processes: sanitised.
     print!(
         "{}",
-        crate::protocol::text::sanitize(&table(&fleet, now_ms()))
+        vigil_protocol::text::sanitize(&table(&fleet, now_ms()))
     );
     exit::OK
 }
@@ -237,7 +237,7 @@ pub async fn stop(id: &str, remove_remote: bool, keep: bool) -> i32 {
     match stopped {
         Ok(reason) => {
             // The reason names a console by what it called itself.
-            println!("stopped {id}: {}", crate::protocol::text::sanitize(&reason));
+            println!("stopped {id}: {}", vigil_protocol::text::sanitize(&reason));
             exit::OK
         }
         Err(e) => {

@@ -16,12 +16,12 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::event::{AgentCommand, AgentEvent, FailureKind, TurnOutcome};
-use crate::protocol::terminal::SafeWriter;
+use vigil_protocol::terminal::SafeWriter;
+use vigil_protocol::{AgentCommand, AgentEvent, FailureKind, TurnOutcome};
 
 /// Text from the model, a command or a server, safe for the terminal.
 pub fn clean(text: &str) -> String {
-    crate::protocol::text::sanitize(text)
+    vigil_protocol::text::sanitize(text)
 }
 
 /// Exit codes of `vigil exec`.

@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 
 use crate::agent::approval::{ApprovalBroker, Outcome, Policy, Preview};
 use crate::config::Config;
-use crate::event::AgentEvent;
 use crate::exec::preview::PreviewOptions;
-use crate::policy::gate::{ApprovalDecision, GateInfo};
 use crate::policy::rules::PolicyRules;
 use crate::shell;
+use vigil_protocol::AgentEvent;
+use vigil_protocol::approval::{ApprovalDecision, GateInfo};
 
 /// A broker with the config's rules and no operator.
 pub fn broker(config: &Config, policy: Policy, can_sandbox: bool) -> ApprovalBroker {

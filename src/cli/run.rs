@@ -14,8 +14,8 @@ use crate::cli::consolecmd::{AttachHow, ConsoleStart, attach_console, run_consol
 use crate::cli::headless::exit;
 use crate::cli::{fleetcmd, headless, toolcmd};
 use crate::config::{ApprovalMode, Config};
-use crate::exec::leave::OnExit;
 use crate::launch::spawn::AgentArgs;
+use vigil_protocol::tool::OnExit;
 
 pub async fn run(cli: Cli, mut config: Config) -> i32 {
     let given = crate::cli::resume::Given::from_cli(&cli);
@@ -177,7 +177,7 @@ async fn run_policy(config: &Config, auto_approve: bool, action: PolicyAction) -
     let broker = policycmd::broker(config, policy, can_sandbox);
     // The command, its parse, a preview's output and a replayed session's
     // text are foreign text: sanitised on the way to the terminal.
-    let mut out = crate::protocol::terminal::SafeWriter::new(std::io::stdout());
+    let mut out = vigil_protocol::terminal::SafeWriter::new(std::io::stdout());
     match action {
         PolicyAction::Check {
             command,
@@ -282,7 +282,7 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
         eprintln!(
             "vigil: {} in the log approve nothing in this run \
              (pass --trust-session-rules to let them)",
-            crate::exec::preview::report::plural(n, "session rule")
+            vigil_protocol::preview::plural(n, "session rule")
         );
     }
     let mut stdout = std::io::stdout();
@@ -295,7 +295,7 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
         &mut stdout,
     )
     .await;
-    let _ = running.commands.send(crate::event::AgentCommand::Quit);
+    let _ = running.commands.send(vigil_protocol::AgentCommand::Quit);
     // The agent ends (and its `session_end` hooks run) before vigil does.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(15), &mut running.task).await;
     // Headless: remote managed sessions are kept (nothing is lost; the
@@ -312,7 +312,7 @@ async fn run_exec(config: &Config, demo: bool, auto_approve: bool, args: ExecArg
 
 /// Take session `id`'s lock in the runtime directory, or say who holds it.
 fn hold_session(id: &str) -> Result<crate::agent::server::lock::SessionLock, i32> {
-    let dir = crate::protocol::runtime::dir().map_err(|e| {
+    let dir = vigil_protocol::runtime::dir().map_err(|e| {
         eprintln!("vigil: {e}");
         exit::FAILED
     })?;
@@ -336,7 +336,7 @@ fn list_sessions(config: &Config) -> i32 {
             );
             // Ids, models and messages come from files anyone with the
             // data directory can write: sanitised like the console's.
-            let clean = crate::protocol::text::sanitize;
+            let clean = vigil_protocol::text::sanitize;
             for s in list {
                 let started = crate::tools::time::UtcTime::from_unix_millis(s.started_ms as i64);
                 let last: String = clean(&s.last_message.replace('\n', " "))
@@ -390,7 +390,7 @@ async fn run_tool(config: &Config, action: ToolAction, auto_approve: bool) -> i3
             // On a terminal, the command's output is sanitised like the
             // console's; piped, scripts get the envelope as it is.
             if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                println!("{}", crate::protocol::text::sanitize(&run.model_text));
+                println!("{}", vigil_protocol::text::sanitize(&run.model_text));
             } else {
                 println!("{}", run.model_text);
             }

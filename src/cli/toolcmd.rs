@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::policy::gate::{ApprovalDecision, Approver, FixedApprover, GateInfo};
+use crate::policy::gate::{Approver, FixedApprover};
+use vigil_protocol::approval::{ApprovalDecision, GateInfo};
 
 /// Asks on the controlling terminal: `Run: <action> [y/N]`.
 pub struct TerminalApprover;
@@ -68,7 +69,7 @@ pub fn approver(auto_approve: bool) -> Arc<dyn Approver> {
 
 /// MCP servers that fail, crash or time out are reported on stderr.
 pub fn mcp_state_to_stderr() -> crate::tools::mcp::StateSink {
-    use crate::tools::mcp::McpState;
+    use vigil_protocol::tool::McpState;
     Arc::new(|name: &str, state: McpState, _tools: usize| {
         if !matches!(state, McpState::Starting | McpState::Running) {
             eprintln!("vigil: MCP server {name}: {state}");

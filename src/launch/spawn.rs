@@ -19,7 +19,7 @@ use serde::Deserialize;
 use tokio::io::BufReader;
 
 use crate::cli::args::Cli;
-use crate::protocol::lines::read_line;
+use vigil_protocol::lines::read_line;
 
 /// How long an agent may take to say it is ready (connecting to an ssh
 /// target and starting MCP servers happen before).

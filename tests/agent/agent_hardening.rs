@@ -13,7 +13,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::{ApiDialect, Config};
-use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, FailureKind, TurnOutcome};
+use vigil_protocol::{AgentCommand, AgentEvent, ApprovalDecision, FailureKind, TurnOutcome};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 struct H {
@@ -281,9 +281,9 @@ async fn parallel_calls_with_mixed_approvals_keep_the_model_order() {
     let t0 = Instant::now();
     for r in &requests {
         let decision = if r.gate.action == "echo B" {
-            vigil::event::Answer::Deny
+            vigil_protocol::Answer::Deny
         } else {
-            vigil::event::Answer::ApproveOnce
+            vigil_protocol::Answer::ApproveOnce
         };
         h.running
             .commands
@@ -546,7 +546,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
         .commands
         .send(AgentCommand::Approval {
             id: request.id,
-            decision: vigil::event::Answer::ApproveSession,
+            decision: vigil_protocol::Answer::ApproveSession,
             token: request.token.clone(),
         })
         .unwrap();
@@ -644,7 +644,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
             .commands
             .send(AgentCommand::Approval {
                 id: request.id,
-                decision: vigil::event::Answer::ApproveOnce,
+                decision: vigil_protocol::Answer::ApproveOnce,
                 token: request.token.clone(),
             })
             .unwrap();

@@ -11,7 +11,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, OutputStream, TurnOutcome};
+use vigil_protocol::{AgentCommand, AgentEvent, OutputStream, TurnOutcome};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
@@ -125,7 +125,7 @@ async fn approved_run_shell_streams_and_returns_the_envelope() {
         &h,
         AgentCommand::Approval {
             id: request.id,
-            decision: vigil::event::Answer::ApproveOnce,
+            decision: vigil_protocol::Answer::ApproveOnce,
             token: request.token.clone(),
         },
     );
@@ -213,7 +213,7 @@ async fn denied_run_shell_never_runs_and_the_model_is_told() {
         &h,
         AgentCommand::Approval {
             id: request.id,
-            decision: vigil::event::Answer::Deny,
+            decision: vigil_protocol::Answer::Deny,
             token: request.token.clone(),
         },
     );
@@ -262,7 +262,7 @@ async fn cancel_kills_the_running_command_and_the_session_goes_on() {
         &h,
         AgentCommand::Approval {
             id: request.id,
-            decision: vigil::event::Answer::ApproveOnce,
+            decision: vigil_protocol::Answer::ApproveOnce,
             token: request.token.clone(),
         },
     );

@@ -8,9 +8,9 @@ use super::helper_proc;
 
 use helper_proc::{Reaped, helper, helper_result};
 use support::{Agent, Dirs, turn_finished};
-use vigil::event::AgentCommand;
-use vigil::event::AgentEvent;
-use vigil::event::wire::{AgentState, ClientMsg, Role, ServerMsg};
+use vigil_protocol::AgentCommand;
+use vigil_protocol::AgentEvent;
+use vigil_protocol::wire::{AgentState, ClientMsg, Role, ServerMsg};
 
 fn say(text: &str) -> AgentCommand {
     AgentCommand::UserMessage { text: text.into() }
@@ -130,7 +130,7 @@ fn two_consoles_share_an_approval_the_second_answers_and_a_watcher_cannot() {
     // The watcher is refused by the agent itself, and the call still waits.
     let approve = AgentCommand::Approval {
         id,
-        decision: vigil::event::Answer::ApproveOnce,
+        decision: vigil_protocol::Answer::ApproveOnce,
         token,
     };
     w.command(approve.clone());
@@ -139,7 +139,7 @@ fn two_consoles_share_an_approval_the_second_answers_and_a_watcher_cannot() {
     w.command(say("typed by a watcher"));
     assert!(w.refused().contains("read-only"));
     w.send(&ClientMsg::Stop {
-        on_exit: vigil::event::OnExit::Keep,
+        on_exit: vigil_protocol::OnExit::Keep,
     });
     assert!(w.refused().contains("cannot stop"));
     w.send(&ClientMsg::Status);
@@ -269,7 +269,7 @@ fn bad_lines_are_refused_with_a_reason_and_the_agent_carries_on() {
     let mut c = agent.connect();
     c.attach(Role::Console, 0, "h");
     c.send(&ClientMsg::Hello {
-        protocol: vigil::event::wire::PROTOCOL_VERSION,
+        protocol: vigil_protocol::wire::PROTOCOL_VERSION,
         role: Role::Console,
         last_seq: 0,
         name: "again".into(),
@@ -279,7 +279,7 @@ fn bad_lines_are_refused_with_a_reason_and_the_agent_carries_on() {
 
     let mut c = agent.connect();
     c.attach(Role::Console, 0, "long");
-    let long = "x".repeat(vigil::event::wire::MAX_LINE + 16);
+    let long = "x".repeat(vigil_protocol::wire::MAX_LINE + 16);
     let writer = std::thread::spawn({
         let mut w = c.writer.try_clone().unwrap();
         move || {
@@ -324,7 +324,7 @@ fn a_second_agent_on_the_session_is_refused_with_the_pid_and_stop_says_bye() {
         other => panic!("{other:?}"),
     }
     control.send(&ClientMsg::Stop {
-        on_exit: vigil::event::OnExit::Keep,
+        on_exit: vigil_protocol::OnExit::Keep,
     });
     for c in [&mut control, &mut console] {
         let bye = loop {
@@ -339,7 +339,7 @@ fn a_second_agent_on_the_session_is_refused_with_the_pid_and_stop_says_bye() {
     }
     assert_eq!(agent.wait_exit(), Some(0));
     assert!(!agent.socket.exists(), "the socket is removed");
-    let lock = vigil::protocol::runtime::lock_path(&dirs.runtime(), &agent.id);
+    let lock = vigil_protocol::runtime::lock_path(&dirs.runtime(), &agent.id);
     assert!(!lock.exists(), "the lock file is removed");
 }
 
@@ -433,7 +433,7 @@ fn prune_removes_only_sockets_whose_agent_is_gone_for_sure() {
     // starting, or one stuck): stale to a connect, but not ours to remove.
     let rt = dirs.runtime();
     let held_id = "held-session";
-    let held_sock = vigil::protocol::runtime::socket_path(&rt, held_id);
+    let held_sock = vigil_protocol::runtime::socket_path(&rt, held_id);
     drop(std::os::unix::net::UnixListener::bind(&held_sock).unwrap());
     let lock = vigil::agent::server::lock::SessionLock::acquire(&rt, held_id).unwrap();
     // Not a socket at all, named like one: never removed.
@@ -489,7 +489,7 @@ fn a_client_killed_mid_stream_does_not_hurt_the_agent() {
     let (id, token) = requested(&c.until("the flood's approval", is_request));
     c.command(AgentCommand::Approval {
         id,
-        decision: vigil::event::Answer::ApproveOnce,
+        decision: vigil_protocol::Answer::ApproveOnce,
         token,
     });
     c.until("the flood running", |e| {
@@ -578,7 +578,7 @@ fn mirror_frames_follow_the_managed_pane_and_sighup_does_not_end_the_agent() {
     let (id, token) = requested(&c.until("the request", is_request));
     c.command(AgentCommand::Approval {
         id,
-        decision: vigil::event::Answer::ApproveOnce,
+        decision: vigil_protocol::Answer::ApproveOnce,
         token,
     });
     mirror_until(&mut c, "the command's output", |t| t.contains("gated-ran"));

@@ -13,7 +13,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, McpState};
+use vigil_protocol::{AgentCommand, AgentEvent, McpState};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"
@@ -118,7 +118,7 @@ async fn turn(h: &mut Harness, text: &str) -> (Vec<AgentEvent>, Vec<String>) {
                     .commands
                     .send(AgentCommand::Approval {
                         id: request.id,
-                        decision: vigil::event::Answer::ApproveOnce,
+                        decision: vigil_protocol::Answer::ApproveOnce,
                         token: request.token.clone(),
                     })
                     .unwrap();

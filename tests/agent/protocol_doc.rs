@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use vigil::protocol::wire::{AgentInfo, AgentState, ClientMsg, ServerMsg};
-use vigil::protocol::{
+use vigil_protocol::wire::{AgentInfo, AgentState, ClientMsg, ServerMsg};
+use vigil_protocol::{
     AgentCommand, AgentEvent, Answer, ApprovalPolicy, CallFacts, MirrorTarget, PrefixChoice,
     PrefixChoices,
 };

@@ -10,7 +10,7 @@ use common::until;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, StartOptions, start_agent_with};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, TurnOutcome};
+use vigil_protocol::{AgentCommand, AgentEvent, TurnOutcome};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 async fn start(

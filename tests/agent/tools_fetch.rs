@@ -263,7 +263,7 @@ async fn an_unasked_fetch_is_not_redirected_to_a_host_nobody_allowed() {
     };
     let mut asked = registry(FetchUrl::new(gated).with_policy(policy.clone()));
     asked.set_approver(Arc::new(vigil::policy::gate::FixedApprover(
-        vigil::policy::gate::ApprovalDecision::ApproveOnce,
+        vigil_protocol::approval::ApprovalDecision::ApproveOnce,
     )));
     assert_eq!(result(&fetch(&asked, &url).await)["body"], SECRET);
     // A gated host (not listed) is asked for: with nobody to ask, nothing.

@@ -255,7 +255,8 @@ pub async fn cancel_after_pids(
     req: vigil::exec::RunRequest,
     count: usize,
 ) -> Vec<i32> {
-    use vigil::exec::{OutputFn, OutputStream};
+    use vigil::exec::OutputFn;
+    use vigil_protocol::tool::OutputStream;
     let seen = Arc::new(std::sync::Mutex::new(String::new()));
     let sink = seen.clone();
     let on_output: OutputFn = Arc::new(move |stream, text: &str| {
@@ -566,9 +567,9 @@ pub mod sshd;
 /// Collect agent events until `stop` matches (inclusive); fail, showing the
 /// events seen, after 60 s.
 pub async fn until(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<vigil::event::AgentEvent>,
-    stop: impl Fn(&vigil::event::AgentEvent) -> bool,
-) -> Vec<vigil::event::AgentEvent> {
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<vigil_protocol::AgentEvent>,
+    stop: impl Fn(&vigil_protocol::AgentEvent) -> bool,
+) -> Vec<vigil_protocol::AgentEvent> {
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {

@@ -5,7 +5,7 @@
 //! `{SLEEP}` a sleep length unique to the run (a process left behind is
 //! found by it).
 
-use vigil::policy::gate::{GateInfo, Risk};
+use vigil_protocol::approval::{GateInfo, Risk};
 
 /// A `run_shell` call's gate as the model fills it in: says low, harmless.
 pub fn gate(command: &str) -> GateInfo {

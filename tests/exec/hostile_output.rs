@@ -19,10 +19,10 @@ use serde_json::json;
 use vigil::console::app::App;
 use vigil::console::panes::tools::{MAX_LINE_CHARS, MAX_LINES_PER_CALL, ToolsPane};
 use vigil::console::panes::viewer::ModelView;
-use vigil::event::{AgentEvent, OutputStream, ToolSummary};
 use vigil::exec::ExecutionContext;
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::{ToolContext, ToolRegistry, ToolRun, ToolStream};
+use vigil_protocol::{AgentEvent, OutputStream, ToolSummary};
 
 const LIMIT: usize = 4000;
 

@@ -15,7 +15,8 @@ use vigil::exec::container::{
     ContainerError, ContainerOptions, ContainerTransport, Engine, EngineChoice,
 };
 use vigil::exec::transport::sh_quote;
-use vigil::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest};
+use vigil::exec::{ExecError, ExecutionContext, OutputFn, RunRequest};
+use vigil_protocol::tool::OutputStream;
 
 fn container(tag: &str) -> Container {
     Container::start(store(), tag).unwrap_or_else(|why| panic!("cannot start a container: {why}"))

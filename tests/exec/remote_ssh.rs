@@ -11,9 +11,10 @@ use common::sshd::{Sshd, sleeping};
 use vigil::exec::backend::CommandBackend;
 use vigil::exec::ssh::{SshError, SshOptions, SshTransport};
 use vigil::exec::transport::{Transport, sh_quote};
-use vigil::exec::{ExecError, ExecutionContext, OutputFn, OutputStream, RunRequest};
+use vigil::exec::{ExecError, ExecutionContext, OutputFn, RunRequest};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::{Tool, ToolContext};
+use vigil_protocol::tool::OutputStream;
 
 fn server() -> Sshd {
     Sshd::start().unwrap_or_else(|why| panic!("cannot start a real sshd: {why}"))

@@ -24,7 +24,8 @@ use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::tmux_capture::CapturePane;
 use vigil::tools::tmux_keys::SendKeys;
 use vigil::tools::tmux_manage::TmuxManage;
-use vigil::tools::{ApprovalDecision, StreamSink, Tool, ToolContext, ToolRegistry, ToolStream};
+use vigil::tools::{StreamSink, Tool, ToolContext, ToolRegistry, ToolStream};
+use vigil_protocol::approval::ApprovalDecision;
 
 fn meta(mut v: Value) -> Value {
     v["risk"] = json!("low");

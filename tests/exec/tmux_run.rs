@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use vigil::exec::tmux::TmuxBackend;
 use vigil::exec::transport::Local;
-use vigil::exec::{Backend, ExecError, OutputFn, OutputStream, RunOutcome, RunRequest};
+use vigil::exec::{Backend, ExecError, OutputFn, RunOutcome, RunRequest};
+use vigil_protocol::tool::OutputStream;
 
 fn req(cmd: &str) -> RunRequest {
     RunRequest {

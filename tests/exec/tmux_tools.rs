@@ -15,7 +15,8 @@ use vigil::policy::gate::FixedApprover;
 use vigil::tools::tmux_capture::CapturePane;
 use vigil::tools::tmux_keys::SendKeys;
 use vigil::tools::tmux_manage::{ManageAction, TmuxManage};
-use vigil::tools::{ApprovalDecision, Tool, ToolContext, ToolRegistry};
+use vigil::tools::{Tool, ToolContext, ToolRegistry};
+use vigil_protocol::approval::ApprovalDecision;
 
 fn meta(mut v: Value) -> Value {
     v["risk"] = json!("low");
@@ -358,7 +359,7 @@ async fn management_tools_respect_ownership_limits_and_protection() {
 /// publishes the pane (with the typed text) and nothing when idle.
 #[tokio::test]
 async fn operator_keys_reach_the_pane_and_leave_attribution_intact() {
-    use vigil::event::PaneKey;
+    use vigil_protocol::PaneKey;
     let (b, _s) = common::start("bash").await;
     let m = manager(&b);
     let mut feed = vigil::exec::tmux::spawn_mirror_feed(&m);

@@ -333,7 +333,7 @@ fn sanitize() -> Target {
         tokens: list(ANSI_TOKENS),
         run: |data| {
             let text = String::from_utf8_lossy(data);
-            let clean = text::sanitize(&text);
+            let clean = vigil_protocol::text::sanitize(&text);
             assert!(
                 !clean.chars().any(|c| c != '\n' && c.is_control()),
                 "sanitize leaves no control characters"
@@ -515,8 +515,10 @@ fn shell() -> Target {
                     "the parse error is shown: {why}"
                 );
                 assert!(vigil::policy::prefix_rule::plain_words(&script).is_none());
-                let preview = shell_broker()
-                    .preview("run_shell", &vigil::policy::gate::GateInfo::shell(&text));
+                let preview = shell_broker().preview(
+                    "run_shell",
+                    &vigil_protocol::approval::GateInfo::shell(&text),
+                );
                 assert!(
                     matches!(preview.outcome, vigil::agent::approval::Outcome::Ask(_)),
                     "rejected text is asked for: {:?}",

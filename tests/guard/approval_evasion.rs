@@ -22,8 +22,8 @@ use table::{Case, TABLE, USUAL_RULES, gate};
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, NO_SANDBOX, Outcome, Policy};
 use vigil::config::Config;
-use vigil::policy::gate::Risk;
 use vigil::policy::rules::PolicyRules;
+use vigil_protocol::approval::Risk;
 use vigil_scripted::{Scenario, ScriptedServer};
 
 /// A row's command for the decision layer (placeholders filled with

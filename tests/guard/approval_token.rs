@@ -11,8 +11,8 @@ use super::agent_proc as support;
 
 use serde_json::Value;
 use support::{Agent, Dirs, turn_finished};
-use vigil::event::wire::{AgentState, ClientMsg, Role, ServerMsg};
-use vigil::event::{AgentCommand, AgentEvent, Answer};
+use vigil_protocol::wire::{AgentState, ClientMsg, Role, ServerMsg};
+use vigil_protocol::{AgentCommand, AgentEvent, Answer};
 
 fn approve(id: u64, token: &str) -> AgentCommand {
     AgentCommand::Approval {

@@ -6,8 +6,8 @@ use super::agent_proc as support;
 
 use serde_json::Value;
 use support::{Agent, Dirs, turn_finished};
-use vigil::event::wire::Role;
-use vigil::event::{AgentCommand, AgentEvent};
+use vigil_protocol::wire::Role;
+use vigil_protocol::{AgentCommand, AgentEvent};
 
 #[test]
 fn the_record_names_the_console_that_answered() {
@@ -27,7 +27,7 @@ fn the_record_names_the_console_that_answered() {
     };
     c.command(AgentCommand::Approval {
         id,
-        decision: vigil::event::Answer::ApproveOnce,
+        decision: vigil_protocol::Answer::ApproveOnce,
         token,
     });
     c.until("the turn's end", turn_finished);

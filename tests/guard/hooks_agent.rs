@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{Agent, Dirs, eventually};
-use vigil::event::AgentCommand;
-use vigil::event::wire::{ClientMsg, Role};
+use vigil_protocol::AgentCommand;
+use vigil_protocol::wire::{ClientMsg, Role};
 
 fn events(log: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -52,7 +52,7 @@ fn lifecycle_hooks_fire_once_each_with_no_console_attached() {
         text: "gate-me".into(),
     });
     c.until("the approval", |e| {
-        matches!(e, vigil::event::AgentEvent::ApprovalRequested { .. })
+        matches!(e, vigil_protocol::AgentEvent::ApprovalRequested { .. })
     });
     c.send(&ClientMsg::Detach);
     assert!(c.next().is_none(), "detached");

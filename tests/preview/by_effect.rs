@@ -187,7 +187,7 @@ fn plain_mode_runs_reads_unasked_and_asks_for_writes() {
 fn trial(
     script: &str,
     dir: &std::path::Path,
-) -> Result<vigil::exec::preview::PreviewReport, String> {
+) -> Result<vigil_protocol::preview::PreviewReport, String> {
     vigil::exec::sandbox::set_helper(common::sandbox_helper_bin());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let opts = vigil::exec::preview::PreviewOptions {

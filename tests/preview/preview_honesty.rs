@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use common::contain::{Marker, drained, ipc_and_keys, pty, reach, winsize};
 use sha2::{Digest, Sha256};
-use vigil::exec::preview::{PreviewOptions, PreviewReport, preview};
+use vigil::exec::preview::{PreviewOptions, preview};
 use vigil::exec::sandbox;
+use vigil_protocol::preview::PreviewReport;
 
 /// The hostile actions (`{OUT}` a folder outside every writable root,
 /// `{PTS}` a terminal the test reads, `{PID}` a marker process, `{SOCK}`

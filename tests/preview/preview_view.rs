@@ -14,8 +14,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use vigil::exec::preview::{EffectKind, PreviewOptions, PreviewReport, preview};
+use vigil::exec::preview::{PreviewOptions, preview};
 use vigil::exec::sandbox;
+use vigil_protocol::preview::{EffectKind, PreviewReport};
 
 fn git(repo: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -297,9 +298,10 @@ fn policy_check_preview_prints_the_effects_from_the_command_line() {
 async fn a_preview_rule_previews_for_real_and_the_decision_records_it() {
     use std::sync::Arc;
     use vigil::agent::approval::{ApprovalBroker, Policy};
-    use vigil::event::{AgentEvent, ApprovalDecision, PreviewOutcome};
-    use vigil::policy::gate::{Approver, GateInfo};
+    use vigil::policy::gate::Approver;
     use vigil::policy::rules::PolicyRules;
+    use vigil_protocol::approval::GateInfo;
+    use vigil_protocol::{AgentEvent, ApprovalDecision, PreviewOutcome};
 
     sandbox::set_helper(common::sandbox_helper_bin());
     let text = "[[approval.rules]]\ncommand = [\"rm\"]\ndecision = \"ask\"\npreview = true\n";

@@ -42,14 +42,15 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, Policy};
 use vigil::config::Config;
-use vigil::event::AgentEvent;
 use vigil::exec::ExecutionContext;
-use vigil::policy::gate::{ApprovalDecision, Approver, CallFacts, FileChange, GateInfo};
+use vigil::policy::gate::Approver;
 use vigil::policy::rules::PolicyRules;
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::files::WriteFile;
 use vigil::tools::registry::summarize_args;
 use vigil::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
+use vigil_protocol::AgentEvent;
+use vigil_protocol::approval::{ApprovalDecision, CallFacts, FileChange, GateInfo};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 use table::{
@@ -159,7 +160,7 @@ impl Harness {
         &mut self,
         tool: &str,
         args: &Value,
-        answer: vigil::event::Answer,
+        answer: vigil_protocol::Answer,
     ) -> (Seen, bool) {
         let reg = self.registry.clone();
         let (tool, args) = (tool.to_string(), args.to_string());
@@ -206,14 +207,14 @@ async fn a_session_rule_approves_only_the_exact_call_the_operator_saw() {
             .call(
                 row.tool,
                 &args(row.first),
-                vigil::event::Answer::ApproveSession,
+                vigil_protocol::Answer::ApproveSession,
             )
             .await;
         assert_eq!(seen, Seen::Asked, "[{}] the first call is asked", row.class);
         // The control: the very same call again runs unasked.
         if row.between.is_none() {
             let (again, _) = h
-                .call(row.tool, &args(row.first), vigil::event::Answer::Deny)
+                .call(row.tool, &args(row.first), vigil_protocol::Answer::Deny)
                 .await;
             if again != Seen::Unasked {
                 failures.push(format!("[control] {} {} → {again:?}", row.tool, row.first));
@@ -223,7 +224,7 @@ async fn a_session_rule_approves_only_the_exact_call_the_operator_saw() {
             change(&d);
         }
         let (seen, ran) = h
-            .call(row.tool, &args(row.second), vigil::event::Answer::Deny)
+            .call(row.tool, &args(row.second), vigil_protocol::Answer::Deny)
             .await;
         if seen != Seen::Asked || ran || !intact(&d) {
             failures.push(format!(
@@ -301,7 +302,7 @@ async fn path_rules_see_canonical_paths_through_the_broker() {
         let mut h = harness(&d, row.rule);
         let args = json!({"path": d.join(row.path), "content": "evil\n"});
         let (seen, ran) = h
-            .call("write_file", &args, vigil::event::Answer::Deny)
+            .call("write_file", &args, vigil_protocol::Answer::Deny)
             .await;
         let want = match row.expect {
             Expect::Asked => Seen::Asked,
@@ -323,7 +324,7 @@ async fn path_rules_see_canonical_paths_through_the_broker() {
     let mut h = harness(&d, ALLOW_NOTES);
     let args = json!({"path": d.join("notes/new.txt"), "content": "fine\n"});
     let (seen, ran) = h
-        .call("write_file", &args, vigil::event::Answer::Deny)
+        .call("write_file", &args, vigil_protocol::Answer::Deny)
         .await;
     assert_eq!((seen, ran), (Seen::Unasked, true));
     assert_eq!(
@@ -469,7 +470,7 @@ async fn a_path_rule_on_an_mcp_tool_stops_vigil_exec_with_the_reason() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
     use vigil::agent::assemble::start_agent;
-    use vigil::event::AgentCommand;
+    use vigil_protocol::AgentCommand;
     // This test process is not vigil: the sandbox (what an unasked call
     // needs) is the real binary's helper mode.
     vigil::exec::sandbox::set_helper(common::vigil_bin());
@@ -496,7 +497,7 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
     let mut running = start_agent(&config, false, Policy::Ask).await.unwrap();
     // One turn; the operator answers a request with `answer`. Returns the
     // request (None: nobody was asked) and whether it was decided unasked.
-    let mut turn = async |text: &str, answer: vigil::event::Answer| {
+    let mut turn = async |text: &str, answer: vigil_protocol::Answer| {
         running
             .commands
             .send(AgentCommand::UserMessage { text: text.into() })
@@ -530,7 +531,7 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
             }
         }
     };
-    let (first, _) = turn("mcp-a", vigil::event::Answer::ApproveSession).await;
+    let (first, _) = turn("mcp-a", vigil_protocol::Answer::ApproveSession).await;
     let first = first.expect("the first call is asked");
     // The action line is cut; the card's arguments are whole.
     assert!(!first.gate.action.contains("-AAA"), "{}", first.gate.action);
@@ -538,13 +539,13 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
     assert!(all.contains("-AAA"), "{all}");
     assert_eq!(first.facts.digest.len(), 64);
     // The same call again: covered, unasked (the control).
-    let (again, unasked) = turn("mcp-a again", vigil::event::Answer::Deny).await;
+    let (again, unasked) = turn("mcp-a again", vigil_protocol::Answer::Deny).await;
     assert!(
         again.is_none() && unasked,
         "the exact call is covered: {again:?} {unasked}"
     );
     // Differs only after character 160: asked.
-    let (other, unasked) = turn("mcp-b", vigil::event::Answer::Deny).await;
+    let (other, unasked) = turn("mcp-b", vigil_protocol::Answer::Deny).await;
     let other = other.expect("a call differing after character 160 is asked");
     assert!(!unasked);
     assert_eq!(

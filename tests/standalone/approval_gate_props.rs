@@ -21,10 +21,10 @@ use serde_json::json;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{StartOptions, start_agent_with};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
 use vigil::exec::{
     Backend, ExecError, ExecutionContext, OutputFn, PathKind, RunOutcome, RunRequest,
 };
+use vigil_protocol::{AgentCommand, AgentEvent, ApprovalDecision, TurnOutcome};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 /// A global clock shared by the operator and the backend, so "before" is exact.
@@ -227,13 +227,13 @@ async fn run_case(seed: u64, rng: &mut Rng) -> usize {
                         continue;
                     }
                     let decision = match rng.below(5) {
-                        0 => vigil::event::Answer::ApproveOnce,
-                        1 => vigil::event::Answer::ApproveSession,
-                        2 => vigil::event::Answer::Deny,
-                        3 => vigil::event::Answer::DenyWithReason("no".into()),
-                        _ => vigil::event::Answer::ApproveEdited("echo edited".into()),
+                        0 => vigil_protocol::Answer::ApproveOnce,
+                        1 => vigil_protocol::Answer::ApproveSession,
+                        2 => vigil_protocol::Answer::Deny,
+                        3 => vigil_protocol::Answer::DenyWithReason("no".into()),
+                        _ => vigil_protocol::Answer::ApproveEdited("echo edited".into()),
                     };
-                    if decision == vigil::event::Answer::ApproveSession {
+                    if decision == vigil_protocol::Answer::ApproveSession {
                         session_approved.insert(request.gate.action.clone());
                     }
                     decided.insert(

@@ -10,7 +10,7 @@ use serde_json::Value;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent, TurnOutcome};
+use vigil_protocol::{AgentCommand, AgentEvent, TurnOutcome};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 struct Harness {
@@ -57,7 +57,7 @@ async fn turn(h: &mut Harness, text: &str) -> Vec<AgentEvent> {
                 .commands
                 .send(AgentCommand::Approval {
                     id: request.id,
-                    decision: vigil::event::Answer::ApproveOnce,
+                    decision: vigil_protocol::Answer::ApproveOnce,
                     token: request.token.clone(),
                 })
                 .unwrap();

@@ -11,7 +11,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use vigil::agent::approval::Policy;
 use vigil::agent::assemble::{Running, start_agent};
 use vigil::config::Config;
-use vigil::event::{AgentCommand, AgentEvent};
+use vigil_protocol::{AgentCommand, AgentEvent};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 const SCENARIO: &str = r#"

@@ -9,7 +9,8 @@ use vigil::exec::transport::Transport;
 use vigil::policy::gate::FixedApprover;
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::paths::{PathPolicy, resolve_local};
-use vigil::tools::{ApprovalDecision, FailureClass, Tool, ToolRegistry, ToolRun};
+use vigil::tools::{FailureClass, Tool, ToolRegistry, ToolRun};
+use vigil_protocol::approval::ApprovalDecision;
 
 /// Real `sh -c`, but claims a foreign filesystem so files go through `cat`.
 struct Remoteish;

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use vigil::agent::approval::{ApprovalBroker, Policy};
-use vigil::event::AgentEvent;
 use vigil::exec::ExecutionContext;
-use vigil::policy::gate::FileChange;
+use vigil::tools::ToolRegistry;
 use vigil::tools::edit::{Edit, EditConfig};
 use vigil::tools::files::WriteFile;
 use vigil::tools::paths::resolve_local;
-use vigil::tools::{ApprovalDecision, ToolRegistry};
+use vigil_protocol::AgentEvent;
+use vigil_protocol::approval::ApprovalDecision;
+use vigil_protocol::approval::FileChange;
 
 /// Run one gated call; answer its approval with `answer` and return the
 /// change the request carried and whether the call succeeded.

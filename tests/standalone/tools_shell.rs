@@ -11,9 +11,8 @@ use vigil::tools::files::{ReadFile, WriteFile};
 use vigil::tools::shell::{RunShell, ShellConfig};
 use vigil::tools::time::TimeTool;
 use vigil::tools::truncate::Keep;
-use vigil::tools::{
-    ApprovalDecision, FailureClass, Tool, ToolContext, ToolError, ToolRegistry, ToolStream,
-};
+use vigil::tools::{FailureClass, Tool, ToolContext, ToolError, ToolRegistry, ToolStream};
+use vigil_protocol::approval::ApprovalDecision;
 
 fn shell(config: ShellConfig) -> RunShell {
     RunShell::new(ExecutionContext::local(), config)

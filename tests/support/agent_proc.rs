@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vigil::event::wire::{ClientMsg, PROTOCOL_VERSION, Role, ServerMsg};
-use vigil::event::{AgentCommand, AgentEvent};
+use vigil_protocol::wire::{ClientMsg, PROTOCOL_VERSION, Role, ServerMsg};
+use vigil_protocol::{AgentCommand, AgentEvent};
 use vigil_scripted::{Scenario, ScriptedServer};
 
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -337,7 +337,7 @@ impl Client {
 /// What an attach returned.
 pub struct Attached {
     pub you: u32,
-    pub agent: vigil::event::wire::AgentInfo,
+    pub agent: vigil_protocol::wire::AgentInfo,
     pub replay: Vec<(u64, AgentEvent)>,
     pub live: u64,
 }

@@ -46,15 +46,16 @@ pub use token::AnswerRefused;
 pub use trial::{NO_VIEW, TRYING};
 
 use vigil_config::approval::RuleDecision;
-use vigil_exec::preview::PreviewReport;
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::{
-    ApprovalDecision, ApprovalRequest, Approver, CallFacts, FileChange, GateInfo, Risk, is_command,
-};
+use vigil_policy::gate::Approver;
 use vigil_policy::prefix_rule;
 use vigil_policy::risk::{Assessment, assess_in};
 use vigil_policy::rules::{Call, PolicyRules};
 use vigil_policy::secret_reads::Scope;
+use vigil_protocol::approval::{
+    ApprovalDecision, ApprovalRequest, CallFacts, FileChange, GateInfo, Risk, is_command,
+};
+use vigil_protocol::preview::PreviewReport;
 use vigil_protocol::{AgentEvent, DecidedBy, PreviewOutcome};
 use vigil_shell as shell;
 

@@ -289,9 +289,10 @@ impl<T: Transport> Backend for CommandBackend<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ExecutionContext, OutputStream};
+    use crate::ExecutionContext;
     use std::sync::{Arc, Mutex};
     use tokio::process::Command;
+    use vigil_protocol::tool::OutputStream;
 
     /// A real `sh -c` transport that claims a foreign filesystem, so file
     /// operations take the `cat` path.

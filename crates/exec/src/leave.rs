@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::tmux::TmuxManager;
 use super::transport::Transport;
 
-pub use vigil_protocol::tool::OnExit;
+use vigil_protocol::tool::OnExit;
 
 /// The target as vigil leaves it.
 #[derive(Clone)]

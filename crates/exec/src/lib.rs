@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use vigil_protocol::pane::MirrorTarget;
-pub use vigil_protocol::tool::OutputStream;
+use vigil_protocol::pane::MirrorTarget;
+use vigil_protocol::tool::OutputStream;
 
 /// Receives output chunks as they arrive (already valid UTF-8).
 pub type OutputFn = Arc<dyn Fn(OutputStream, &str) + Send + Sync>;

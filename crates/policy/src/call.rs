@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use vigil_shell::{Command, Script};
 
-use super::gate::CallFacts;
+use vigil_protocol::approval::CallFacts;
 
 /// A tool call as every decision reads it.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::call::ToolCall;
 
-pub use vigil_protocol::approval::*;
+use vigil_protocol::approval::*;
 
 /// Something that can answer approval requests (the agent's broker, a terminal
 /// prompt, or a fixed policy).

@@ -18,8 +18,8 @@
 //! broker and the console use the estimate.
 
 use super::allow_list;
-use super::gate::Risk;
 use super::secret_reads::{self, Certainty, Scope};
+use vigil_protocol::approval::Risk;
 use vigil_shell::{self as shell, Redirect, Script, SimpleCommand};
 
 /// Programs that change the system in ways that are hard to undo.

@@ -34,10 +34,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::gate::{GateInfo, Risk};
 use crate::prefix_rule;
 use vigil_config::ConfigError;
 use vigil_config::approval::{ApprovalConfig, RuleDecision};
+use vigil_protocol::approval::{GateInfo, Risk};
 use vigil_shell::{self as shell, Script};
 
 /// A rule ready to match.

@@ -1,7 +1,7 @@
 use super::*;
-use crate::gate::Risk;
 use crate::risk::assess_in;
 use vigil_config::secrets::SecretsConfig;
+use vigil_protocol::approval::Risk;
 use vigil_shell::parse;
 
 /// A home with keys, tokens and vigil's config, and a project beside it

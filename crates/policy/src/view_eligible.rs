@@ -11,7 +11,7 @@
 //! run would not give, so it is not tried; it is asked, and the card names
 //! the rule ([`Ineligible::rule`]). What the view shows after the trial
 //! (files, network, leftovers, limits) is judged elsewhere
-//! ([`vigil_exec::preview::PreviewReport::effects`]).
+//! ([`vigil_protocol::preview::PreviewReport::effects`]).
 //!
 //! Pure: reads a parsed [`Script`], never runs anything.
 

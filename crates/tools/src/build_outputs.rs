@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use vigil_exec::preview::{EffectKind, FileEffect, PreviewReport};
+use vigil_protocol::preview::{EffectKind, FileEffect, PreviewReport};
 
 /// The write-set of a trial, when every effect lies inside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +139,7 @@ fn only_file_effects(r: &PreviewReport) -> Result<(), String> {
         && !r.hit_task_limit
         && r.refused
             .iter()
-            .all(|c| vigil_exec::preview::report::is_lookup(&c.address));
+            .all(|c| vigil_protocol::preview::is_lookup(&c.address));
     match (clean, r.files.is_empty()) {
         (true, false) => Ok(()),
         (true, true) => Err("no file changed".into()),

@@ -1,5 +1,5 @@
 use super::*;
-use vigil_exec::preview::RefusedConnection;
+use vigil_protocol::preview::RefusedConnection;
 
 /// A real repository ignoring `target/`, `__pycache__/` and `*.log`, with
 /// one file force-added inside an ignored folder.

@@ -18,7 +18,7 @@ use super::paths::PathPolicy;
 use super::truncate::{self, Keep};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use vigil_exec::{ExecutionContext, PathKind};
-use vigil_policy::gate::GateInfo;
+use vigil_protocol::approval::GateInfo;
 
 /// Settings for [`Edit`].
 #[derive(Debug, Clone, PartialEq)]
@@ -450,8 +450,8 @@ impl Tool for Edit {
         })
     }
 
-    async fn preview(&self, args: &Value) -> Option<vigil_policy::gate::FileChange> {
-        use vigil_policy::gate::FileChange;
+    async fn preview(&self, args: &Value) -> Option<vigil_protocol::approval::FileChange> {
+        use vigil_protocol::approval::FileChange;
         let path = args["path"].as_str()?;
         let command = args["command"].as_str()?;
         if command == "create" {
@@ -494,7 +494,7 @@ impl Tool for Edit {
         }
     }
 
-    async fn facts(&self, args: &Value) -> vigil_policy::gate::CallFacts {
+    async fn facts(&self, args: &Value) -> vigil_protocol::approval::CallFacts {
         let path = args["path"].as_str().unwrap_or_default();
         super::file_target::facts(&self.config.paths, path, self.ctx.is_local())
     }

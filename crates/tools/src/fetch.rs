@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::ssrf::{Refusal, SsrfPolicy};
 use super::truncate::{self, Keep};
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use vigil_policy::gate::GateInfo;
+use vigil_protocol::approval::GateInfo;
 
 /// Settings for [`FetchUrl`] (`[tools] fetch_*`).
 #[derive(Debug, Clone, PartialEq)]

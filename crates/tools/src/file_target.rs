@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::paths::{PathPolicy, resolve_lexical};
 use super::{FailureClass, ToolContext, ToolError};
-use vigil_policy::gate::CallFacts;
+use vigil_protocol::approval::CallFacts;
 
 /// The facts of a call acting on `path`: its canonical path and, when that
 /// is not what the model wrote, where it leads and through which symlink.

@@ -15,7 +15,7 @@ use super::paths::{PathPolicy, secret_refusal};
 use super::truncate::{self, Keep};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use vigil_exec::ExecutionContext;
-use vigil_policy::gate::GateInfo;
+use vigil_protocol::approval::GateInfo;
 
 /// Chars of a file the model sees.
 pub const READ_LIMIT: usize = 8000;
@@ -114,7 +114,7 @@ impl Tool for ReadFile {
 
     /// When a read is gated: the canonical path, for the card and `path`
     /// rules.
-    async fn facts(&self, args: &Value) -> vigil_policy::gate::CallFacts {
+    async fn facts(&self, args: &Value) -> vigil_protocol::approval::CallFacts {
         let path = args["path"].as_str().unwrap_or_default();
         super::file_target::read_facts(&self.paths, path, self.ctx.is_local())
     }
@@ -262,13 +262,13 @@ impl Tool for WriteFile {
         })
     }
 
-    async fn preview(&self, args: &Value) -> Option<vigil_policy::gate::FileChange> {
+    async fn preview(&self, args: &Value) -> Option<vigil_protocol::approval::FileChange> {
         let path = args["path"].as_str()?;
         let content = args["content"].as_str()?;
         Some(preview_write(&self.ctx, &self.paths, path, content).await)
     }
 
-    async fn facts(&self, args: &Value) -> vigil_policy::gate::CallFacts {
+    async fn facts(&self, args: &Value) -> vigil_protocol::approval::CallFacts {
         let path = args["path"].as_str().unwrap_or_default();
         super::file_target::facts(&self.paths, path, self.ctx.is_local())
     }
@@ -299,8 +299,8 @@ pub(crate) async fn preview_write(
     paths: &PathPolicy,
     path: &str,
     content: &str,
-) -> vigil_policy::gate::FileChange {
-    use vigil_policy::gate::FileChange;
+) -> vigil_protocol::approval::FileChange {
+    use vigil_protocol::approval::FileChange;
     let real = match paths.check(path, ctx.is_local()) {
         Ok(real) => real,
         Err(e) => {

@@ -43,10 +43,12 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use vigil_policy::call::ToolCall;
+use vigil_protocol::approval::GateInfo;
+use vigil_protocol::tool::ModelSaw;
 
 pub use failure::FailureClass;
 pub use registry::{ToolRegistry, ToolRun};
-pub use vigil_policy::gate::{ApprovalDecision, Approver, GateInfo};
+pub use vigil_policy::gate::Approver;
 
 /// OpenAI-compatible function definition sent with every request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,7 +111,7 @@ pub struct ToolContext {
     /// registry sets it from [`ApprovalDecision::ApproveUnasked`].
     pub sandboxed: bool,
     /// For a gated call: the canonical paths the approval named (its
-    /// [`CallFacts::paths`](vigil_policy::gate::CallFacts::paths)). A file
+    /// [`CallFacts::paths`](vigil_protocol::approval::CallFacts::paths)). A file
     /// tool writes only there: a path that resolves elsewhere by the time
     /// it runs is refused.
     pub approved_paths: Option<Vec<String>>,
@@ -253,7 +255,7 @@ pub struct ToolOutput {
     pub spill: Vec<PathBuf>,
     /// What the model saw of each file in `spill` (same order; shorter when
     /// not known).
-    pub seen: Vec<truncate::ModelSaw>,
+    pub seen: Vec<ModelSaw>,
     /// What the console's timeline shows instead of the full result (e.g.
     /// `read /etc/motd (120 bytes)` rather than the content). `None`: the
     /// console shows the result itself.
@@ -342,7 +344,7 @@ pub trait Tool: Send + Sync {
     /// For a gated call that changes a file: what it would change, read on
     /// the target (the approval card shows it as a diff). `None`: nothing
     /// to show.
-    async fn preview(&self, _args: &Value) -> Option<vigil_policy::gate::FileChange> {
+    async fn preview(&self, _args: &Value) -> Option<vigil_protocol::approval::FileChange> {
         None
     }
 
@@ -350,8 +352,8 @@ pub trait Tool: Send + Sync {
     /// asking (the canonical paths it writes and where a symlink leads,
     /// every argument when the action line cannot show them, the directory
     /// a command runs in). The registry adds the digest of the call.
-    async fn facts(&self, _args: &Value) -> vigil_policy::gate::CallFacts {
-        vigil_policy::gate::CallFacts::default()
+    async fn facts(&self, _args: &Value) -> vigil_protocol::approval::CallFacts {
+        vigil_protocol::approval::CallFacts::default()
     }
 
     /// One line naming what a call does, for the timeline's Started entry
@@ -392,7 +394,7 @@ pub enum Trial {
     /// Ask the operator: why, and the view's report when it ran.
     Asks {
         why: String,
-        report: Option<Box<vigil_exec::preview::PreviewReport>>,
+        report: Option<Box<vigil_protocol::preview::PreviewReport>>,
     },
 }
 

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{StreamSink, ToolStream};
-use vigil_exec::{OutputFn, OutputStream};
+use vigil_exec::OutputFn;
+use vigil_protocol::tool::OutputStream;
 
 /// The budget is renewed every interval...
 const INTERVAL: Duration = Duration::from_millis(100);

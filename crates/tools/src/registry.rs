@@ -9,7 +9,7 @@
 //!
 //! It never renders and never decides approvals itself: it asks its
 //! [`Approver`], with what the tool established about the call and the
-//! digest of its full canonical arguments ([`CallFacts`](vigil_policy::gate::CallFacts)),
+//! digest of its full canonical arguments ([`CallFacts`](vigil_protocol::approval::CallFacts)),
 //! and hands the approved paths and directory to the execution, which acts
 //! nowhere else. It never re-runs a call that has already failed
 //! [`ToolRegistry::failure_limit`] times with the same canonical arguments.
@@ -25,7 +25,8 @@ use super::validate;
 use super::visibility::DomainPolicy;
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolStream};
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::{ApprovalDecision, Approver, FixedApprover, call_digest};
+use vigil_policy::gate::{Approver, FixedApprover};
+use vigil_protocol::approval::{ApprovalDecision, call_digest};
 
 /// The result of running one call through the registry.
 #[derive(Debug, Clone)]
@@ -514,14 +515,14 @@ fn edited(tool: &dyn Tool, call: &ToolCall, field: &str, new_action: &str) -> To
 
 /// How an ungated call is shown when it is screened: the command of a
 /// `run_shell` call (editable, as its gate would be), else its summary.
-fn describe(tool: &dyn Tool, args: &Value) -> vigil_policy::gate::GateInfo {
+fn describe(tool: &dyn Tool, args: &Value) -> vigil_protocol::approval::GateInfo {
     let action = tool.summary(args).unwrap_or_else(|| summarize_args(args));
     let command = tool.name() == "run_shell";
-    vigil_policy::gate::GateInfo {
+    vigil_protocol::approval::GateInfo {
         action,
         model_risk: args["risk"]
             .as_str()
-            .and_then(vigil_policy::gate::Risk::parse),
+            .and_then(vigil_protocol::approval::Risk::parse),
         mutation: args["mutation"].as_bool(),
         privesc: args["privesc"].as_bool(),
         why: args["why"].as_str().map(str::to_string),

@@ -1,10 +1,10 @@
 //! Tests of the registry's single call path.
 
 use super::*;
-use crate::GateInfo;
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use vigil_policy::call::ToolCall;
+use vigil_protocol::approval::GateInfo;
 
 struct Echo;
 #[async_trait]

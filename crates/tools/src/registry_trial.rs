@@ -16,7 +16,8 @@ use super::registry::{ToolRegistry, ToolRun};
 use super::trial_approver::{TrialApprover, TrialVerdict};
 use super::{OutputsRun, Tool, ToolContext, ToolError, ToolOutput, ToolStream, Trial};
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::{ApprovalDecision, RAN_IN_OUTPUTS, RAN_IN_PANE};
+use vigil_policy::gate::{RAN_IN_OUTPUTS, RAN_IN_PANE};
+use vigil_protocol::approval::ApprovalDecision;
 
 impl ToolRegistry {
     /// `approval = "by_effect"`: run the call in the throwaway view. No
@@ -27,7 +28,7 @@ impl ToolRegistry {
         &self,
         tool: &dyn Tool,
         call: &ToolCall,
-        gate: &vigil_policy::gate::GateInfo,
+        gate: &vigil_protocol::approval::GateInfo,
         ctx: &ToolContext,
     ) -> Result<ToolRun, ApprovalDecision> {
         let mut facts = call.facts.clone();
@@ -91,8 +92,8 @@ async fn card_during_trial(
     tool: &dyn Tool,
     trial: std::pin::Pin<&mut (impl std::future::Future<Output = Trial> + ?Sized)>,
     call: &ToolCall,
-    gate: &vigil_policy::gate::GateInfo,
-    facts: vigil_policy::gate::CallFacts,
+    gate: &vigil_protocol::approval::GateInfo,
+    facts: vigil_protocol::approval::CallFacts,
     ctx: &ToolContext,
 ) -> Result<ToolRun, ApprovalDecision> {
     let (tx, rx) = tokio::sync::oneshot::channel();

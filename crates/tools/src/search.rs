@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::fetch;
 use super::ssrf::SsrfPolicy;
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use vigil_policy::gate::GateInfo;
+use vigil_protocol::approval::GateInfo;
 
 /// Settings for [`WebSearch`] (`[tools] search_*`).
 #[derive(Debug, Clone, PartialEq)]

@@ -18,7 +18,7 @@ use super::truncate::Keep;
 use super::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use vigil_exec::capture::{Captured, Retain};
 use vigil_exec::{ExecError, ExecutionContext, RunOutcome, RunRequest, humanize};
-use vigil_policy::gate::{GateInfo, Risk};
+use vigil_protocol::approval::{GateInfo, Risk};
 
 use super::shell_args::parse;
 pub use super::shell_args::{Wait, parse_wait};
@@ -182,12 +182,12 @@ impl Tool for RunShell {
 
     /// Where the command will run: the card's `in:` line, and the
     /// directory its preview runs in.
-    async fn facts(&self, args: &Value) -> vigil_policy::gate::CallFacts {
+    async fn facts(&self, args: &Value) -> vigil_protocol::approval::CallFacts {
         let cwd = self
             .ctx
             .workdir(args["session"].as_str(), args["pane"].as_str())
             .await;
-        vigil_policy::gate::CallFacts {
+        vigil_protocol::approval::CallFacts {
             cwd,
             in_pane: self.ctx.mirror().is_some(),
             ..Default::default()

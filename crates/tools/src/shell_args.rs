@@ -7,7 +7,7 @@ use vigil_policy::call::ToolCall;
 use serde_json::Value;
 
 use super::ToolError;
-use vigil_policy::gate::Risk;
+use vigil_protocol::approval::Risk;
 
 /// How `run_shell` waits for its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

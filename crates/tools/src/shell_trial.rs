@@ -19,9 +19,10 @@ use super::live::LiveOutput;
 use super::shell_args::{Wait, parse};
 use super::{OutputsRun, ToolContext, ToolOutput, Trial};
 use vigil_exec::capture::Retain;
-use vigil_exec::preview::{self, PreviewOptions, PreviewReport, Run};
+use vigil_exec::preview::{self, PreviewOptions, Run};
 use vigil_exec::{ExecutionContext, RunOutcome, TrialShell};
 use vigil_policy::denylist::Denylist;
+use vigil_protocol::preview::PreviewReport;
 
 /// Words in a trial's stderr that mean the view refused something a real
 /// run may be allowed (no capability, read-only places, masks).

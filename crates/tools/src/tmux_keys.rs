@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::shell::{Wait, parse_wait};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use vigil_exec::tmux::{TmuxError, TmuxManager};
-use vigil_policy::gate::{GateInfo, Risk};
+use vigil_protocol::approval::{GateInfo, Risk};
 
 /// Longest `delay` a tmux tool accepts.
 pub const MAX_DELAY: Duration = Duration::from_secs(60);

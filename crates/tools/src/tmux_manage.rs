@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::tmux_keys::{check_metadata, failed, gate_info, metadata_properties, object, opt_str};
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use vigil_exec::tmux::TmuxManager;
-use vigil_policy::gate::GateInfo;
+use vigil_protocol::approval::GateInfo;
 
 /// Which management action a [`TmuxManage`] tool performs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

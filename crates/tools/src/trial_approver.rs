@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
-use vigil_exec::preview::PreviewReport;
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::{ApprovalDecision, CallFacts, GateInfo};
+use vigil_protocol::approval::{ApprovalDecision, CallFacts, GateInfo};
+use vigil_protocol::preview::PreviewReport;
 
 /// What a trial found, for a card that appeared while it ran
 /// ([`TrialApprover::decide_during_trial`]).

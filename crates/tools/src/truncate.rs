@@ -20,7 +20,7 @@ pub enum Keep {
     HeadTail,
 }
 
-pub use vigil_protocol::tool::ModelSaw;
+use vigil_protocol::tool::ModelSaw;
 
 /// What a cut to `limit` chars keeping `keep` leaves the model.
 pub fn model_saw(limit: usize, keep: Keep) -> ModelSaw {

@@ -16,8 +16,8 @@
 use super::{ApprovalBroker, Outcome, lock};
 use crate::hooks::DecideHooks;
 use crate::hooks::decide::{Answer, Verdict};
-use vigil_policy::gate::ApprovalRequest;
 use vigil_protocol::DecidedBy;
+use vigil_protocol::approval::ApprovalRequest;
 use vigil_shell as shell;
 
 impl ApprovalBroker {

@@ -15,8 +15,8 @@
 use super::{ApprovalBroker, Outcome, lock};
 use vigil_config::approval::RuleDecision;
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, GateInfo};
 use vigil_policy::rules::{Call, PolicyRules};
+use vigil_protocol::approval::{ApprovalDecision, ApprovalRequest, GateInfo};
 use vigil_protocol::{AgentEvent, DecidedBy};
 use vigil_shell::Command;
 

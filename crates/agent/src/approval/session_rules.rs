@@ -4,10 +4,10 @@
 //! Data and matching only: it never asks and never runs anything.
 
 use super::{ApprovalBroker, Restored, lock};
-use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, Risk, is_command};
 use vigil_policy::prefix_rule;
 use vigil_protocol::AgentEvent;
 use vigil_protocol::DecidedBy;
+use vigil_protocol::approval::{ApprovalDecision, ApprovalRequest, Risk, is_command};
 use vigil_shell as shell;
 
 impl ApprovalBroker {

@@ -409,7 +409,7 @@ async fn a_session_rule_on_a_tool_call_is_keyed_on_its_digest() {
         tokio::task::yield_now().await;
     }
     t.await.unwrap();
-    let rule = format!("srv.echo x {}aa", vigil_policy::gate::EXACT_MARK);
+    let rule = format!("srv.echo x {}aa", vigil_protocol::approval::EXACT_MARK);
     assert_eq!(
         broker.standing(),
         vec![("srv__echo".to_string(), rule.clone())]

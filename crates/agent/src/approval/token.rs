@@ -8,7 +8,7 @@
 //! It checks and delivers; it never decides a call.
 
 use super::ApprovalBroker;
-use vigil_policy::gate::ApprovalDecision;
+use vigil_protocol::approval::ApprovalDecision;
 
 /// Why an answer was not taken (the call, if it waits, keeps waiting).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::oneshot;
 
 use super::{ApprovalBroker, Outcome, PendingGuard, WITHDRAWN, lock, named, operator_record};
-use vigil_exec::preview::PreviewReport;
 use vigil_policy::call::ToolCall;
-use vigil_policy::gate::{ApprovalDecision, ApprovalRequest, CallFacts, GateInfo, RAN_IN_VIEW};
+use vigil_policy::gate::RAN_IN_VIEW;
 use vigil_policy::secret_reads::Scope;
 use vigil_policy::view_eligible;
+use vigil_protocol::approval::{ApprovalDecision, ApprovalRequest, CallFacts, GateInfo};
+use vigil_protocol::preview::PreviewReport;
 use vigil_protocol::{AgentEvent, PreviewOutcome};
 use vigil_shell as shell;
 use vigil_tools::{TrialApprover, TrialVerdict};

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use vigil_config::hooks::HookMatch;
-use vigil_policy::gate::{ApprovalRequest, Risk};
+use vigil_protocol::approval::{ApprovalRequest, Risk};
 use vigil_shell::Command;
 
 /// The version of the input and answer this vigil speaks.

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use decide::{Answer, Input, Verdict};
 use vigil_config::hooks::{DecideHookConfig, HookFormat, HooksConfig, OnFailure};
-use vigil_policy::gate::ApprovalRequest;
+use vigil_protocol::approval::ApprovalRequest;
 use vigil_shell::Command;
 
 /// One configured decide hook.

@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn prefix_rules_come_back_from_the_log_and_old_logs_still_read() {
-        use vigil_policy::gate::{ApprovalRequest, GateInfo, Risk};
+        use vigil_protocol::approval::{ApprovalRequest, GateInfo, Risk};
         let request = |id: u64, action: &str| EventLine {
             at_ms: 0,
             event: AgentEvent::ApprovalRequested {
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn a_write_rule_comes_back_keyed_on_its_digest_and_a_keyless_one_not_at_all() {
-        use vigil_policy::gate::{ApprovalRequest, CallFacts, EXACT_MARK, GateInfo, Risk};
+        use vigil_protocol::approval::{ApprovalRequest, CallFacts, EXACT_MARK, GateInfo, Risk};
         let request = |id: u64, digest: &str| EventLine {
             at_ms: 0,
             event: AgentEvent::ApprovalRequested {

@@ -66,7 +66,7 @@ pub(crate) fn restored_rules(broker: &ApprovalBroker, shared: &Shared, keep: boo
     let text = if keep {
         format!(
             "restored session rules approve again: {}",
-            vigil_exec::preview::report::plural(broker.confirm_restored(), "rule")
+            vigil_protocol::preview::plural(broker.confirm_restored(), "rule")
         )
     } else {
         broker.discard_restored();

@@ -17,9 +17,10 @@ use crate::model::types::{ChatMessage, ToolCall};
 use crate::run::compact::maybe_compact;
 use crate::run::shared::{Shared, lock};
 use crate::run::tool_budget::fit;
+use vigil_protocol::approval::ApprovalDecision;
 use vigil_protocol::{AgentEvent, FailureKind, OutputStream, ToolSummary, TurnOutcome};
 use vigil_tools::visibility::Visibility;
-use vigil_tools::{ApprovalDecision, ToolContext, ToolDefinition, ToolStream};
+use vigil_tools::{ToolContext, ToolDefinition, ToolStream};
 
 use crate::model::{Completion, ModelError};
 

@@ -14,9 +14,10 @@ use ratatui::widgets::Paragraph;
 
 use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::pane_block;
-use crate::style::text::{fit_line, sanitize};
+use crate::style::text::fit_line;
 use crate::style::theme::Theme;
 use vigil_protocol::fleet::{FleetAgent, FleetView, short_id};
+use vigil_protocol::text::sanitize;
 use vigil_protocol::wire::AgentState;
 
 /// Draw the list with `selected` highlighted; `now_ms` dates the ages.

@@ -14,11 +14,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{card_facts, diff_card, pane_block};
-use crate::style::text::{one_line, sanitize, wrap};
+use crate::style::text::{one_line, wrap};
 use crate::style::theme::Theme;
 use crate::views::diff::DiffCard;
 use crate::views::preview_card;
 use vigil_protocol::fleet::FleetPending;
+use vigil_protocol::text::sanitize;
 use vigil_protocol::{Answer, ApprovalRequest, PreviewOutcome, PreviewReport, Risk};
 
 /// Lines of action text shown for the selected request.

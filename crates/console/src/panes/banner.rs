@@ -7,9 +7,10 @@
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::style::text::{one_line, sanitize};
+use crate::style::text::one_line;
 use crate::style::theme::Theme;
 use vigil_protocol::ApprovalRequest;
+use vigil_protocol::text::sanitize;
 
 /// The banner for `waiting` approvals, `oldest` first, at `width`.
 pub fn approvals(

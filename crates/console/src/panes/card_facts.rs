@@ -12,11 +12,12 @@
 
 use ratatui::text::{Line, Span};
 
-use crate::style::text::{sanitize, wrap};
+use crate::style::text::wrap;
 use crate::style::theme::Theme;
 use crate::views::diff::{DiffCard, DiffKind, line};
 use vigil_protocol::ApprovalRequest;
 use vigil_protocol::CallFacts;
+use vigil_protocol::text::sanitize;
 
 /// What every card says about previews.
 pub const NOT_PROOF: &str = "a preview is not proof: a command can recognise the view and act \

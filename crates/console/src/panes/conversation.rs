@@ -14,10 +14,11 @@ use ratatui::widgets::Paragraph;
 
 use super::heights::{Heights, estimate};
 use super::{Scroll, pane_block};
-use crate::style::text::{sanitize, wrap};
+use crate::style::text::wrap;
 use crate::style::theme::Theme;
 use crate::views::markdown;
 use vigil_protocol::TurnOutcome;
+use vigil_protocol::text::sanitize;
 
 /// Keep at most this many entries (oldest dropped first).
 pub const MAX_ENTRIES: usize = 20_000;

@@ -12,9 +12,10 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 
 use super::modal::centered;
 use super::pane::{Command, Ctx, Look, Outcome, Pane};
-use crate::style::text::{one_line, sanitize};
+use crate::style::text::one_line;
 use crate::style::theme::Theme;
 use vigil_protocol::OnExit;
+use vigil_protocol::text::sanitize;
 
 /// The footer's hint while the question is open.
 pub const HINT: &str = "k keep (Enter) · r remove · Esc back";

@@ -21,9 +21,10 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::pane::{Command, Ctx, Look, Outcome, Pane, PaneAction, bound, chorded};
 use super::pane_block;
 use crate::keys::{Action, Scope};
-use crate::style::text::{sanitize, truncate_chars};
+use crate::style::text::truncate_chars;
 use crate::style::theme::Theme;
 use crate::terminal::passthrough;
+use vigil_protocol::text::sanitize;
 use vigil_protocol::{MirrorTarget, PaneKey};
 
 pub const NO_PANE: &str = "no managed tmux pane: commands run as local processes";

@@ -9,8 +9,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::pane::{Command, Ctx, Look, Outcome, Pane};
-use crate::style::text::{one_line, sanitize};
+use crate::style::text::one_line;
 use crate::style::theme::Theme;
+use vigil_protocol::text::sanitize;
 
 /// The footer's hint while the question is open.
 pub const HINT: &str = "d detach (Enter) · s stop the agent · Esc cancel";

@@ -17,8 +17,9 @@ use ratatui::widgets::Paragraph;
 use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::pane_block;
 use crate::keys::Action;
-use crate::style::text::{fit_line, plural, sanitize};
+use crate::style::text::{fit_line, plural};
 use crate::style::theme::Theme;
+use vigil_protocol::text::sanitize;
 
 /// One standing rule.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,9 +15,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::pane::{Command, Ctx, Look, Outcome, Pane};
-use crate::style::text::{one_line, sanitize};
+use crate::style::text::one_line;
 use crate::style::theme::Theme;
 use vigil_protocol::ApprovalPolicy;
+use vigil_protocol::text::sanitize;
 
 #[derive(Debug, Default)]
 pub struct StatusBar {

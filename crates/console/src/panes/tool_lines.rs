@@ -12,7 +12,8 @@
 use std::cell::{Ref, RefCell};
 use std::collections::VecDeque;
 
-use crate::style::text::{is_plain, sanitize, truncate_chars};
+use crate::style::text::truncate_chars;
+use vigil_protocol::text::{is_plain, sanitize};
 
 pub const MAX_LINES_PER_CALL: usize = 500;
 pub const MAX_LINE_CHARS: usize = 2_000;

@@ -22,8 +22,9 @@ use ratatui::widgets::Paragraph;
 use super::tool_lines::LineStore;
 pub use super::tool_lines::{LineKind, MAX_LINE_CHARS, MAX_LINES_PER_CALL, OutputLine};
 use super::{Scroll, pane_block};
-use crate::style::text::{fit_line, one_line, sanitize};
+use crate::style::text::{fit_line, one_line};
 use crate::style::theme::Theme;
+use vigil_protocol::text::sanitize;
 use vigil_protocol::{OutputStream, PaneKey, ToolSummary};
 
 pub const MAX_CALLS: usize = 200;

@@ -18,8 +18,9 @@ use ratatui::widgets::Paragraph;
 use super::pane::{Command, Ctx, Look, Outcome, OverlayAction, Pane};
 use super::{Scroll, pane_block};
 use crate::keys::{Action, Scope};
-use crate::style::text::{sanitize, truncate_chars};
+use crate::style::text::truncate_chars;
 use crate::style::theme::Theme;
+use vigil_protocol::text::sanitize;
 
 /// Which part of a section the model saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

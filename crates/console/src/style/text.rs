@@ -2,14 +2,12 @@
 //! control characters in agent and tool text, expands tabs, and wraps lines to
 //! a width.
 //!
-//! Every pane except the tmux mirror passes foreign text through [`sanitize`]
-//! before rendering: the one sanitiser of `vigil_protocol::text`, which the
-//! command line's output goes through too. Pure functions: this module
-//! never touches the terminal.
+//! Every pane except the tmux mirror passes foreign text through
+//! [`sanitize`](vigil_protocol::text::sanitize) before rendering: the one
+//! sanitiser of `vigil_protocol::text`, which the command line's output goes
+//! through too. Pure functions: this module never touches the terminal.
 
 use ratatui::text::{Line, Span};
-
-pub use vigil_protocol::text::{TAB_WIDTH, is_plain, sanitize};
 
 /// Display width of one character (0 for combining marks).
 pub fn char_width(c: char) -> usize {
@@ -145,6 +143,7 @@ pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vigil_protocol::text::is_plain;
 
     /// Found by the fuzzer: `5` + U+FE0F is two columns, not one.
     #[test]

@@ -8,8 +8,8 @@
 
 use similar::{ChangeTag, TextDiff};
 
-use crate::style::text::sanitize;
 use vigil_protocol::FileChange;
+use vigil_protocol::text::sanitize;
 
 /// Lines of unchanged text shown around each change.
 const CONTEXT: usize = 3;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use similar::TextDiff;
 
-use super::report::{Blob, EffectKind, FileEffect};
+use vigil_protocol::preview::{Blob, EffectKind, FileEffect};
 
 /// Largest file diffed as text (each side).
 pub const DIFF_MAX_FILE: u64 = 2 * 1024 * 1024;

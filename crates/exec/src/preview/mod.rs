@@ -37,10 +37,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use vigil_protocol::preview as report;
-pub use vigil_protocol::preview::{
-    Blob, EffectKind, FileEffect, Leftover, PreviewReport, RefusedConnection,
-};
+use vigil_protocol::preview::PreviewReport;
 
 use super::capture::Retain;
 use super::sandbox;
@@ -329,7 +326,7 @@ fn read_report(
     let mut report: PreviewReport =
         serde_json::from_slice(&json).map_err(|e| PreviewError::Report(e.to_string()))?;
     report.command = script.to_string();
-    report.limits = report::HONEST_LIMITS
+    report.limits = vigil_protocol::preview::HONEST_LIMITS
         .iter()
         .map(|s| s.to_string())
         .collect();

@@ -28,9 +28,9 @@
 use std::sync::{Arc, Mutex};
 
 use super::memory::read_memory;
-use super::report::RefusedConnection;
 use super::writewatch::{self, Writes};
 use crate::sandbox::seccomp;
+use vigil_protocol::preview::RefusedConnection;
 
 /// The attempts recorded so far.
 pub type Attempts = Arc<Mutex<Vec<RefusedConnection>>>;

@@ -15,8 +15,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::report::Leftover;
 use crate::sandbox::{SAFE_PATH, clean_env, confine};
+use vigil_protocol::preview::Leftover;
 
 /// How the command ended.
 #[derive(Debug)]

@@ -31,8 +31,8 @@ use std::time::Duration;
 
 use super::effects::{self, Caps, Layer};
 use super::mounts::{self, cstr, hold, mount, os_err, via};
-use super::report::PreviewReport;
 use super::{disguise, fence, limits, netwatch, readwatch, rootfs, supervise, writewatch};
+use vigil_protocol::preview::PreviewReport;
 
 /// Exit status when the view could not be built (nothing ran).
 pub const SETUP_FAILED: i32 = 125;

@@ -14,7 +14,8 @@ use super::manager::TmuxManager;
 use super::{TmuxError, TmuxOptions};
 use crate::backend::CommandBackend;
 use crate::transport::Transport;
-use crate::{Backend, ExecError, MirrorTarget, OutputFn, RunOutcome, RunRequest};
+use crate::{Backend, ExecError, OutputFn, RunOutcome, RunRequest};
+use vigil_protocol::pane::MirrorTarget;
 
 /// Runs commands in a managed tmux pane on any transport.
 pub struct TmuxBackend<T: Transport> {

@@ -19,7 +19,8 @@ use super::control::Control;
 use super::script::tq;
 use super::{TmuxError, TmuxOptions};
 use crate::transport::{self, Transport, sh_quote};
-use crate::{ExecError, MirrorTarget, RunOutcome};
+use crate::{ExecError, RunOutcome};
+use vigil_protocol::pane::MirrorTarget;
 
 pub use super::names::{
     SHARED, canonical_pane, canonical_session, owner_prefix, random_hex, server_args,

@@ -26,7 +26,6 @@ pub mod leftovers;
 pub mod manager;
 pub mod names;
 pub mod ops;
-pub use vigil_protocol::pane as pane_key;
 pub mod run;
 pub mod sandboxed;
 pub mod script;
@@ -38,7 +37,8 @@ pub use feed::spawn_mirror_feed;
 pub use guard::guard_shared_shell;
 pub use manager::{SHARED, TmuxManager};
 
-use crate::{ExecError, MirrorTarget};
+use crate::ExecError;
+use vigil_protocol::pane::MirrorTarget;
 
 /// How the managed tmux layer is set up.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,9 +13,9 @@ use std::time::Duration;
 use super::TmuxError;
 use super::control::Control;
 use super::manager::{SHARED, TmuxManager, canonical_pane, lock};
-use super::pane_key::PaneKey;
 use super::script::tq;
 use crate::transport::sh_quote;
+use vigil_protocol::pane::PaneKey;
 
 /// Longest a helper process on the target may take.
 const HELPER_TIMEOUT: Duration = Duration::from_secs(10);

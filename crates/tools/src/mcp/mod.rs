@@ -40,7 +40,7 @@ pub fn namespaced(server: &str, tool: &str) -> String {
         .collect()
 }
 
-pub use vigil_protocol::tool::McpState;
+use vigil_protocol::tool::McpState;
 
 /// Receives `(server, state, tool count)` reports.
 pub type StateSink = Arc<dyn Fn(&str, McpState, usize) + Send + Sync>;

@@ -18,7 +18,8 @@ use serde_json::{Map, Value, json};
 use super::{McpServer, domain_of, namespaced};
 use crate::registry::summarize_args;
 use crate::truncate::{self, Keep};
-use crate::{FailureClass, GateInfo, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use crate::{FailureClass, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use vigil_protocol::approval::GateInfo;
 
 /// Characters of a result the model sees (the rest is spilled).
 pub const RESULT_CHARS: usize = 10_000;
@@ -124,8 +125,8 @@ impl Tool for McpTool {
 
     /// Every argument, in full: the action line is cut at 160 characters,
     /// the card shows all of this (and a session rule keys on all of it).
-    async fn facts(&self, args: &Value) -> vigil_policy::gate::CallFacts {
-        vigil_policy::gate::CallFacts {
+    async fn facts(&self, args: &Value) -> vigil_protocol::approval::CallFacts {
+        vigil_protocol::approval::CallFacts {
             arguments: Some(
                 serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string()),
             ),
