@@ -279,4 +279,25 @@ mod tests {
         let lines = render("# Title\nabcdefghijkl", 5, &t, Style::new());
         assert_eq!(plain(&lines), ["Title", "abcde", "fghij", "kl"]);
     }
+
+    /// Why this renderer and not a CommonMark one (docs/dependencies.md):
+    /// the operator sees every character the model sent except the markers
+    /// styled here, and a half-streamed list is not drawn as a heading.
+    #[test]
+    fn escapes_entities_links_and_partial_lists_are_shown_as_sent() {
+        let t = Theme::default();
+        let text = "see [docs](https://x.example) \\d+\\.\\d+ &lt;b&gt; *glob*\n> quoted\n\n[1]: https://y.example\nSome text\n-";
+        let lines = render(text, 200, &t, Style::new());
+        assert_eq!(
+            plain(&lines),
+            [
+                "see [docs](https://x.example) \\d+\\.\\d+ &lt;b&gt; *glob*",
+                "> quoted",
+                "",
+                "[1]: https://y.example",
+                "Some text",
+                "-",
+            ]
+        );
+    }
 }
