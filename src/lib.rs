@@ -24,14 +24,15 @@
 //!   is `agent::assemble`.
 //!
 //! The layers are re-exported here under their short names so the binaries,
-//! the integration tests and the benches name one crate.
+//! the integration tests and the benches name one crate. The protocol is
+//! not among them: every type that crosses the socket is named from
+//! `vigil_protocol` itself, wherever it is used.
 
 pub use vigil_agent as agent;
 pub use vigil_config as config;
 pub use vigil_console as console;
 pub use vigil_exec as exec;
 pub use vigil_policy as policy;
-pub use vigil_protocol as protocol;
 pub use vigil_shell as shell;
 pub use vigil_tools as tools;
 

@@ -4,8 +4,9 @@
 //! The server is llama.cpp's own HTTP server started through the xllamacpp
 //! wheel (`tests/llama/serve.py`) from the project-local virtualenv that
 //! `.ci/run` installs (`tests/.venv`), with SmolLM2-135M-Instruct, greedy
-//! sampling and a small context. One server per test binary, shared; it
-//! exits when the test process does (its stdin closes). A missing virtualenv
+//! sampling and a small context. One server per context size and dialect
+//! per test binary, shared; it exits when the test process does (its stdin
+//! closes). A missing virtualenv
 //! fails the tests with a message naming `.ci/run`, unless
 //! `VIGIL_SKIP_LLAMA=1` asks to skip them.
 //!
@@ -56,9 +57,12 @@ impl Case {
         }
     }
 
-    /// The shared server for this case's `n_ctx` (None when skipped).
+    /// The server for this case's cell (None when skipped): one per
+    /// dialect and `n_ctx`, so two tests running side by side on different
+    /// cells never queue behind each other (the server answers one request
+    /// at a time) nor evict each other's cached prompt.
     pub fn server(&self) -> Option<&'static Llama> {
-        llama_at(self.n_ctx)
+        llama_on(self.n_ctx, self.dialect as u8 + 1)
     }
 
     /// `Dirs::new` with this case's dialect and these extra `[model]` lines.
@@ -126,20 +130,26 @@ pub fn llama() -> Option<&'static Llama> {
 /// The shared server of this context size (one per size per test binary),
 /// started on first use; None when skipped (`VIGIL_SKIP_LLAMA=1`).
 pub fn llama_at(n_ctx: u64) -> Option<&'static Llama> {
+    llama_on(n_ctx, 0)
+}
+
+/// The server of this context size in `lane` (a separate process per
+/// lane), started on first use; None when skipped.
+fn llama_on(n_ctx: u64, lane: u8) -> Option<&'static Llama> {
     if std::env::var("VIGIL_SKIP_LLAMA").is_ok_and(|v| v == "1") {
         eprintln!("VIGIL_SKIP_LLAMA=1: skipping a real llama.cpp test");
         return None;
     }
-    static SERVERS: OnceLock<Mutex<Vec<(u64, &'static Llama)>>> = OnceLock::new();
+    static SERVERS: OnceLock<Mutex<Vec<((u64, u8), &'static Llama)>>> = OnceLock::new();
     let mut servers = SERVERS
         .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some((_, server)) = servers.iter().find(|(n, _)| *n == n_ctx) {
+    if let Some((_, server)) = servers.iter().find(|(key, _)| *key == (n_ctx, lane)) {
         return Some(server);
     }
     let server: &'static Llama = Box::leak(Box::new(start(n_ctx)));
-    servers.push((n_ctx, server));
+    servers.push(((n_ctx, lane), server));
     Some(server)
 }
 
