@@ -140,7 +140,8 @@ fn llama_on(n_ctx: u64, lane: u8) -> Option<&'static Llama> {
         eprintln!("VIGIL_SKIP_LLAMA=1: skipping a real llama.cpp test");
         return None;
     }
-    static SERVERS: OnceLock<Mutex<Vec<((u64, u8), &'static Llama)>>> = OnceLock::new();
+    type Servers = Vec<((u64, u8), &'static Llama)>;
+    static SERVERS: OnceLock<Mutex<Servers>> = OnceLock::new();
     let mut servers = SERVERS
         .get_or_init(Mutex::default)
         .lock()
