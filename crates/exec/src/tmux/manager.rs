@@ -59,6 +59,10 @@ pub struct PaneSlot {
     /// `export X=…`, `read X`): with the environment's allow-list, the only
     /// variables of the pane a trial replays ([`crate::shell_replay`]).
     pub assigned: Mutex<std::collections::BTreeSet<String>>,
+    /// vigil started this pane's shell and has not yet seen its first
+    /// prompt: it may still be reading its rc files, which an interrupt
+    /// would cut short (a half-set environment, a lock left behind).
+    pub starting: AtomicBool,
     /// Resolved at least once.
     seen: AtomicBool,
 }
@@ -560,6 +564,7 @@ impl TmuxManager {
                 }
                 let id = self.new_pane(&control, &session, &name).await?;
                 slot.dirty.store(true, Ordering::SeqCst);
+                slot.starting.store(true, Ordering::SeqCst);
                 slot.note(format!(
                     "the pane `{name}` of tmux session {session} had disappeared and was recreated; its {LOST}"
                 ));
@@ -568,6 +573,7 @@ impl TmuxManager {
         };
         if created {
             slot.dirty.store(true, Ordering::SeqCst);
+            slot.starting.store(true, Ordering::SeqCst);
             slot.note(format!(
                 "tmux session {session} had disappeared (server or session killed) and was recreated; its {LOST}"
             ));
