@@ -15,6 +15,7 @@
 mod bounds;
 #[path = "../common/mod.rs"]
 mod common;
+mod pane;
 mod property;
 mod world;
 

@@ -155,41 +155,42 @@ pub fn secret_name(name: &str) -> bool {
     })
 }
 
-/// The variables a command assigns in the shell that runs it: `NAME=…`
-/// (alone or before a command), `export`/`declare`/`typeset`/`readonly`/
-/// `local NAME[=…]`, `read [-a] NAME…`, `printf -v NAME`, `mapfile`/
-/// `readarray NAME`, `getopts OPTS NAME`. What it cannot tell (a function
-/// that assigns, `eval` of a variable) is simply not named: such a
+/// The variables a command assigns in the shell that runs it, each a
+/// value written in the text: `NAME=value` alone, and `export`/`declare`/
+/// `typeset`/`readonly`/`local NAME=value`, the value literal (no `$`, no
+/// substitution: nothing the pane holds and the trial may not have). An
+/// allow-list: only simple commands the pane's own shell runs at top level
+/// whatever happens ([`vigil_shell::SimpleCommand::top_level`]: not a
+/// pipeline's member, which runs in a subshell; not after `&&`/`||`, not
+/// `&`, `coproc`, a compound command or a function body, which may not run
+/// or not run here).
+/// What it cannot tell is simply not named: a name alone (`export X`
+/// exports the pane's own `X`), a reference (`declare -n`), a value read
+/// from elsewhere (`read`, `printf -v`, `X=$(cat f)`, `X=${!N}`). Such a
 /// variable is not replayed, and a command expanding it is asked.
 pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    // Only what the pane's own shell runs: not a subshell, not `sh -c`
-    // text, not a prefix assignment (`X=1 cmd` sets X for cmd alone).
+    let literal = |a: &String| {
+        a.split_once('=')
+            .filter(|(_, v)| literal_value(v))
+            .map(|(n, _)| n.to_string())
+    };
     for cmd in &read.script.commands {
-        if cmd.place != vigil_shell::Place::CurrentShell {
+        if !cmd.top_level {
             continue;
         }
         if cmd.words.is_empty() {
-            out.extend(
-                cmd.assignments
-                    .iter()
-                    .filter_map(|a| a.split_once('=').map(|(n, _)| n.to_string())),
-            );
+            out.extend(cmd.assignments.iter().filter_map(literal));
             continue;
         }
         let words = cmd.loose_words();
         let Some((program, args)) = words.split_first() else {
             continue;
         };
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        out.extend(names_set_by(program, &args).into_iter().map(str::to_string));
         // The parser keeps a declaration's `NAME=value` words apart.
-        if DECLARE.contains(&program.as_str()) {
-            out.extend(
-                cmd.assignments
-                    .iter()
-                    .filter_map(|a| a.split_once('=').map(|(n, _)| n.to_string())),
-            );
+        let reference = args.iter().any(|a| a.starts_with('-') && a.contains('n'));
+        if DECLARE.contains(&program.as_str()) && !reference {
+            out.extend(cmd.assignments.iter().filter_map(literal));
         }
     }
     out.retain(|n| is_name(n));
@@ -201,36 +202,24 @@ pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
 /// The built-ins that declare variables.
 const DECLARE: &[&str] = &["export", "declare", "typeset", "readonly", "local"];
 
-/// The names one built-in's words set.
-fn names_set_by<'a>(program: &str, args: &[&'a str]) -> Vec<&'a str> {
-    let plain = |w: &&&str| !w.starts_with('-') && !w.starts_with('+');
-    let before_eq = |w: &'a str| w.split(['=', '[']).next().unwrap_or(w);
-    match program {
-        p if DECLARE.contains(&p) => args.iter().filter(plain).map(|w| before_eq(w)).collect(),
-        "read" => {
-            let mut out = Vec::new();
-            let mut it = args.iter();
-            while let Some(w) = it.next() {
-                match *w {
-                    "-a" => out.extend(it.next().copied()),
-                    "-p" | "-d" | "-n" | "-N" | "-t" | "-u" | "-i" => {
-                        it.next();
-                    }
-                    w if w.starts_with('-') => {}
-                    w => out.push(w),
-                }
-            }
-            out
+/// Whether an assignment's value as written expands no parameter and
+/// runs nothing (`$` and `` ` `` only inside single quotes).
+fn literal_value(v: &str) -> bool {
+    let mut single = false;
+    let mut double = false;
+    let mut escaped = false;
+    for c in v.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\'' if !double => single = !single,
+            _ if single => {}
+            '"' => double = !double,
+            '\\' => escaped = true,
+            '$' | '`' => return false,
+            _ => {}
         }
-        "printf" => args
-            .windows(2)
-            .find(|p| p[0] == "-v")
-            .map(|p| vec![before_eq(p[1])])
-            .unwrap_or_default(),
-        "mapfile" | "readarray" => args.iter().rev().find(plain).copied().into_iter().collect(),
-        "getopts" => args.get(1).copied().into_iter().collect(),
-        _ => Vec::new(),
     }
+    !single && !double
 }
 
 fn is_name(n: &str) -> bool {
@@ -477,14 +466,42 @@ mod tests {
     fn a_command_names_the_variables_it_assigns() {
         let names = |t: &str| assigned_names(&vigil_shell::Command::read(t));
         assert_eq!(names("X=1"), vec!["X"]);
-        assert_eq!(names("export A=1 B; declare -x C=2"), vec!["A", "B", "C"]);
-        assert_eq!(names("read -p 'name? ' -r N M"), vec!["M", "N"]);
-        assert_eq!(names("read -a ARR"), vec!["ARR"]);
-        assert_eq!(
-            names("printf -v OUT %s x; mapfile -t LINES"),
-            vec!["LINES", "OUT"]
-        );
+        assert_eq!(names("export A=1 B; declare -x C='$2'"), vec!["A", "C"]);
         assert_eq!(names("cd sub && ls"), Vec::<String>::new());
+        assert_eq!(names("f() { Y=2; }; X=1; export Z=3 &"), vec!["X"]);
+        // A value vigil did not write: read from input or a file, another
+        // variable's (perhaps withheld from the trial), a name alone (the
+        // pane's own variable), a reference.
+        for t in [
+            "read -p 'name? ' -r N M",
+            "read -a ARR",
+            "printf -v OUT %s x; mapfile -t LINES",
+            "X=$(cat ~/.secret)",
+            "X=`cat f`",
+            "N=DB; X=${!N}",
+            "X=\"$DB\"",
+            "export DB",
+            "declare -n R=DB",
+            "typeset -nx R=DB",
+        ] {
+            assert!(names(t).iter().all(|n| n == "N"), "{t}: {:?}", names(t));
+        }
+        // Not in the pane's own shell for sure: a pipeline's member, a
+        // background job, a coprocess, a group in a pipeline, a function.
+        for t in [
+            "export X=1 | cat",
+            "X=1 | true",
+            "{ X=1; } | cat",
+            "X=1 &",
+            "coproc X=1",
+            "f() { X=1; }",
+            "true && { X=1; }",
+            "cd /nowhere && X=1",
+            "cd /nowhere || export X=1",
+            "if false; then X=1; fi",
+        ] {
+            assert!(names(t).is_empty(), "{t}: {:?}", names(t));
+        }
         // Not an assignment in the pane: an argument, a prefix, a
         // subshell's, another shell's.
         assert!(names("echo X=1").is_empty());

@@ -379,11 +379,96 @@ pub fn state_only(script: &Script) -> bool {
     }
     script.commands.iter().all(|c| {
         c.redirects.is_empty()
+            && c.words.iter().all(|w| plain_expansions(&w.raw))
+            && c.assignments.iter().all(|a| plain_expansions(a))
             && match c.program().map(vigil_shell::program_name) {
                 None => c.words.is_empty() && !c.assignments.is_empty(),
-                Some(p) => STATE_BUILTINS.contains(&p),
+                Some(p) => STATE_BUILTINS.contains(&p) && changes_only(p, c),
             }
     })
+}
+
+/// Options a declaration may carry and still only set what it names
+/// (not `-p`/`-f`/`-m`, which print; not `-n`, a reference to another
+/// variable; not zsh's `-T`, a tie).
+const DECLARE_OPTIONS: &[&str] = &["-x", "-g", "-i", "-a", "-A", "-l", "-u", "-r"];
+
+/// Whether a state built-in's words only change the shell, printing
+/// none of it (an allow-list of shapes): a declaration or `alias` sets
+/// every name it is given a value (with no name, or a name alone, it
+/// prints the shell's variables or aliases into the pane, and the pane's
+/// output is the model's); `unset` and the option built-ins name what
+/// they change.
+fn changes_only(program: &str, cmd: &SimpleCommand) -> bool {
+    let words = cmd.loose_words();
+    let args = &words[1.min(words.len())..];
+    match program {
+        "export" | "declare" | "typeset" | "readonly" | "local" => {
+            let (opts, names): (Vec<&String>, Vec<&String>) =
+                args.iter().partition(|w| w.starts_with(['-', '+']));
+            opts.iter().all(|o| DECLARE_OPTIONS.contains(&o.as_str()))
+                && !(names.is_empty() && cmd.assignments.is_empty())
+                && names.iter().all(|w| w.contains('='))
+        }
+        "alias" => {
+            !(args.is_empty() && cmd.assignments.is_empty()) && args.iter().all(|w| w.contains('='))
+        }
+        "set" => !args.is_empty() && args != ["-o"] && args != ["+o"],
+        "unset" | "shopt" | "setopt" | "unsetopt" => {
+            args.iter().any(|w| !w.starts_with(['-', '+']))
+        }
+        _ => true,
+    }
+}
+
+/// Whether a word as written expands nothing but plain parameters
+/// (`$NAME`, `${NAME}`) and `~`: an allow-list. The trial had those of the
+/// pane's variables it may have and names the others (a command expanding
+/// a withheld one is asked); an indirection (`${!N}`, zsh's `${(P)N}`), a
+/// substitution or arithmetic could read a variable the text does not
+/// name, withheld from the trial but there in the pane.
+fn plain_expansions(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    let (mut single, mut double) = (false, false);
+    while i < b.len() {
+        match (single, b[i]) {
+            (true, b'\'') => single = false,
+            (true, _) => {}
+            (false, b'\'') if !double => single = true,
+            (false, b'"') => double = !double,
+            (false, b'\\') => i += 1,
+            (false, b'`') => return false,
+            (false, b'$') => {
+                let rest = &raw[i + 1..];
+                let name = match rest.strip_prefix('{') {
+                    Some(inner) => match inner.find('}') {
+                        Some(end) => {
+                            i += end + 2;
+                            &inner[..end]
+                        }
+                        None => return false,
+                    },
+                    None => {
+                        let len = rest
+                            .bytes()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                            .count();
+                        i += len;
+                        &rest[..len]
+                    }
+                };
+                let plain = name.bytes().next().is_some_and(|c| !c.is_ascii_digit())
+                    && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+                if !plain {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Whether the script changes the pane's shell anywhere (a state built-in,
@@ -471,8 +556,48 @@ mod tests {
             "(cd sub)",
             "export A=1 | cat",
             "cd sub > /tmp/x",
+            // What prints the pane's state into the pane (whose output
+            // is the model's), a name alone, a reference.
+            "export -p",
+            "export",
+            "set",
+            "declare -p DB",
+            "declare -x",
+            "typeset DB",
+            "readonly",
+            "alias",
+            "alias ll",
+            "set -o",
+            "shopt",
+            "export DB",
+            "declare -n R=DB",
+            "export -n X=1",
+            // What reads a variable the text does not name (withheld
+            // from the trial, there in the pane).
+            "N=DB; cd ${!N}",
+            "cd \"${!N}\"x",
+            "cd ${(P)N}",
+            "X=${!N}",
+            "cd \"it's ${!N}\"",
+            "cd $((N))",
+            "X=`id`",
+            "cd $'\\x41'",
         ] {
             assert!(!state_only(&parse(t)), "{t}");
+        }
+        for t in [
+            "cd \"$HOME/x\"",
+            "cd ${HOME}/x",
+            "cd 'a$b'",
+            "export A=1 B=$HOME",
+            "declare -x A=1",
+            "set -x",
+            "set -o pipefail",
+            "unset A",
+            "shopt -s globstar",
+            "cd -",
+        ] {
+            assert!(state_only(&parse(t)), "{t}");
         }
         assert!(changes_state(&parse("cd sub && make")));
         assert!(!changes_state(&parse("make test")));

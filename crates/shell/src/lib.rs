@@ -59,6 +59,11 @@ pub struct SimpleCommand {
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
     pub place: Place,
+    /// Run by the reading shell itself, whatever else happens: a command
+    /// of the text's own list, alone in its pipeline, not in the
+    /// background, not after `&&`/`||`, not inside a compound command, a
+    /// function body or a substitution.
+    pub top_level: bool,
 }
 
 impl SimpleCommand {

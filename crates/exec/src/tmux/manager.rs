@@ -54,8 +54,8 @@ pub struct PaneSlot {
     pub busy: Mutex<Option<(String, String, std::time::Instant)>>,
     /// Notes for the next command's result.
     pub notes: Mutex<Vec<String>>,
-    /// Variables vigil's own commands in this pane assigned (`X=1`,
-    /// `export X=…`, `read X`): with the environment's allow-list, the only
+    /// Variables vigil's own commands in this pane assigned a value
+    /// written in the text (`X=1`, `export X=…`): with the environment's allow-list, the only
     /// variables of the pane a trial replays ([`crate::shell_replay`]).
     pub assigned: Mutex<std::collections::BTreeSet<String>>,
     /// Resolved at least once.
