@@ -1,6 +1,9 @@
 //! A managed pane's shell holds a variable its start-up file set, of a
-//! name that does not look like a secret's (`PROJ_DB`): under `by_effect`
-//! no command the model runs unasked gets its value to the model — not a
+//! name that does not look like a secret's (`PROJ_DB`), and an alias and a
+//! function holding the same text: under `by_effect` no command the model
+//! runs unasked gets any of it to the model — not the trial's replay
+//! (`alias`, `type dbf`, `declare -f`: only what vigil defined is
+//! replayed), not a
 //! "state-only" command that prints the shell's state in the pane
 //! (`export -p`, `set`, `declare -p`), not one that launders the name into
 //! the replay (`export PROJ_DB`, a nameref, an assignment that never ran:
@@ -16,6 +19,12 @@ use vigil_scripted::{Scenario, ScriptedServer};
 
 /// Rows: (shell, the calls of one turn). `*` rows run in both shells.
 const ROWS: &[(&str, &[&str])] = &[
+    ("*", &["alias"]),
+    ("*", &["type dbc"]),
+    ("*", &["type dbf"]),
+    ("*", &["dbf"]),
+    ("bash", &["declare -f"]),
+    ("zsh", &["functions"]),
     ("*", &["export -p"]),
     ("*", &["set"]),
     ("*", &["export"]),
@@ -68,7 +77,10 @@ fn config(approval: &str, shell: &str) -> String {
 
 /// The start-up files of both shells set the variable.
 fn rc_files(world: &World) {
-    let line = format!("export PROJ_DB=postgres-{MARKER}\n");
+    let line = format!(
+        "export PROJ_DB=postgres-{MARKER}\nalias dbc='psql postgres-{MARKER}'\n\
+         dbf() {{ echo postgres-{MARKER}; }}\n"
+    );
     for rc in [".bashrc", ".profile", ".zshrc", ".zshenv"] {
         super::world::write(&world.home.join(rc), &line, 0o644);
         if let Some(uid) = world.uid {

@@ -9,7 +9,9 @@
 //! commands in the pane assigned ([`assigned_names`]); every other variable
 //! of the pane (an rc file's `export API=…`, one the operator typed) and
 //! any whose name looks like a secret is named in [`Replay::withheld`], so
-//! a command expanding it is asked. It never replays what the trial's
+//! a command expanding it is asked. Functions and aliases likewise: only
+//! those vigil's own commands in the pane defined ([`defined_names`]) are
+//! captured at all. It never replays what the trial's
 //! shell cannot take (read-only and special variables, interactive
 //! options).
 
@@ -194,6 +196,33 @@ pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
         }
     }
     out.retain(|n| is_name(n));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The functions and aliases a command defines in the shell that runs
+/// it, at top level whatever happens (see [`assigned_names`]): with them
+/// the only functions and aliases of the pane a capture reads
+/// ([`crate::tmux::shell_state`]). An rc file's, or one the operator
+/// typed, is the operator's text (`alias prod='PGPASSWORD=… psql'`): it
+/// does not exist for a trial, and a command naming it is asked (exit 127).
+pub fn defined_names(read: &vigil_shell::Command) -> Vec<String> {
+    let mut out = read.script.functions.clone();
+    for cmd in read.script.commands.iter().filter(|c| c.top_level) {
+        if cmd.program().map(vigil_shell::program_name) != Some("alias") {
+            continue;
+        }
+        let words = cmd.loose_words();
+        let defs = cmd.assignments.iter().chain(words.iter().skip(1));
+        out.extend(defs.filter_map(|d| d.split_once('=').map(|(n, _)| n.to_string())));
+    }
+    out.retain(|n| {
+        !n.is_empty()
+            && !n.starts_with('-')
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:+@".contains(&b))
+    });
     out.sort();
     out.dedup();
     out
@@ -508,6 +537,17 @@ mod tests {
         assert!(names("X=1 make").is_empty());
         assert!(names("(export X=1); echo $(Y=2)").is_empty());
         assert!(names("sh -c 'export X=1'").is_empty());
+    }
+
+    #[test]
+    fn a_command_names_the_functions_and_aliases_it_defines() {
+        let names = |t: &str| defined_names(&vigil_shell::Command::read(t));
+        assert_eq!(
+            names("greet() { echo hi; }; alias hi='echo alias-ok' ll='ls -l'; X=1"),
+            vec!["greet", "hi", "ll"]
+        );
+        assert!(names("alias; alias ll; type greet").is_empty());
+        assert!(names("true && alias a=b; (alias c=d); alias e=f | cat").is_empty());
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub(super) fn parse(text: &str) -> Script {
         text: text.to_string(),
         commands: Vec::new(),
         features: Features::default(),
+        functions: Vec::new(),
         error: None,
     };
     if let Some(why) = too_hard(text) {
@@ -105,11 +106,13 @@ pub(super) fn parse(text: &str) -> Script {
         features: Features::default(),
         read: 0,
         top_next: false,
+        functions: Vec::new(),
     };
     match walker.program(text, Place::CurrentShell, 0) {
         Ok(()) => {
             script.commands = walker.commands;
             script.features = walker.features;
+            script.functions = walker.functions;
             // A substitution the walk did not reach (inside `${…}`,
             // `$((…))`, a `case`/`for` word, `[[ … ]]`, a here-document)
             // runs a command vigil has not read.
@@ -129,6 +132,8 @@ struct Walker {
     /// The next simple command is one the reading shell runs itself,
     /// unconditionally (taken by the first [`Self::simple`]).
     top_next: bool,
+    /// Functions the text's own list defines ([`Script::functions`]).
+    functions: Vec<String>,
 }
 
 impl Walker {
@@ -178,6 +183,12 @@ impl Walker {
                 && !first.bang
                 && first.timed.is_none()
                 && matches!(first.seq.as_slice(), [Command::Simple(_)]);
+            if let ([Command::Function(def)], false) = (
+                first.seq.as_slice(),
+                matches!(sep, SeparatorOperator::Async) || first.bang,
+            ) {
+                self.functions.push(def.fname.value.clone());
+            }
             self.list_item(and_or, sep, Place::CurrentShell, 0);
             self.top_next = false;
         }

@@ -129,6 +129,10 @@ pub struct Script {
     /// them) command substitutions.
     pub commands: Vec<SimpleCommand>,
     pub features: Features,
+    /// The names of the functions the text's own list defines, whatever
+    /// happens (each definition alone in its pipeline, not after
+    /// `&&`/`||`, not in the background, not nested).
+    pub functions: Vec<String>,
     /// Why the text could not be parsed (then `commands` is empty).
     pub error: Option<String>,
 }

@@ -162,6 +162,13 @@ fn top_level_is_what_the_reading_shell_runs_whatever_happens() {
     };
     assert_eq!(top("A=1; cd x; B=2"), ["A=1", "cd x", "B=2"]);
     assert_eq!(top("cd x && A=1 || B=2"), ["cd x"]);
+    let defined = |text: &str| parse(text).functions;
+    assert_eq!(
+        defined("f() { :; }; function g { :; }; h() { :; } &"),
+        ["f", "g"]
+    );
+    assert!(defined("true && f() { :; }").is_empty());
+    assert!(defined("if true; then f() { :; }; fi").is_empty());
     for text in [
         "A=1 | cat",
         "{ A=1; } | cat",

@@ -94,12 +94,10 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
         Some(p) => vigil_exec::shell_replay::script(p.kind, &p.replay, &args.command),
         None => args.command.clone(),
     };
-    // Exit 127 means "not found" in the pane too when the replay holds
-    // the pane's functions and aliases (dash cannot list its functions).
-    let unknown_127 = in_pane
-        && !pane_shell
-            .as_ref()
-            .is_some_and(|p| p.kind.lists_functions());
+    // Exit 127 may not mean "not found" in the pane: the replay holds
+    // only the functions and aliases vigil's own commands defined there
+    // (an rc file's are the operator's), and dash cannot list functions.
+    let unknown_127 = in_pane;
     let cwd = match &ctx.approved_cwd {
         Some(dir) => dir.clone(),
         None => match shell.exec.workdir(session, pane).await {

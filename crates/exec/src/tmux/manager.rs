@@ -58,6 +58,9 @@ pub struct PaneSlot {
     /// written in the text (`X=1`, `export X=…`): with the environment's allow-list, the only
     /// variables of the pane a trial replays ([`crate::shell_replay`]).
     pub assigned: Mutex<std::collections::BTreeSet<String>>,
+    /// Functions and aliases vigil's own commands in this pane defined:
+    /// the only ones a capture reads ([`crate::shell_replay::defined_names`]).
+    pub defined: Mutex<std::collections::BTreeSet<String>>,
     /// Resolved at least once.
     seen: AtomicBool,
 }
@@ -69,9 +72,15 @@ impl PaneSlot {
     pub fn note(&self, s: String) {
         lock(&self.notes).push(s);
     }
-    /// Remember the variables `read` assigns (see [`Self::assigned`]).
+    /// Remember the variables `read` assigns (see [`Self::assigned`]) and
+    /// the functions and aliases it defines (see [`Self::defined`]).
     pub fn assigns(&self, read: &vigil_shell::Command) {
         lock(&self.assigned).extend(crate::shell_replay::assigned_names(read));
+        lock(&self.defined).extend(crate::shell_replay::defined_names(read));
+    }
+    /// The functions and aliases vigil's commands here defined.
+    pub fn defined_names(&self) -> Vec<String> {
+        lock(&self.defined).iter().cloned().collect()
     }
     /// Whether one of vigil's commands here assigned `name`.
     pub fn assigned(&self, name: &str) -> bool {
