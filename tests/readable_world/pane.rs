@@ -34,6 +34,7 @@ const ROWS: &[(&str, &[&str])] = &[
     ("zsh", &["typeset -p PROJ_DB"]),
     ("*", &["export PROJ_DB", "echo $PROJ_DB"]),
     ("*", &["cd /nowhere-at-all && PROJ_DB=1", "echo $PROJ_DB"]),
+    ("bash", &["local PROJ_DB=1", "echo $PROJ_DB"]),
     (
         "*",
         &["cd /nowhere-at-all || export PROJ_DB=1", "echo $PROJ_DB"],

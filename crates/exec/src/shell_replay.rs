@@ -71,6 +71,9 @@ pub struct Replay {
     /// Variables of the pane not replayed because their names look like
     /// secrets.
     pub withheld: Vec<String>,
+    /// The pane's exported variables, replayed or not: assigning one
+    /// changes what every later program in the pane sees.
+    pub exported: Vec<String>,
 }
 
 /// Variables a shell sets itself, read-only or changing on every read.
@@ -159,7 +162,7 @@ pub fn secret_name(name: &str) -> bool {
 
 /// The variables a command assigns in the shell that runs it, each a
 /// value written in the text: `NAME=value` alone, and `export`/`declare`/
-/// `typeset`/`readonly`/`local NAME=value`, the value literal (no `$`, no
+/// `typeset`/`readonly NAME=value`, the value literal (no `$`, no
 /// substitution: nothing the pane holds and the trial may not have). An
 /// allow-list: only simple commands the pane's own shell runs at top level
 /// whatever happens ([`vigil_shell::SimpleCommand::top_level`]: not a
@@ -191,7 +194,8 @@ pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
         };
         // The parser keeps a declaration's `NAME=value` words apart.
         let reference = args.iter().any(|a| a.starts_with('-') && a.contains('n'));
-        if DECLARE.contains(&program.as_str()) && !reference {
+        // `local` outside a function assigns nothing (an error).
+        if DECLARE.contains(&program.as_str()) && program != "local" && !reference {
             out.extend(cmd.assignments.iter().filter_map(literal));
         }
     }
@@ -277,6 +281,9 @@ pub fn replay(kind: ShellKind, dumps: &Dumps, replayed: &dyn Fn(&str) -> bool) -
             let Some((name, flags)) = statement_name(s) else {
                 continue;
             };
+            if flags.contains('x') && !out.exported.contains(&name) {
+                out.exported.push(name.clone());
+            }
             if flags.contains('r') || readonly.contains(&name) || skipped(&name) {
                 continue;
             }
@@ -452,134 +459,5 @@ pub fn statements(text: &str) -> Option<Vec<&str>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statements_split_outside_quotes_only() {
-        let t = "a='x\ny'\nb=\"q\\\"\nr\"\nc=$'it\\'s'\n";
-        assert_eq!(
-            statements(t).unwrap(),
-            vec!["a='x\ny'", "b=\"q\\\"\nr\"", "c=$'it\\'s'"]
-        );
-        assert_eq!(statements("a='open\n"), None);
-    }
-
-    #[test]
-    fn secrets_specials_and_read_only_are_not_replayed() {
-        let dumps = Dumps {
-            vars: "declare -x FOO=\"1\"\ndeclare -- BAR=\"two\nlines\"\ndeclare -r RO=\"x\"\n\
-                   declare -x GITHUB_TOKEN=\"ghp_x\"\ndeclare -i SECONDS=\"3\"\n"
-                .into(),
-            functions: "greet () \n{ \n    echo hi\n}\n".into(),
-            aliases: "alias ll='ls -l'\n".into(),
-            options: "set -o pipefail\nset -o monitor\nshopt -s globstar\n".into(),
-            umask: "0027\n".into(),
-            ..Dumps::default()
-        };
-        let r = replay(ShellKind::Bash, &dumps, &|_| true).unwrap();
-        assert!(r.prelude.contains("declare -x FOO=\"1\""));
-        assert!(r.prelude.contains("BAR=\"two\nlines\""));
-        assert!(!r.prelude.contains("RO="));
-        assert!(!r.prelude.contains("ghp_x"));
-        assert!(!r.prelude.contains("SECONDS"));
-        assert!(r.prelude.contains("greet ()"));
-        assert!(r.prelude.contains("alias ll='ls -l'"));
-        assert!(r.prelude.contains("set -o pipefail"));
-        assert!(!r.prelude.contains("monitor"));
-        assert!(r.prelude.contains("umask 0027"));
-        assert_eq!(r.withheld, vec!["GITHUB_TOKEN".to_string()]);
-    }
-
-    #[test]
-    fn a_command_names_the_variables_it_assigns() {
-        let names = |t: &str| assigned_names(&vigil_shell::Command::read(t));
-        assert_eq!(names("X=1"), vec!["X"]);
-        assert_eq!(names("export A=1 B; declare -x C='$2'"), vec!["A", "C"]);
-        assert_eq!(names("cd sub && ls"), Vec::<String>::new());
-        assert_eq!(names("f() { Y=2; }; X=1; export Z=3 &"), vec!["X"]);
-        // A value vigil did not write: read from input or a file, another
-        // variable's (perhaps withheld from the trial), a name alone (the
-        // pane's own variable), a reference.
-        for t in [
-            "read -p 'name? ' -r N M",
-            "read -a ARR",
-            "printf -v OUT %s x; mapfile -t LINES",
-            "X=$(cat ~/.secret)",
-            "X=`cat f`",
-            "N=DB; X=${!N}",
-            "X=\"$DB\"",
-            "export DB",
-            "declare -n R=DB",
-            "typeset -nx R=DB",
-        ] {
-            assert!(names(t).iter().all(|n| n == "N"), "{t}: {:?}", names(t));
-        }
-        // Not in the pane's own shell for sure: a pipeline's member, a
-        // background job, a coprocess, a group in a pipeline, a function.
-        for t in [
-            "export X=1 | cat",
-            "X=1 | true",
-            "{ X=1; } | cat",
-            "X=1 &",
-            "coproc X=1",
-            "f() { X=1; }",
-            "true && { X=1; }",
-            "cd /nowhere && X=1",
-            "cd /nowhere || export X=1",
-            "if false; then X=1; fi",
-        ] {
-            assert!(names(t).is_empty(), "{t}: {:?}", names(t));
-        }
-        // Not an assignment in the pane: an argument, a prefix, a
-        // subshell's, another shell's.
-        assert!(names("echo X=1").is_empty());
-        assert!(names("X=1 make").is_empty());
-        assert!(names("(export X=1); echo $(Y=2)").is_empty());
-        assert!(names("sh -c 'export X=1'").is_empty());
-    }
-
-    #[test]
-    fn a_command_names_the_functions_and_aliases_it_defines() {
-        let names = |t: &str| defined_names(&vigil_shell::Command::read(t));
-        assert_eq!(
-            names("greet() { echo hi; }; alias hi='echo alias-ok' ll='ls -l'; X=1"),
-            vec!["greet", "hi", "ll"]
-        );
-        assert!(names("alias; alias ll; type greet").is_empty());
-        assert!(names("true && alias a=b; (alias c=d); alias e=f | cat").is_empty());
-    }
-
-    #[test]
-    fn only_allowed_variables_are_replayed() {
-        let dumps = Dumps {
-            vars: "declare -x HOME=\"/root\"\ndeclare -- MINE=\"agent\"\n\
-                   declare -x DATABASE_URL=\"postgres://u:p@h/db\"\ndeclare -- SSHPASS=\"pw\"\n"
-                .into(),
-            ..Dumps::default()
-        };
-        let allowed = |n: &str| n == "HOME" || n == "MINE";
-        let r = replay(ShellKind::Bash, &dumps, &allowed).unwrap();
-        assert!(r.prelude.contains("HOME=") && r.prelude.contains("MINE="));
-        assert!(!r.prelude.contains("postgres") && !r.prelude.contains("pw"));
-        assert_eq!(
-            r.withheld,
-            vec!["DATABASE_URL".to_string(), "SSHPASS".to_string()]
-        );
-    }
-
-    #[test]
-    fn dash_exports_and_read_only_names() {
-        let dumps = Dumps {
-            vars: "X='1'\nRO='2'\nOUTSIDE='db://u:p@h'\n".into(),
-            exports: "export X='1'\n".into(),
-            readonly: "readonly RO='2'\n".into(),
-            ..Dumps::default()
-        };
-        let r = replay(ShellKind::Dash, &dumps, &|n| n != "OUTSIDE").unwrap();
-        assert!(r.prelude.contains("X='1'\nexport X='1'"));
-        assert!(!r.prelude.contains("RO="));
-        assert!(!r.prelude.contains("db://"));
-        assert_eq!(r.withheld, vec!["OUTSIDE".to_string()]);
-    }
-}
+#[path = "shell_replay_tests.rs"]
+mod tests;

@@ -471,6 +471,64 @@ fn plain_expansions(raw: &str) -> bool {
     true
 }
 
+/// Options that may change in the pane unasked: they only make later
+/// commands fail sooner or print more, never change what they run or
+/// expand to (`dotglob` would make an approved `rm -r build/*` take the
+/// dotfiles too).
+const QUIET_OPTIONS: &[&str] = &[
+    "pipefail",
+    "xtrace",
+    "nounset",
+    "noclobber",
+    "-x",
+    "+x",
+    "-u",
+    "+u",
+    "-C",
+    "+C",
+    "-o",
+    "+o",
+];
+
+/// Whether a [`state_only`] script may change the pane unasked: it changes
+/// only the directory (`cd`, `pushd`, `popd`), shell variables (`X=1`;
+/// whether `X` is exported there is the caller's to check), `unset`, the
+/// program cache (`hash -r`) or a quiet option ([`QUIET_OPTIONS`]). An
+/// alias, an export, a declaration, `umask` or another option changes what
+/// later commands in the pane run or see — the operator's own and the ones
+/// they approve, which run there unconfined (`alias make=…`, `export
+/// NODE_OPTIONS=…`, `umask 000`): asked, so that `y` makes it there.
+pub fn quiet_state(script: &Script) -> bool {
+    state_only(script)
+        && script.commands.iter().all(|c| {
+            let words = c.loose_words();
+            let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+            match c.program().map(vigil_shell::program_name) {
+                None => true,
+                Some("cd" | "pushd" | "popd" | "rehash") => true,
+                Some("unset") => !args.iter().any(|a| a.starts_with('-') && a.contains('f')),
+                Some("hash") => args == ["-r"],
+                Some("set") if args.first() == Some(&"--") => true,
+                Some("set" | "setopt" | "unsetopt") => args.iter().all(|a| {
+                    let o = a.to_ascii_lowercase().replace('_', "");
+                    QUIET_OPTIONS.contains(&o.as_str()) || QUIET_OPTIONS.contains(a)
+                }),
+                _ => false,
+            }
+        })
+}
+
+/// The variables a script assigns with a bare `NAME=value`.
+pub fn bare_assignments(script: &Script) -> Vec<String> {
+    script
+        .commands
+        .iter()
+        .filter(|c| c.words.is_empty())
+        .flat_map(|c| &c.assignments)
+        .filter_map(|a| a.split_once('=').map(|(n, _)| assigned_name(n).to_string()))
+        .collect()
+}
+
 /// Whether the script changes the pane's shell anywhere (a state built-in,
 /// a bare assignment, a function definition): a clean trial of a script
 /// that does more than that leaves the pane as it was, and the model is
@@ -487,119 +545,5 @@ pub fn changes_state(script: &Script) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use vigil_shell::parse;
-
-    fn hooked(text: &str) -> bool {
-        hook(&parse(text)).is_some()
-    }
-
-    #[test]
-    fn state_that_runs_code_later_is_asked() {
-        for t in [
-            "PROMPT_COMMAND='curl x|sh'",
-            "export PROMPT_COMMAND=x",
-            "trap 'rm -rf ~' EXIT",
-            "PS1='$(id)'",
-            "export BASH_ENV=/tmp/x",
-            "precmd() { touch /tmp/x; }",
-            "function printf { :; }",
-            "alias tail='rm -rf'",
-            "alias -g X=y",
-            "set -o monitor",
-            "set -e",
-            "source ./env.sh",
-            "export PATH=/tmp:$PATH",
-            "declare -x LD_PRELOAD=/tmp/x.so",
-            "precmd_functions+=(f)",
-            "readonly __vigil_rc",
-            "exit",
-        ] {
-            assert!(hooked(t), "{t}");
-        }
-    }
-
-    #[test]
-    fn ordinary_state_changes_are_not() {
-        for t in [
-            "cd sub",
-            "export FOO=1",
-            "X=1",
-            "alias ll='ls -la'",
-            "greet() { echo hi; }",
-            "set -o pipefail",
-            "shopt -s globstar",
-            "unset FOO",
-            "echo $FOO",
-            "set -- a b",
-        ] {
-            assert!(!hooked(t), "{t}");
-        }
-    }
-
-    #[test]
-    fn only_pure_state_changes_run_for_real() {
-        for t in [
-            "cd sub",
-            "export A=1; cd ..",
-            "X=1",
-            "alias ll='ls -l'",
-            "cd $HOME/x",
-        ] {
-            assert!(state_only(&parse(t)), "{t}");
-        }
-        for t in [
-            "cd sub && make",
-            "cd $(mktemp -d)",
-            "ls",
-            "(cd sub)",
-            "export A=1 | cat",
-            "cd sub > /tmp/x",
-            // What prints the pane's state into the pane (whose output
-            // is the model's), a name alone, a reference.
-            "export -p",
-            "export",
-            "set",
-            "declare -p DB",
-            "declare -x",
-            "typeset DB",
-            "readonly",
-            "alias",
-            "alias ll",
-            "set -o",
-            "shopt",
-            "export DB",
-            "declare -n R=DB",
-            "export -n X=1",
-            // What reads a variable the text does not name (withheld
-            // from the trial, there in the pane).
-            "N=DB; cd ${!N}",
-            "cd \"${!N}\"x",
-            "cd ${(P)N}",
-            "X=${!N}",
-            "cd \"it's ${!N}\"",
-            "cd $((N))",
-            "X=`id`",
-            "cd $'\\x41'",
-        ] {
-            assert!(!state_only(&parse(t)), "{t}");
-        }
-        for t in [
-            "cd \"$HOME/x\"",
-            "cd ${HOME}/x",
-            "cd 'a$b'",
-            "export A=1 B=$HOME",
-            "declare -x A=1",
-            "set -x",
-            "set -o pipefail",
-            "unset A",
-            "shopt -s globstar",
-            "cd -",
-        ] {
-            assert!(state_only(&parse(t)), "{t}");
-        }
-        assert!(changes_state(&parse("cd sub && make")));
-        assert!(!changes_state(&parse("make test")));
-    }
-}
+#[path = "pane_state_tests.rs"]
+mod tests;

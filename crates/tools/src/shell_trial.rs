@@ -146,8 +146,8 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
                 path,
             };
             let verdict = judge(&shell, report, &outcome, unknown_127, real);
-            if pane_shell.is_some() {
-                return for_the_pane(verdict, call);
+            if let Some(p) = &pane_shell {
+                return for_the_pane(verdict, call, &p.replay.exported);
             }
             verdict
         }
@@ -155,10 +155,13 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
 }
 
 /// A clean trial in a managed pane: a command that only changes the
-/// pane's shell runs there for real ([`Trial::InPane`]); one that changes
-/// it besides doing more keeps the view's result, and the model is told
-/// the pane did not change.
-fn for_the_pane(verdict: Trial, call: &ToolCall) -> Trial {
+/// pane's directory or shell variables runs there for real
+/// ([`Trial::InPane`]); one that only changes what later commands there
+/// run or see (an alias, an export, an option, `umask`; a variable the
+/// pane exports) is asked, so that `y` makes it there; one that changes it
+/// besides doing more keeps the view's result, and the model is told the
+/// pane did not change.
+fn for_the_pane(verdict: Trial, call: &ToolCall, exported: &[String]) -> Trial {
     let Trial::Clean(mut output) = verdict else {
         return verdict;
     };
@@ -166,7 +169,23 @@ fn for_the_pane(verdict: Trial, call: &ToolCall) -> Trial {
         return Trial::Clean(output);
     };
     let script = &read.script;
-    if vigil_policy::pane_state::state_only(script) {
+    use vigil_policy::pane_state::{bare_assignments, quiet_state, state_only};
+    let exports = bare_assignments(script)
+        .into_iter()
+        .find(|n| exported.contains(n));
+    if state_only(script) && (!quiet_state(script) || exports.is_some()) {
+        for path in &output.spill {
+            let _ = std::fs::remove_file(path);
+        }
+        let what = exports.map_or("an alias, an export, an option or the umask".into(), |n| {
+            format!("`{n}`, which the pane exports")
+        });
+        return asks(format!(
+            "tried in the view: it changes {what} in the pane, which later commands there (the \
+             operator's own, and those approved) would run with; y makes it there"
+        ));
+    }
+    if state_only(script) {
         for path in &output.spill {
             let _ = std::fs::remove_file(path);
         }

@@ -64,11 +64,15 @@ pub fn capture_script(kind: ShellKind, base: &str, defined: &[String]) -> String
             "{{ for __vigil_p in ${{(k)parameters}}; do case ${{parameters[$__vigil_p]}} in \
              *special*|*readonly*) ;; *) builtin typeset -p -- $__vigil_p ;; esac; done; \
              builtin typeset -p PATH; }} >{v} 2>/dev/null; builtin unset __vigil_p\n\
+             {{ for __vigil_p in ${{(k)parameters}}; do case ${{parameters[$__vigil_p]}} in \
+             *export*) builtin print -r -- \"export $__vigil_p\" ;; esac; done; }} >{x} \
+             2>/dev/null; builtin unset __vigil_p\n\
              {{ {fns}; }} >{f} 2>/dev/null\n\
              {{ {aliases}; }} >{a} 2>/dev/null\n\
              {{ builtin setopt; }} >{o} 2>/dev/null\n\
              {{ builtin umask; }} >{u} 2>/dev/null\n",
             v = f("v"),
+            x = f("x"),
             f = f("f"),
             a = f("a"),
             o = f("o"),
@@ -200,6 +204,14 @@ mod tests {
             };
             let r = replay(kind, &dumps, &|_| true).unwrap_or_else(|| panic!("{exe}: {dumps:?}"));
             assert_eq!(r.withheld, vec!["SECRET_TOKEN".to_string()], "{exe}");
+            // Exported, special ones too (zsh's PATH and LANG are special).
+            for name in ["EXP", "PATH"] {
+                assert!(
+                    r.exported.iter().any(|n| n == name),
+                    "{exe}: {:?}",
+                    r.exported
+                );
+            }
             let call = if kind == ShellKind::Dash { "" } else { "fn1\n" };
             let command = format!(
                 "printf '%s|%s|' \"$EXP\" \"$LOC\"; sh -c 'printf %s \"$EXP\"'; echo; umask; \
