@@ -1,7 +1,8 @@
-//! A build that runs unasked inside its outputs (`by_effect`: its trial
-//! only touched `target/`, which git ignores) but whose real run does more
-//! than its trial (it tells the two apart by its process id: the view has
-//! its own) stays confined: through symlinks already in `target/` it reads
+//! A build that runs unasked inside its outputs (`by_effect`: a test of
+//! the tree's sources whose trial only touched `target/` and
+//! `__pycache__/`, which git ignores) but whose real run does more than its
+//! trial (it tells the two apart by its process id: the view has its own)
+//! stays confined: through symlinks already in `target/` it reads
 //! no store and writes no source, a hard link to a source is refused, as
 //! are a FIFO, a write beside the tree and a lock on a file outside
 //! `target/`. As root and as an ordinary user; each row's control is that
@@ -9,10 +10,17 @@
 
 use super::world::{MARKER, NOBODY, World, leaked, scripted};
 
-/// Only the real run (a process id the view's own namespace never
-/// reaches) does the rest; both make `target/stamp`.
-fn divergent(rest: &str) -> String {
-    format!("if [ $$ -gt 99 ]; then {rest}; fi; touch target/stamp")
+/// A test of the tree's sources (a build vigil knows: `python3 -m
+/// unittest`) whose real run only (a process id the view's own namespace
+/// never reaches) runs `rest`; both make `target/stamp`.
+fn divergent(proj: &std::path::Path, rest: &str) -> String {
+    let test = format!(
+        "import os, unittest\n\nclass T(unittest.TestCase):\n    def test_it(self):\n        \
+         if os.getpid() > 99:\n            os.system({rest:?})\n        \
+         open('target/stamp', 'w').close()\n"
+    );
+    std::fs::write(proj.join("test_div.py"), test).unwrap();
+    "python3 -m unittest -q test_div".into()
 }
 
 fn rows() -> Vec<(String, String)> {
@@ -39,7 +47,7 @@ fn rows() -> Vec<(String, String)> {
         ),
     ]
     .iter()
-    .map(|(what, rest)| (what.to_string(), divergent(rest)))
+    .map(|(what, rest)| (what.to_string(), rest.to_string()))
     .collect()
 }
 
@@ -51,7 +59,7 @@ fn config() -> String {
 fn confined_despite_the_trial(uid: Option<u32>) {
     let world = World::new(uid);
     let proj = &world.proj;
-    std::fs::write(proj.join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(proj.join(".gitignore"), "target/\n__pycache__/\n").unwrap();
     super::world::write(&world.home.join(".profile"), "# profile\n", 0o644);
     std::fs::create_dir_all(proj.join("target")).unwrap();
     let hub = world.home.join(".config/hub");
@@ -62,8 +70,12 @@ fn confined_despite_the_trial(uid: Option<u32>) {
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut failures = Vec::new();
-    for (what, command) in rows() {
+    for (what, rest) in rows() {
         let _ = std::fs::remove_file(proj.join("target/stamp"));
+        let command = divergent(proj, &rest);
+        if let Some(uid) = uid {
+            super::world::chown_all(&proj.join("test_div.py"), uid);
+        }
         let server = rt.block_on(scripted(std::slice::from_ref(&command)));
         let out = world.exec(&server, 0, &config(), "unused");
         if !proj.join("target/stamp").exists() {
@@ -93,10 +105,30 @@ fn confined_despite_the_trial(uid: Option<u32>) {
             ));
         }
     }
+    // Not a build of the sources: a command that writes only outputs
+    // (a crafted `.pyc` the operator's python would load later) is asked,
+    // and nobody answers here.
+    for command in [
+        "python3 -c \"open('target/crafted', 'w').write('x')\"",
+        "mkdir -p __pycache__ && cp notes.txt __pycache__/notes.cpython-311.pyc",
+    ] {
+        let server = rt.block_on(scripted(&[command.to_string()]));
+        let out = world.exec(&server, 0, &config(), "unused");
+        let crafted = ["target/crafted", "__pycache__/notes.cpython-311.pyc"];
+        if crafted.iter().any(|f| proj.join(f).exists()) {
+            failures.push(format!("[{command}] ran unasked in the outputs: {out:?}"));
+        }
+    }
     // The control of the locks: one on a file of its outputs is taken
     // (opened for reading only, as `flock(1)` opens it).
     std::fs::write(proj.join("target/lockfile"), "").unwrap();
-    let command = divergent("flock -n -x target/lockfile -c 'touch target/locked-inside'");
+    let command = divergent(
+        proj,
+        "flock -n -x target/lockfile -c 'touch target/locked-inside'",
+    );
+    if let Some(uid) = uid {
+        super::world::chown_all(&proj.join("test_div.py"), uid);
+    }
     let server = rt.block_on(scripted(std::slice::from_ref(&command)));
     let out = world.exec(&server, 0, &config(), "unused");
     if !proj.join("target/locked-inside").exists() {

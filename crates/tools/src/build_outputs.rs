@@ -3,7 +3,8 @@
 //! repository's git ignores and named as outputs are (`target/`, `build/`,
 //! `__pycache__/`, `node_modules/.cache/`; not `node_modules/` or `.venv/`,
 //! whose code the operator's tools run later) names those folders, its
-//! write-set; the call
+//! write-set; when the command is a known build of the tree's sources
+//! ([`super::build_command`]), the call
 //! then runs for real in the kernel sandbox allowed to write beneath
 //! exactly them (and a private `TMPDIR`), unasked.
 //!
@@ -201,7 +202,7 @@ fn candidates(files: &[FileEffect], rels: &[PathBuf]) -> Vec<String> {
 /// (`node_modules/`, `.venv/`, `.direnv/`, `vendor/`, `.vscode/`, `.idea/`)
 /// holds what the operator's tools run or read later, and writing there is
 /// asked.
-const OUTPUT_NAMES: &[&str] = &[
+pub(super) const OUTPUT_NAMES: &[&str] = &[
     "target",
     "build",
     "_build",

@@ -5,6 +5,7 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
+mod build_command;
 mod build_outputs;
 pub mod edit;
 pub mod envelope;

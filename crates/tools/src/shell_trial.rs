@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use vigil_policy::call::ToolCall;
 
-use super::build_outputs;
 use super::live::LiveOutput;
 use super::shell_args::{Wait, parse};
 use super::{OutputsRun, ToolContext, ToolOutput, Trial};
+use super::{build_command, build_outputs};
 use vigil_exec::capture::Retain;
 use vigil_exec::preview::{self, PreviewOptions, PreviewReport, Run};
 use vigil_exec::{ExecutionContext, RunOutcome, TrialShell};
@@ -145,7 +145,8 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
                 shell: real_shell,
                 path,
             };
-            let verdict = judge(&shell, report, &outcome, unknown_127, real);
+            let script = call.command.as_deref().map(|c| &c.script);
+            let verdict = judge(&shell, report, &outcome, unknown_127, real, script);
             if let Some(p) = &pane_shell {
                 return for_the_pane(verdict, call, &p.replay.exported);
             }
@@ -239,6 +240,7 @@ fn judge(
     outcome: &RunOutcome,
     unknown_127: bool,
     real: RealRun,
+    script: Option<&vigil_shell::Script>,
 ) -> Trial {
     let mut effects = Vec::new();
     if outcome.captured().iter().any(|c| c.capped) {
@@ -265,10 +267,14 @@ fn judge(
             let _ = std::fs::remove_file(path);
         }
     }
-    let outputs = match (effects.is_empty(), report.writable.first()) {
-        (true, Some(tree)) => build_outputs::write_set(&report, tree).map_err(|why| {
-            tracing::debug!(%why, "not a build inside its outputs");
-        }),
+    // Only a known build of the sources runs unasked in its outputs: what
+    // it leaves there, the operator's tools run later (`build_command`).
+    let outputs = match (effects.is_empty(), report.writable.first(), script) {
+        (true, Some(tree), Some(script)) => build_command::from_sources(script)
+            .and_then(|()| build_outputs::write_set(&report, tree))
+            .map_err(|why| {
+                tracing::debug!(%why, "not a build inside its outputs");
+            }),
         _ => Err(()),
     };
     if let Ok(set) = outputs {
