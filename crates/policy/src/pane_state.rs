@@ -472,15 +472,14 @@ fn plain_expansions(raw: &str) -> bool {
 }
 
 /// Options that may change in the pane unasked: they only make later
-/// commands fail sooner or print more, never change what they run or
-/// expand to (`dotglob` would make an approved `rm -r build/*` take the
-/// dotfiles too).
+/// commands fail sooner, never change what they run or expand to
+/// (`dotglob` would make an approved `rm -r build/*` take the dotfiles
+/// too) nor print them (`xtrace` would put the operator's own commands,
+/// expanded — `mysql -p"$DB_PASS"` — on the screen `capture-pane` reads).
 const QUIET_OPTIONS: &[&str] = &[
     "pipefail",
-    "xtrace",
     "nounset",
     "noclobber",
-    "-x",
     "+x",
     "-u",
     "+u",
