@@ -10,6 +10,7 @@
 //! (`$VAR`, a function, an alias) is no reason to ask. Pure: reads a parsed
 //! [`Script`], never runs anything. What cannot be read for sure is asked.
 
+use super::pane_names::{GUARDED_NAMES, SHELL_VARS};
 use vigil_shell::{Script, SimpleCommand};
 
 /// Variables whose value the pane's shell runs or reads later, outside any
@@ -55,6 +56,17 @@ const HOOK_VARS: &[&str] = &[
     "zshexit_functions",
     "zshaddhistory_functions",
     "PERIOD",
+    "NULLCMD",
+    "READNULLCMD",
+    "functions",
+    "aliases",
+    "galiases",
+    "saliases",
+    "commands",
+    "dis_functions",
+    "dis_aliases",
+    "dis_galiases",
+    "dis_saliases",
 ];
 
 /// Built-ins that install code to run later (traps, key bindings,
@@ -83,88 +95,6 @@ const HOOK_BUILTINS: &[&str] = &[
     "zmodload",
     "sched",
     "coproc",
-];
-
-/// Names a function or alias must not take unasked: the shell's built-ins
-/// and keywords, the programs vigil's wrapper and state capture run in the
-/// pane, and the shells' hook functions.
-const GUARDED_NAMES: &[&str] = &[
-    "cd",
-    "pushd",
-    "popd",
-    "export",
-    "unset",
-    "alias",
-    "unalias",
-    "set",
-    "shopt",
-    "setopt",
-    "unsetopt",
-    "declare",
-    "typeset",
-    "local",
-    "readonly",
-    "eval",
-    "exec",
-    "exit",
-    "logout",
-    "source",
-    ".",
-    "trap",
-    "builtin",
-    "command",
-    "printf",
-    "echo",
-    "tail",
-    "true",
-    "false",
-    "test",
-    "[",
-    "[[",
-    "case",
-    "if",
-    "then",
-    "fi",
-    "for",
-    "while",
-    "do",
-    "done",
-    "return",
-    "pwd",
-    "umask",
-    "cat",
-    "rm",
-    "tee",
-    "mkfifo",
-    "type",
-    "hash",
-    "functions",
-    "read",
-    "wait",
-    "kill",
-    "precmd",
-    "preexec",
-    "chpwd",
-    "periodic",
-    "zshexit",
-    "zshaddhistory",
-    "command_not_found_handle",
-    "command_not_found_handler",
-    "TRAPDEBUG",
-    "TRAPEXIT",
-    "TRAPZERR",
-    "TRAPERR",
-    "TRAPINT",
-    "TRAPALRM",
-    "sudo",
-    "git",
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "env",
-    "ls",
-    "vigil",
 ];
 
 /// Built-ins that change only the pane's shell (its directory,
@@ -503,7 +433,15 @@ pub fn quiet_state(script: &Script) -> bool {
             let words = c.loose_words();
             let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
             match c.program().map(vigil_shell::program_name) {
-                None => true,
+                // A plain name (no subscript, no `+=`) no shell reads.
+                None => c.assignments.iter().all(|a| {
+                    let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+                    !name.is_empty()
+                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                        && !name.as_bytes()[0].is_ascii_digit()
+                        && !SHELL_VARS.contains(&name)
+                        && !name.starts_with("LC_")
+                }),
                 Some("cd" | "pushd" | "popd" | "rehash") => true,
                 Some("unset") => !args.iter().any(|a| a.starts_with('-') && a.contains('f')),
                 Some("hash") => args == ["-r"],
