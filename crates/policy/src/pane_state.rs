@@ -1,9 +1,11 @@
 //! What a command does to a managed pane's shell, read from its text, for
 //! `approval = "by_effect"`: which shell-state changes still need the
 //! operator ([`hook`]: they would run code later, outside any trial), and
-//! whether a command does nothing but change that state ([`state_only`]:
-//! after a clean trial it runs for real in the pane, unasked, so the pane
-//! and the model agree).
+//! whether a command does nothing but change that state ([`state_only`]),
+//! and whether that change is quiet enough to make unasked
+//! ([`quiet_state`]: after a clean trial it runs for real in the pane, so
+//! the pane and the model agree; an alias, an export or an option, which
+//! later commands there would run with, is asked).
 //!
 //! The trial itself replays the pane's captured state (variables,
 //! functions, aliases, options, directory, umask), so reading that state
@@ -291,8 +293,10 @@ fn function_names(text: &str) -> Vec<String> {
 /// Whether the script does nothing but change the pane's shell: every
 /// command a state built-in (`cd`, `export`, `alias`, `set -o`…) or a bare
 /// assignment, function definitions, no command substitution, nothing in
-/// a subshell or pipeline. Such a script runs for real in the pane after
-/// a clean trial: built-ins with these words only change the shell.
+/// a subshell or pipeline, no word expanding more than a plain parameter,
+/// no form that prints the shell's state. After a clean trial such a
+/// script runs for real in the pane when it is also [`quiet_state`], and
+/// is asked otherwise: built-ins with these words only change the shell.
 pub fn state_only(script: &Script) -> bool {
     let f = &script.features;
     if script.error.is_some()
