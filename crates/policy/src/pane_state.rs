@@ -447,7 +447,10 @@ pub fn quiet_state(script: &Script) -> bool {
                         && !name.starts_with("LC_")
                 }),
                 Some("cd" | "pushd" | "popd" | "rehash") => true,
-                Some("unset") => !args.iter().any(|a| a.starts_with('-') && a.contains('f')),
+                Some("unset") => args.iter().all(|a| match a.starts_with('-') {
+                    true => !a.contains('f'),
+                    false => !(SHELL_VARS.contains(a) || a.starts_with("LC_")),
+                }),
                 Some("hash") => args == ["-r"],
                 Some("set") if args.first() == Some(&"--") => true,
                 Some("set" | "setopt" | "unsetopt") => args.iter().all(|a| {
@@ -459,15 +462,28 @@ pub fn quiet_state(script: &Script) -> bool {
         })
 }
 
-/// The variables a script assigns with a bare `NAME=value`.
+/// The variables a script assigns with a bare `NAME=value` or unsets:
+/// whether one of them is exported in the pane is the caller's to check
+/// (changing it changes what every later program there sees).
 pub fn bare_assignments(script: &Script) -> Vec<String> {
-    script
+    let mut out: Vec<String> = script
         .commands
         .iter()
         .filter(|c| c.words.is_empty())
         .flat_map(|c| &c.assignments)
         .filter_map(|a| a.split_once('=').map(|(n, _)| assigned_name(n).to_string()))
-        .collect()
+        .collect();
+    for c in &script.commands {
+        if c.program().map(vigil_shell::program_name) == Some("unset") {
+            out.extend(
+                c.loose_words()
+                    .into_iter()
+                    .skip(1)
+                    .filter(|w| !w.starts_with('-')),
+            );
+        }
+    }
+    out
 }
 
 /// Whether the script changes the pane's shell anywhere (a state built-in,

@@ -156,13 +156,14 @@ fn only_quiet_state_changes_run_unasked() {
         "setopt globdots",
         "unalias rm",
         "unset -f ls",
+        "unset CDPATH",
         "hash -p /tmp/x ls",
         "cd sub && make",
     ] {
         assert!(!quiet_state(&parse(t)), "{t}");
     }
     assert_eq!(
-        bare_assignments(&parse("A=1; cd x; B+=2; export C=3")),
-        ["A", "B"]
+        bare_assignments(&parse("A=1; cd x; B+=2; export C=3; unset -v D")),
+        ["A", "B", "D"]
     );
 }

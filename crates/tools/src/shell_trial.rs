@@ -159,7 +159,7 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
 /// pane's directory or shell variables runs there for real
 /// ([`Trial::InPane`]); one that only changes what later commands there
 /// run or see (an alias, an export, an option, `umask`; a variable the
-/// pane exports) is asked, so that `y` makes it there; one that changes it
+/// pane exports, set or unset) is asked, so that `y` makes it there; one that changes it
 /// besides doing more keeps the view's result, and the model is told the
 /// pane did not change.
 fn for_the_pane(verdict: Trial, call: &ToolCall, exported: &[String]) -> Trial {
