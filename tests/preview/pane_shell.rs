@@ -2,8 +2,9 @@
 //! "by_effect"` the trial has the managed pane's shell. A function, an
 //! alias and an unexported variable the pane's shell holds give the same
 //! output in the trial as they would in the pane, unasked; `cd sub` runs
-//! unasked and moves the pane; a state change that would run code later
-//! (`PROMPT_COMMAND`) is asked. For bash, zsh and dash panes.
+//! unasked and moves the pane; defining them, and a state change that
+//! would run code later (`PROMPT_COMMAND`), is asked. For bash, zsh and
+//! dash panes.
 
 use super::console_support::Console;
 
@@ -37,6 +38,8 @@ fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
         ("read-here", "cat here.txt; echo again=$LOCALV"),
         ("hook-cmd", "PROMPT_COMMAND='touch hooked'"),
         ("op-cmd", "eval 'OPVAR=op-value'"),
+        ("export-cmd", "export NODE_OPTIONS=--require=./x.js"),
+        ("lang-cmd", "LANG=C"),
         ("opread-cmd", "echo op=$OPVAR"),
     ]);
     let c = Console::start_scenario(tag, &scenario, &config(shell), "", "");
@@ -46,12 +49,15 @@ fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
     c.wait("policy: by effect");
 
     c.send("setup-cmd");
+    // Defining a function or an alias in the pane is the operator's call:
+    // later commands there (theirs, and those they approve) run with it.
+    let card = c.wait_for("the setup card", |s| s.contains("approvals (1)"));
     if with_function {
-        // Defining a function in the pane is the operator's call.
-        let card = c.wait_for("the setup card", |s| s.contains("approvals (1)"));
         assert!(card.contains("`shell-state`"), "{card}");
-        c.answer("y");
+    } else {
+        assert!(card.contains("it changes an alias"), "{card}");
     }
+    c.answer("y");
     c.wait_for("the setup to run", |s| {
         s.matches("TOOL SAID").count() >= 1 && !s.contains("approvals (1)")
     });
@@ -84,6 +90,26 @@ fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
     });
     assert!(!work.join("hooked").exists() && !work.join("sub/hooked").exists());
 
+    // What later commands in the pane (the operator's, and those they
+    // approve) would run with: an export, a variable the pane exports.
+    for (n, (trigger, command, why)) in [
+        ("export-cmd", "export NODE_OPTIONS", "it changes an alias"),
+        ("lang-cmd", "LANG=C", "it changes `LANG`"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        c.send(trigger);
+        let card = c.wait_for(&format!("the card of {trigger}"), |s| {
+            s.contains("approvals (1)") && s.contains(&format!("$ {command}"))
+        });
+        assert!(card.contains(why), "{card}");
+        c.answer("n");
+        c.wait_for("the denial", |s| {
+            s.matches("denied by operator").count() >= n + 2 && !s.contains("approvals (1)")
+        });
+    }
+
     // A variable no command of vigil's set (here through `eval`, which
     // vigil does not read into; an rc file's or one the operator typed
     // alike) does not exist for a trial: reading it is asked.
@@ -102,8 +128,8 @@ fn the_trial_has_the_pane_shell(shell: &str, tag: &str) {
     });
     assert!(card.contains("no command"), "{card}");
     c.answer("n");
-    c.wait_for("the second denial", |s| {
-        s.matches("denied by operator").count() >= 2 && !s.contains("approvals (1)")
+    c.wait_for("the fourth denial", |s| {
+        s.matches("denied by operator").count() >= 4 && !s.contains("approvals (1)")
     });
     assert!(!c.screen().contains("op=op-value"));
 }

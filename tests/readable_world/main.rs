@@ -11,10 +11,17 @@
 //! root and as an ordinary user (uid 65534 through `setpriv`). Each row has
 //! a control that reads it without vigil, and one run with `approve_all`
 //! shows the harness sees a leak when there is one.
+//!
+//! Two runs vigil makes unasked after a trial have their own rows: a
+//! pane's variable set by a start-up file under the pane's shell replay
+//! ([`pane`]), and a build run for real inside its outputs that does more
+//! than its trial did ([`outputs`]).
 
 mod bounds;
 #[path = "../common/mod.rs"]
 mod common;
+mod outputs;
+mod pane;
 mod property;
 mod world;
 

@@ -9,7 +9,9 @@
 //! commands in the pane assigned ([`assigned_names`]); every other variable
 //! of the pane (an rc file's `export API=…`, one the operator typed) and
 //! any whose name looks like a secret is named in [`Replay::withheld`], so
-//! a command expanding it is asked. It never replays what the trial's
+//! a command expanding it is asked. Functions and aliases likewise: only
+//! those vigil's own commands in the pane defined ([`defined_names`]) are
+//! captured at all. It never replays what the trial's
 //! shell cannot take (read-only and special variables, interactive
 //! options).
 
@@ -69,6 +71,9 @@ pub struct Replay {
     /// Variables of the pane not replayed because their names look like
     /// secrets.
     pub withheld: Vec<String>,
+    /// The pane's exported variables, replayed or not: assigning one
+    /// changes what every later program in the pane sees.
+    pub exported: Vec<String>,
 }
 
 /// Variables a shell sets itself, read-only or changing on every read.
@@ -155,41 +160,43 @@ pub fn secret_name(name: &str) -> bool {
     })
 }
 
-/// The variables a command assigns in the shell that runs it: `NAME=…`
-/// (alone or before a command), `export`/`declare`/`typeset`/`readonly`/
-/// `local NAME[=…]`, `read [-a] NAME…`, `printf -v NAME`, `mapfile`/
-/// `readarray NAME`, `getopts OPTS NAME`. What it cannot tell (a function
-/// that assigns, `eval` of a variable) is simply not named: such a
+/// The variables a command assigns in the shell that runs it, each a
+/// value written in the text: `NAME=value` alone, and `export`/`declare`/
+/// `typeset`/`readonly NAME=value`, the value literal (no `$`, no
+/// substitution: nothing the pane holds and the trial may not have). An
+/// allow-list: only simple commands the pane's own shell runs at top level
+/// whatever happens ([`vigil_shell::SimpleCommand::top_level`]: not a
+/// pipeline's member, which runs in a subshell; not after `&&`/`||`, not
+/// `&`, `coproc`, a compound command or a function body, which may not run
+/// or not run here).
+/// What it cannot tell is simply not named: a name alone (`export X`
+/// exports the pane's own `X`), a reference (`declare -n`), a value read
+/// from elsewhere (`read`, `printf -v`, `X=$(cat f)`, `X=${!N}`). Such a
 /// variable is not replayed, and a command expanding it is asked.
 pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    // Only what the pane's own shell runs: not a subshell, not `sh -c`
-    // text, not a prefix assignment (`X=1 cmd` sets X for cmd alone).
+    let literal = |a: &String| {
+        a.split_once('=')
+            .filter(|(_, v)| literal_value(v))
+            .map(|(n, _)| n.to_string())
+    };
     for cmd in &read.script.commands {
-        if cmd.place != vigil_shell::Place::CurrentShell {
+        if !cmd.top_level {
             continue;
         }
         if cmd.words.is_empty() {
-            out.extend(
-                cmd.assignments
-                    .iter()
-                    .filter_map(|a| a.split_once('=').map(|(n, _)| n.to_string())),
-            );
+            out.extend(cmd.assignments.iter().filter_map(literal));
             continue;
         }
         let words = cmd.loose_words();
         let Some((program, args)) = words.split_first() else {
             continue;
         };
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        out.extend(names_set_by(program, &args).into_iter().map(str::to_string));
         // The parser keeps a declaration's `NAME=value` words apart.
-        if DECLARE.contains(&program.as_str()) {
-            out.extend(
-                cmd.assignments
-                    .iter()
-                    .filter_map(|a| a.split_once('=').map(|(n, _)| n.to_string())),
-            );
+        let reference = args.iter().any(|a| a.starts_with('-') && a.contains('n'));
+        // `local` outside a function assigns nothing (an error).
+        if DECLARE.contains(&program.as_str()) && program != "local" && !reference {
+            out.extend(cmd.assignments.iter().filter_map(literal));
         }
     }
     out.retain(|n| is_name(n));
@@ -198,39 +205,54 @@ pub fn assigned_names(read: &vigil_shell::Command) -> Vec<String> {
     out
 }
 
+/// The functions and aliases a command defines in the shell that runs
+/// it, at top level whatever happens (see [`assigned_names`]): with them
+/// the only functions and aliases of the pane a capture reads
+/// ([`crate::tmux::shell_state`]). An rc file's, or one the operator
+/// typed, is the operator's text (`alias prod='PGPASSWORD=… psql'`): it
+/// does not exist for a trial, and a command naming it is asked (exit 127).
+pub fn defined_names(read: &vigil_shell::Command) -> Vec<String> {
+    let mut out = read.script.functions.clone();
+    for cmd in read.script.commands.iter().filter(|c| c.top_level) {
+        if cmd.program().map(vigil_shell::program_name) != Some("alias") {
+            continue;
+        }
+        let words = cmd.loose_words();
+        let defs = cmd.assignments.iter().chain(words.iter().skip(1));
+        out.extend(defs.filter_map(|d| d.split_once('=').map(|(n, _)| n.to_string())));
+    }
+    out.retain(|n| {
+        !n.is_empty()
+            && !n.starts_with('-')
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:+@".contains(&b))
+    });
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The built-ins that declare variables.
 const DECLARE: &[&str] = &["export", "declare", "typeset", "readonly", "local"];
 
-/// The names one built-in's words set.
-fn names_set_by<'a>(program: &str, args: &[&'a str]) -> Vec<&'a str> {
-    let plain = |w: &&&str| !w.starts_with('-') && !w.starts_with('+');
-    let before_eq = |w: &'a str| w.split(['=', '[']).next().unwrap_or(w);
-    match program {
-        p if DECLARE.contains(&p) => args.iter().filter(plain).map(|w| before_eq(w)).collect(),
-        "read" => {
-            let mut out = Vec::new();
-            let mut it = args.iter();
-            while let Some(w) = it.next() {
-                match *w {
-                    "-a" => out.extend(it.next().copied()),
-                    "-p" | "-d" | "-n" | "-N" | "-t" | "-u" | "-i" => {
-                        it.next();
-                    }
-                    w if w.starts_with('-') => {}
-                    w => out.push(w),
-                }
-            }
-            out
+/// Whether an assignment's value as written expands no parameter and
+/// runs nothing (`$` and `` ` `` only inside single quotes).
+fn literal_value(v: &str) -> bool {
+    let mut single = false;
+    let mut double = false;
+    let mut escaped = false;
+    for c in v.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\'' if !double => single = !single,
+            _ if single => {}
+            '"' => double = !double,
+            '\\' => escaped = true,
+            '$' | '`' => return false,
+            _ => {}
         }
-        "printf" => args
-            .windows(2)
-            .find(|p| p[0] == "-v")
-            .map(|p| vec![before_eq(p[1])])
-            .unwrap_or_default(),
-        "mapfile" | "readarray" => args.iter().rev().find(plain).copied().into_iter().collect(),
-        "getopts" => args.get(1).copied().into_iter().collect(),
-        _ => Vec::new(),
     }
+    !single && !double
 }
 
 fn is_name(n: &str) -> bool {
@@ -259,6 +281,9 @@ pub fn replay(kind: ShellKind, dumps: &Dumps, replayed: &dyn Fn(&str) -> bool) -
             let Some((name, flags)) = statement_name(s) else {
                 continue;
             };
+            if flags.contains('x') && !out.exported.contains(&name) {
+                out.exported.push(name.clone());
+            }
             if flags.contains('r') || readonly.contains(&name) || skipped(&name) {
                 continue;
             }
@@ -434,95 +459,5 @@ pub fn statements(text: &str) -> Option<Vec<&str>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statements_split_outside_quotes_only() {
-        let t = "a='x\ny'\nb=\"q\\\"\nr\"\nc=$'it\\'s'\n";
-        assert_eq!(
-            statements(t).unwrap(),
-            vec!["a='x\ny'", "b=\"q\\\"\nr\"", "c=$'it\\'s'"]
-        );
-        assert_eq!(statements("a='open\n"), None);
-    }
-
-    #[test]
-    fn secrets_specials_and_read_only_are_not_replayed() {
-        let dumps = Dumps {
-            vars: "declare -x FOO=\"1\"\ndeclare -- BAR=\"two\nlines\"\ndeclare -r RO=\"x\"\n\
-                   declare -x GITHUB_TOKEN=\"ghp_x\"\ndeclare -i SECONDS=\"3\"\n"
-                .into(),
-            functions: "greet () \n{ \n    echo hi\n}\n".into(),
-            aliases: "alias ll='ls -l'\n".into(),
-            options: "set -o pipefail\nset -o monitor\nshopt -s globstar\n".into(),
-            umask: "0027\n".into(),
-            ..Dumps::default()
-        };
-        let r = replay(ShellKind::Bash, &dumps, &|_| true).unwrap();
-        assert!(r.prelude.contains("declare -x FOO=\"1\""));
-        assert!(r.prelude.contains("BAR=\"two\nlines\""));
-        assert!(!r.prelude.contains("RO="));
-        assert!(!r.prelude.contains("ghp_x"));
-        assert!(!r.prelude.contains("SECONDS"));
-        assert!(r.prelude.contains("greet ()"));
-        assert!(r.prelude.contains("alias ll='ls -l'"));
-        assert!(r.prelude.contains("set -o pipefail"));
-        assert!(!r.prelude.contains("monitor"));
-        assert!(r.prelude.contains("umask 0027"));
-        assert_eq!(r.withheld, vec!["GITHUB_TOKEN".to_string()]);
-    }
-
-    #[test]
-    fn a_command_names_the_variables_it_assigns() {
-        let names = |t: &str| assigned_names(&vigil_shell::Command::read(t));
-        assert_eq!(names("X=1"), vec!["X"]);
-        assert_eq!(names("export A=1 B; declare -x C=2"), vec!["A", "B", "C"]);
-        assert_eq!(names("read -p 'name? ' -r N M"), vec!["M", "N"]);
-        assert_eq!(names("read -a ARR"), vec!["ARR"]);
-        assert_eq!(
-            names("printf -v OUT %s x; mapfile -t LINES"),
-            vec!["LINES", "OUT"]
-        );
-        assert_eq!(names("cd sub && ls"), Vec::<String>::new());
-        // Not an assignment in the pane: an argument, a prefix, a
-        // subshell's, another shell's.
-        assert!(names("echo X=1").is_empty());
-        assert!(names("X=1 make").is_empty());
-        assert!(names("(export X=1); echo $(Y=2)").is_empty());
-        assert!(names("sh -c 'export X=1'").is_empty());
-    }
-
-    #[test]
-    fn only_allowed_variables_are_replayed() {
-        let dumps = Dumps {
-            vars: "declare -x HOME=\"/root\"\ndeclare -- MINE=\"agent\"\n\
-                   declare -x DATABASE_URL=\"postgres://u:p@h/db\"\ndeclare -- SSHPASS=\"pw\"\n"
-                .into(),
-            ..Dumps::default()
-        };
-        let allowed = |n: &str| n == "HOME" || n == "MINE";
-        let r = replay(ShellKind::Bash, &dumps, &allowed).unwrap();
-        assert!(r.prelude.contains("HOME=") && r.prelude.contains("MINE="));
-        assert!(!r.prelude.contains("postgres") && !r.prelude.contains("pw"));
-        assert_eq!(
-            r.withheld,
-            vec!["DATABASE_URL".to_string(), "SSHPASS".to_string()]
-        );
-    }
-
-    #[test]
-    fn dash_exports_and_read_only_names() {
-        let dumps = Dumps {
-            vars: "X='1'\nRO='2'\nOUTSIDE='db://u:p@h'\n".into(),
-            exports: "export X='1'\n".into(),
-            readonly: "readonly RO='2'\n".into(),
-            ..Dumps::default()
-        };
-        let r = replay(ShellKind::Dash, &dumps, &|n| n != "OUTSIDE").unwrap();
-        assert!(r.prelude.contains("X='1'\nexport X='1'"));
-        assert!(!r.prelude.contains("RO="));
-        assert!(!r.prelude.contains("db://"));
-        assert_eq!(r.withheld, vec!["OUTSIDE".to_string()]);
-    }
-}
+#[path = "shell_replay_tests.rs"]
+mod tests;

@@ -70,8 +70,8 @@ pub trait Approver: Send + Sync {
 pub const RAN_IN_VIEW: &str = "ran in the view: no effects";
 
 /// What the record says of a command that only changes a managed pane's
-/// shell (`cd`, `export`, `alias`), run for real in the pane after a clean
-/// trial.
+/// directory or shell variables (`cd`, `X=1`), run for real in the pane
+/// after a clean trial.
 pub const RAN_IN_PANE: &str =
     "tried in the view: no effects but the pane's shell state; ran in the pane";
 

@@ -19,6 +19,7 @@ pub mod blind;
 pub mod call;
 pub mod denylist;
 pub mod gate;
+mod pane_names;
 pub mod pane_state;
 pub mod prefix_rule;
 pub mod resolve;

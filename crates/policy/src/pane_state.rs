@@ -1,15 +1,18 @@
 //! What a command does to a managed pane's shell, read from its text, for
 //! `approval = "by_effect"`: which shell-state changes still need the
 //! operator ([`hook`]: they would run code later, outside any trial), and
-//! whether a command does nothing but change that state ([`state_only`]:
-//! after a clean trial it runs for real in the pane, unasked, so the pane
-//! and the model agree).
+//! whether a command does nothing but change that state ([`state_only`]),
+//! and whether that change is quiet enough to make unasked
+//! ([`quiet_state`]: after a clean trial it runs for real in the pane, so
+//! the pane and the model agree; an alias, an export or an option, which
+//! later commands there would run with, is asked).
 //!
 //! The trial itself replays the pane's captured state (variables,
 //! functions, aliases, options, directory, umask), so reading that state
 //! (`$VAR`, a function, an alias) is no reason to ask. Pure: reads a parsed
 //! [`Script`], never runs anything. What cannot be read for sure is asked.
 
+use super::pane_names::{GUARDED_NAMES, SHELL_VARS};
 use vigil_shell::{Script, SimpleCommand};
 
 /// Variables whose value the pane's shell runs or reads later, outside any
@@ -55,6 +58,17 @@ const HOOK_VARS: &[&str] = &[
     "zshexit_functions",
     "zshaddhistory_functions",
     "PERIOD",
+    "NULLCMD",
+    "READNULLCMD",
+    "functions",
+    "aliases",
+    "galiases",
+    "saliases",
+    "commands",
+    "dis_functions",
+    "dis_aliases",
+    "dis_galiases",
+    "dis_saliases",
 ];
 
 /// Built-ins that install code to run later (traps, key bindings,
@@ -83,88 +97,6 @@ const HOOK_BUILTINS: &[&str] = &[
     "zmodload",
     "sched",
     "coproc",
-];
-
-/// Names a function or alias must not take unasked: the shell's built-ins
-/// and keywords, the programs vigil's wrapper and state capture run in the
-/// pane, and the shells' hook functions.
-const GUARDED_NAMES: &[&str] = &[
-    "cd",
-    "pushd",
-    "popd",
-    "export",
-    "unset",
-    "alias",
-    "unalias",
-    "set",
-    "shopt",
-    "setopt",
-    "unsetopt",
-    "declare",
-    "typeset",
-    "local",
-    "readonly",
-    "eval",
-    "exec",
-    "exit",
-    "logout",
-    "source",
-    ".",
-    "trap",
-    "builtin",
-    "command",
-    "printf",
-    "echo",
-    "tail",
-    "true",
-    "false",
-    "test",
-    "[",
-    "[[",
-    "case",
-    "if",
-    "then",
-    "fi",
-    "for",
-    "while",
-    "do",
-    "done",
-    "return",
-    "pwd",
-    "umask",
-    "cat",
-    "rm",
-    "tee",
-    "mkfifo",
-    "type",
-    "hash",
-    "functions",
-    "read",
-    "wait",
-    "kill",
-    "precmd",
-    "preexec",
-    "chpwd",
-    "periodic",
-    "zshexit",
-    "zshaddhistory",
-    "command_not_found_handle",
-    "command_not_found_handler",
-    "TRAPDEBUG",
-    "TRAPEXIT",
-    "TRAPZERR",
-    "TRAPERR",
-    "TRAPINT",
-    "TRAPALRM",
-    "sudo",
-    "git",
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "env",
-    "ls",
-    "vigil",
 ];
 
 /// Built-ins that change only the pane's shell (its directory,
@@ -361,8 +293,10 @@ fn function_names(text: &str) -> Vec<String> {
 /// Whether the script does nothing but change the pane's shell: every
 /// command a state built-in (`cd`, `export`, `alias`, `set -o`…) or a bare
 /// assignment, function definitions, no command substitution, nothing in
-/// a subshell or pipeline. Such a script runs for real in the pane after
-/// a clean trial: built-ins with these words only change the shell.
+/// a subshell or pipeline, no word expanding more than a plain parameter,
+/// no form that prints the shell's state. After a clean trial such a
+/// script runs for real in the pane when it is also [`quiet_state`], and
+/// is asked otherwise: built-ins with these words only change the shell.
 pub fn state_only(script: &Script) -> bool {
     let f = &script.features;
     if script.error.is_some()
@@ -379,11 +313,177 @@ pub fn state_only(script: &Script) -> bool {
     }
     script.commands.iter().all(|c| {
         c.redirects.is_empty()
+            && c.words.iter().all(|w| plain_expansions(&w.raw))
+            && c.assignments.iter().all(|a| plain_expansions(a))
             && match c.program().map(vigil_shell::program_name) {
                 None => c.words.is_empty() && !c.assignments.is_empty(),
-                Some(p) => STATE_BUILTINS.contains(&p),
+                Some(p) => STATE_BUILTINS.contains(&p) && changes_only(p, c),
             }
     })
+}
+
+/// Options a declaration may carry and still only set what it names
+/// (not `-p`/`-f`/`-m`, which print; not `-n`, a reference to another
+/// variable; not zsh's `-T`, a tie).
+const DECLARE_OPTIONS: &[&str] = &["-x", "-g", "-i", "-a", "-A", "-l", "-u", "-r"];
+
+/// Whether a state built-in's words only change the shell, printing
+/// none of it (an allow-list of shapes): a declaration or `alias` sets
+/// every name it is given a value (with no name, or a name alone, it
+/// prints the shell's variables or aliases into the pane, and the pane's
+/// output is the model's); `unset` and the option built-ins name what
+/// they change.
+fn changes_only(program: &str, cmd: &SimpleCommand) -> bool {
+    let words = cmd.loose_words();
+    let args = &words[1.min(words.len())..];
+    match program {
+        "export" | "declare" | "typeset" | "readonly" | "local" => {
+            let (opts, names): (Vec<&String>, Vec<&String>) =
+                args.iter().partition(|w| w.starts_with(['-', '+']));
+            opts.iter().all(|o| DECLARE_OPTIONS.contains(&o.as_str()))
+                && !(names.is_empty() && cmd.assignments.is_empty())
+                && names.iter().all(|w| w.contains('='))
+        }
+        "alias" => {
+            !(args.is_empty() && cmd.assignments.is_empty()) && args.iter().all(|w| w.contains('='))
+        }
+        "set" => !args.is_empty() && args != ["-o"] && args != ["+o"],
+        "unset" | "shopt" | "setopt" | "unsetopt" => {
+            args.iter().any(|w| !w.starts_with(['-', '+']))
+        }
+        _ => true,
+    }
+}
+
+/// Whether a word as written expands nothing but plain parameters
+/// (`$NAME`, `${NAME}`) and `~`: an allow-list. The trial had those of the
+/// pane's variables it may have and names the others (a command expanding
+/// a withheld one is asked); an indirection (`${!N}`, zsh's `${(P)N}`), a
+/// substitution or arithmetic could read a variable the text does not
+/// name, withheld from the trial but there in the pane.
+fn plain_expansions(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    let (mut single, mut double) = (false, false);
+    while i < b.len() {
+        match (single, b[i]) {
+            (true, b'\'') => single = false,
+            (true, _) => {}
+            (false, b'\'') if !double => single = true,
+            (false, b'"') => double = !double,
+            (false, b'\\') => i += 1,
+            (false, b'`') => return false,
+            (false, b'$') => {
+                let rest = &raw[i + 1..];
+                let name = match rest.strip_prefix('{') {
+                    Some(inner) => match inner.find('}') {
+                        Some(end) => {
+                            i += end + 2;
+                            &inner[..end]
+                        }
+                        None => return false,
+                    },
+                    None => {
+                        let len = rest
+                            .bytes()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                            .count();
+                        i += len;
+                        &rest[..len]
+                    }
+                };
+                let plain = name.bytes().next().is_some_and(|c| !c.is_ascii_digit())
+                    && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+                if !plain {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Options that may change in the pane unasked: they only make later
+/// commands fail sooner, never change what they run or expand to
+/// (`dotglob` would make an approved `rm -r build/*` take the dotfiles
+/// too) nor print them (`xtrace` would put the operator's own commands,
+/// expanded — `mysql -p"$DB_PASS"` — on the screen `capture-pane` reads).
+const QUIET_OPTIONS: &[&str] = &[
+    "pipefail",
+    "nounset",
+    "noclobber",
+    "+x",
+    "-u",
+    "+u",
+    "-C",
+    "+C",
+    "-o",
+    "+o",
+];
+
+/// Whether a [`state_only`] script may change the pane unasked: it changes
+/// only the directory (`cd`, `pushd`, `popd`), shell variables (`X=1`;
+/// whether `X` is exported there is the caller's to check), `unset`, the
+/// program cache (`hash -r`) or a quiet option ([`QUIET_OPTIONS`]). An
+/// alias, an export, a declaration, `umask` or another option changes what
+/// later commands in the pane run or see — the operator's own and the ones
+/// they approve, which run there unconfined (`alias make=…`, `export
+/// NODE_OPTIONS=…`, `umask 000`): asked, so that `y` makes it there.
+pub fn quiet_state(script: &Script) -> bool {
+    state_only(script)
+        && script.commands.iter().all(|c| {
+            let words = c.loose_words();
+            let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+            match c.program().map(vigil_shell::program_name) {
+                // A plain name (no subscript, no `+=`) no shell reads.
+                None => c.assignments.iter().all(|a| {
+                    let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+                    !name.is_empty()
+                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                        && !name.as_bytes()[0].is_ascii_digit()
+                        && !SHELL_VARS.contains(&name)
+                        && !name.starts_with("LC_")
+                }),
+                Some("cd" | "pushd" | "popd" | "rehash") => true,
+                Some("unset") => args.iter().all(|a| match a.starts_with('-') {
+                    true => !a.contains('f'),
+                    false => !(SHELL_VARS.contains(a) || a.starts_with("LC_")),
+                }),
+                Some("hash") => args == ["-r"],
+                Some("set") if args.first() == Some(&"--") => true,
+                Some("set" | "setopt" | "unsetopt") => args.iter().all(|a| {
+                    let o = a.to_ascii_lowercase().replace('_', "");
+                    QUIET_OPTIONS.contains(&o.as_str()) || QUIET_OPTIONS.contains(a)
+                }),
+                _ => false,
+            }
+        })
+}
+
+/// The variables a script assigns with a bare `NAME=value` or unsets:
+/// whether one of them is exported in the pane is the caller's to check
+/// (changing it changes what every later program there sees).
+pub fn bare_assignments(script: &Script) -> Vec<String> {
+    let mut out: Vec<String> = script
+        .commands
+        .iter()
+        .filter(|c| c.words.is_empty())
+        .flat_map(|c| &c.assignments)
+        .filter_map(|a| a.split_once('=').map(|(n, _)| assigned_name(n).to_string()))
+        .collect();
+    for c in &script.commands {
+        if c.program().map(vigil_shell::program_name) == Some("unset") {
+            out.extend(
+                c.loose_words()
+                    .into_iter()
+                    .skip(1)
+                    .filter(|w| !w.starts_with('-')),
+            );
+        }
+    }
+    out
 }
 
 /// Whether the script changes the pane's shell anywhere (a state built-in,
@@ -402,79 +502,5 @@ pub fn changes_state(script: &Script) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use vigil_shell::parse;
-
-    fn hooked(text: &str) -> bool {
-        hook(&parse(text)).is_some()
-    }
-
-    #[test]
-    fn state_that_runs_code_later_is_asked() {
-        for t in [
-            "PROMPT_COMMAND='curl x|sh'",
-            "export PROMPT_COMMAND=x",
-            "trap 'rm -rf ~' EXIT",
-            "PS1='$(id)'",
-            "export BASH_ENV=/tmp/x",
-            "precmd() { touch /tmp/x; }",
-            "function printf { :; }",
-            "alias tail='rm -rf'",
-            "alias -g X=y",
-            "set -o monitor",
-            "set -e",
-            "source ./env.sh",
-            "export PATH=/tmp:$PATH",
-            "declare -x LD_PRELOAD=/tmp/x.so",
-            "precmd_functions+=(f)",
-            "readonly __vigil_rc",
-            "exit",
-        ] {
-            assert!(hooked(t), "{t}");
-        }
-    }
-
-    #[test]
-    fn ordinary_state_changes_are_not() {
-        for t in [
-            "cd sub",
-            "export FOO=1",
-            "X=1",
-            "alias ll='ls -la'",
-            "greet() { echo hi; }",
-            "set -o pipefail",
-            "shopt -s globstar",
-            "unset FOO",
-            "echo $FOO",
-            "set -- a b",
-        ] {
-            assert!(!hooked(t), "{t}");
-        }
-    }
-
-    #[test]
-    fn only_pure_state_changes_run_for_real() {
-        for t in [
-            "cd sub",
-            "export A=1; cd ..",
-            "X=1",
-            "alias ll='ls -l'",
-            "cd $HOME/x",
-        ] {
-            assert!(state_only(&parse(t)), "{t}");
-        }
-        for t in [
-            "cd sub && make",
-            "cd $(mktemp -d)",
-            "ls",
-            "(cd sub)",
-            "export A=1 | cat",
-            "cd sub > /tmp/x",
-        ] {
-            assert!(!state_only(&parse(t)), "{t}");
-        }
-        assert!(changes_state(&parse("cd sub && make")));
-        assert!(!changes_state(&parse("make test")));
-    }
-}
+#[path = "pane_state_tests.rs"]
+mod tests;

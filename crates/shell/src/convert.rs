@@ -93,6 +93,7 @@ pub(super) fn parse(text: &str) -> Script {
         text: text.to_string(),
         commands: Vec::new(),
         features: Features::default(),
+        functions: Vec::new(),
         error: None,
     };
     if let Some(why) = too_hard(text) {
@@ -104,11 +105,14 @@ pub(super) fn parse(text: &str) -> Script {
         commands: Vec::new(),
         features: Features::default(),
         read: 0,
+        top_next: false,
+        functions: Vec::new(),
     };
     match walker.program(text, Place::CurrentShell, 0) {
         Ok(()) => {
             script.commands = walker.commands;
             script.features = walker.features;
+            script.functions = walker.functions;
             // A substitution the walk did not reach (inside `${…}`,
             // `$((…))`, a `case`/`for` word, `[[ … ]]`, a here-document)
             // runs a command vigil has not read.
@@ -125,6 +129,11 @@ struct Walker {
     features: Features,
     /// Substitutions read (their commands are in `commands`).
     read: usize,
+    /// The next simple command is one the reading shell runs itself,
+    /// unconditionally (taken by the first [`Self::simple`]).
+    top_next: bool,
+    /// Functions the text's own list defines ([`Script::functions`]).
+    functions: Vec<String>,
 }
 
 impl Walker {
@@ -140,7 +149,11 @@ impl Walker {
         let mut items = 0;
         for list in &program.complete_commands {
             items += list.0.len();
-            self.list(list, place, depth);
+            if depth == 0 && place == Place::CurrentShell {
+                self.top_list(list);
+            } else {
+                self.list(list, place, depth);
+            }
         }
         if items > 1 {
             self.features.list = true;
@@ -153,17 +166,51 @@ impl Walker {
             self.features.list = true;
         }
         for ast::CompoundListItem(and_or, sep) in &list.0 {
-            if matches!(sep, SeparatorOperator::Async) {
-                self.features.background = true;
+            self.list_item(and_or, sep, place, depth);
+        }
+    }
+
+    /// The text's own list: [`Self::list`], marking the simple commands
+    /// the reading shell runs itself, unconditionally
+    /// ([`SimpleCommand::top_level`]).
+    fn top_list(&mut self, list: &CompoundList) {
+        if list.0.len() > 1 {
+            self.features.list = true;
+        }
+        for ast::CompoundListItem(and_or, sep) in &list.0 {
+            let first = &and_or.first;
+            self.top_next = !matches!(sep, SeparatorOperator::Async)
+                && !first.bang
+                && first.timed.is_none()
+                && matches!(first.seq.as_slice(), [Command::Simple(_)]);
+            if let ([Command::Function(def)], false) = (
+                first.seq.as_slice(),
+                matches!(sep, SeparatorOperator::Async) || first.bang,
+            ) {
+                self.functions.push(def.fname.value.clone());
             }
-            self.pipeline(&and_or.first, place, depth);
-            if !and_or.additional.is_empty() {
-                self.features.list = true;
-            }
-            for next in &and_or.additional {
-                let (AndOr::And(p) | AndOr::Or(p)) = next;
-                self.pipeline(p, place, depth);
-            }
+            self.list_item(and_or, sep, Place::CurrentShell, 0);
+            self.top_next = false;
+        }
+    }
+
+    fn list_item(
+        &mut self,
+        and_or: &ast::AndOrList,
+        sep: &SeparatorOperator,
+        place: Place,
+        depth: usize,
+    ) {
+        if matches!(sep, SeparatorOperator::Async) {
+            self.features.background = true;
+        }
+        self.pipeline(&and_or.first, place, depth);
+        if !and_or.additional.is_empty() {
+            self.features.list = true;
+        }
+        for next in &and_or.additional {
+            let (AndOr::And(p) | AndOr::Or(p)) = next;
+            self.pipeline(p, place, depth);
         }
     }
 
@@ -260,6 +307,7 @@ impl Walker {
             words: Vec::new(),
             redirects: Vec::new(),
             place,
+            top_level: std::mem::take(&mut self.top_next),
         };
         let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
         let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());

@@ -59,6 +59,11 @@ pub struct SimpleCommand {
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
     pub place: Place,
+    /// Run by the reading shell itself, whatever else happens: a command
+    /// of the text's own list, alone in its pipeline, not in the
+    /// background, not after `&&`/`||`, not inside a compound command, a
+    /// function body or a substitution.
+    pub top_level: bool,
 }
 
 impl SimpleCommand {
@@ -124,6 +129,10 @@ pub struct Script {
     /// them) command substitutions.
     pub commands: Vec<SimpleCommand>,
     pub features: Features,
+    /// The names of the functions the text's own list defines, whatever
+    /// happens (each definition alone in its pipeline, not after
+    /// `&&`/`||`, not in the background, not nested).
+    pub functions: Vec<String>,
     /// Why the text could not be parsed (then `commands` is empty).
     pub error: Option<String>,
 }

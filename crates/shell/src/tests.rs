@@ -149,3 +149,41 @@ fn deep_parentheses_are_an_error_not_a_hang() {
     let ok = parse("echo $(( (1 + (2 * (3 - 1))) ))");
     assert!(ok.error.is_none(), "{:?}", ok.error);
 }
+
+#[test]
+fn top_level_is_what_the_reading_shell_runs_whatever_happens() {
+    let top = |text: &str| -> Vec<String> {
+        parse(text)
+            .commands
+            .iter()
+            .filter(|c| c.top_level)
+            .map(|c| c.assignments.join(" ") + &c.loose_words().join(" "))
+            .collect()
+    };
+    assert_eq!(top("A=1; cd x; B=2"), ["A=1", "cd x", "B=2"]);
+    assert_eq!(top("cd x && A=1 || B=2"), ["cd x"]);
+    let defined = |text: &str| parse(text).functions;
+    assert_eq!(
+        defined("f() { :; }; function g { :; }; h() { :; } &"),
+        ["f", "g"]
+    );
+    assert!(defined("true && f() { :; }").is_empty());
+    assert!(defined("if true; then f() { :; }; fi").is_empty());
+    for text in [
+        "A=1 | cat",
+        "{ A=1; } | cat",
+        "A=1 &",
+        "coproc A=1",
+        "(A=1)",
+        "f() { A=1; }",
+        "if true; then A=1; fi",
+        "! A=1",
+        "echo $(A=1)",
+    ] {
+        assert!(
+            top(text).iter().all(|c| c.starts_with("echo")),
+            "{text}: {:?}",
+            top(text)
+        );
+    }
+}

@@ -1,7 +1,10 @@
 //! Builds and tests inside their outputs, for `approval = "by_effect"`: a
 //! trial whose only effects are files made or changed beneath folders the
-//! repository's git ignores (`target/`, `build/`, `__pycache__/`,
-//! `node_modules/.cache/`) names those folders, its write-set; the call
+//! repository's git ignores and named as outputs are (`target/`, `build/`,
+//! `__pycache__/`, `node_modules/.cache/`; not `node_modules/` or `.venv/`,
+//! whose code the operator's tools run later) names those folders, its
+//! write-set; when the command is a known build of the tree's sources
+//! ([`super::build_command`]), the call
 //! then runs for real in the kernel sandbox allowed to write beneath
 //! exactly them (and a private `TMPDIR`), unasked.
 //!
@@ -193,10 +196,43 @@ fn candidates(files: &[FileEffect], rels: &[PathBuf]) -> Vec<String> {
     out.into_iter().collect()
 }
 
+/// Names of folders that hold what a build or a test makes: caches and
+/// outputs the next build makes again, never code another program loads
+/// from there. An allow-list: an ignored folder of another name
+/// (`node_modules/`, `.venv/`, `.direnv/`, `vendor/`, `.vscode/`, `.idea/`)
+/// holds what the operator's tools run or read later, and writing there is
+/// asked.
+pub(super) const OUTPUT_NAMES: &[&str] = &[
+    "target",
+    "build",
+    "_build",
+    "dist",
+    "out",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "htmlcov",
+    "coverage",
+    ".nyc_output",
+    ".gradle",
+    ".parcel-cache",
+    ".turbo",
+    "zig-cache",
+    ".zig-cache",
+    "zig-out",
+];
+
+/// Ignored folders of dependencies whose `.cache/` alone is a build's
+/// (babel, eslint, webpack write `node_modules/.cache/`).
+const CACHE_HOLDERS: &[&str] = &["node_modules"];
+
 /// The top-most ignored folder holding the effect: a folder above it, or
-/// the effect itself when it is a folder made new. A deletion or
-/// replacement of the folder itself is no output's change, and a file git
-/// tracks is never an output (git does not call it ignored, wherever it is).
+/// the effect itself when it is a folder made new, named as outputs are
+/// ([`OUTPUT_NAMES`]; `node_modules/.cache/`). A deletion or replacement
+/// of the folder itself is no output's change, and a file git tracks is
+/// never an output (git does not call it ignored, wherever it is).
 fn output_dir(e: &FileEffect, rel: &Path, ignored: &BTreeSet<String>) -> Option<PathBuf> {
     if !e.dir && !ignored.contains(&*rel.to_string_lossy()) {
         return None;
@@ -210,7 +246,18 @@ fn output_dir(e: &FileEffect, rel: &Path, ignored: &BTreeSet<String>) -> Option<
             return None;
         }
         if ignored.contains(&format!("{}/", at.to_string_lossy())) {
-            return Some(at);
+            let name = c.as_os_str().to_str().unwrap_or("");
+            if OUTPUT_NAMES.contains(&name) {
+                return Some(at);
+            }
+            let cache = parts.get(i + 1).is_some_and(|n| n.as_os_str() == ".cache");
+            // `.cache` itself is the effect: only when made new.
+            let beneath = i + 2 < parts.len() || (e.dir && e.kind == EffectKind::Created);
+            if CACHE_HOLDERS.contains(&name) && cache && beneath {
+                at.push(".cache");
+                return Some(at);
+            }
+            return None;
         }
     }
     None

@@ -20,7 +20,7 @@ fn repo() -> (tempfile::TempDir, PathBuf) {
     git(&["init", "-q"]);
     std::fs::write(
         tree.join(".gitignore"),
-        "target/\n__pycache__/\n*.log\nbuild/\ndist/\n",
+        "target/\n__pycache__/\n*.log\nbuild/\ndist/\nnode_modules/\n.venv/\nsrc/gen/\n",
     )
     .unwrap();
     std::fs::create_dir_all(tree.join("dist")).unwrap();
@@ -116,8 +116,48 @@ fn anything_else_is_asked() {
     let mut link = file(&tree, "target/evil", EffectKind::Created);
     link.note = Some("symlink → /etc/passwd".into());
     asked(vec![link]);
+    // An ignored folder not named as outputs are: dependencies the
+    // operator's tools load later (a `.pth` file runs at every python
+    // start), generated sources, an editor's tasks.
+    asked(vec![file(
+        &tree,
+        "node_modules/left-pad/index.js",
+        EffectKind::Modified,
+    )]);
+    asked(vec![file(
+        &tree,
+        ".venv/lib/python3/site-packages/x.pth",
+        EffectKind::Created,
+    )]);
+    asked(vec![file(&tree, "src/gen/api.rs", EffectKind::Created)]);
+    // Under a dependency folder, only `.cache/` is a build's; an output
+    // name inside a dependency is the dependency's code.
+    asked(vec![file(
+        &tree,
+        "node_modules/x/dist/index.js",
+        EffectKind::Modified,
+    )]);
+    asked(vec![file(
+        &tree,
+        "node_modules/.cachex/a",
+        EffectKind::Created,
+    )]);
     // Nothing changed at all: not this rule's business.
     asked(vec![]);
+}
+
+#[test]
+fn a_dependency_folder_gives_only_its_cache() {
+    let (_d, tree) = repo();
+    std::fs::create_dir_all(tree.join("node_modules/.cache")).unwrap();
+    let r = report(vec![file(
+        &tree,
+        "node_modules/.cache/babel-loader/a.json",
+        EffectKind::Created,
+    )]);
+    let set = write_set(&r, &tree).unwrap();
+    assert_eq!(set.dirs, vec![tree.join("node_modules/.cache")]);
+    assert!(set.missing.is_empty());
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! operator themselves: they describe gated calls through [`Tool::gate`] and the
 //! [`ToolRegistry`] asks the approver before executing. One file per built-in.
 
+mod build_command;
 mod build_outputs;
 pub mod edit;
 pub mod envelope;
@@ -383,7 +384,9 @@ pub enum Trial {
     /// The view saw no effect: this is the call's result.
     Clean(ToolOutput),
     /// The view saw no effect and the command does nothing but change a
-    /// managed pane's shell (`cd`, `export`, `alias`): it runs for real in
+    /// managed pane's directory or shell variables (`cd`, `X=1`; not what
+    /// later commands there run with: an alias, an export, an option are
+    /// asked): it runs for real in
     /// the pane, unasked, so the pane and the model agree. Why, for the
     /// record.
     InPane(String),

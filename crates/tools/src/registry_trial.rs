@@ -4,7 +4,8 @@
 //! still running after a moment gets its card at once.
 //!
 //! It never runs a call outside the view, but for one that the trial found
-//! changes nothing except a managed pane's shell (`cd`, `export`): that runs
+//! changes nothing except a managed pane's directory or shell variables
+//! (`cd`, `X=1`): that runs
 //! in the pane, since the view's shell is not the pane's. What is approved
 //! afterwards runs through the registry's ordinary path.
 

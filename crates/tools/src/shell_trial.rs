@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use vigil_policy::call::ToolCall;
 
-use super::build_outputs;
 use super::live::LiveOutput;
 use super::shell_args::{Wait, parse};
 use super::{OutputsRun, ToolContext, ToolOutput, Trial};
+use super::{build_command, build_outputs};
 use vigil_exec::capture::Retain;
 use vigil_exec::preview::{self, PreviewOptions, Run};
 use vigil_exec::{ExecutionContext, RunOutcome, TrialShell};
@@ -95,12 +95,10 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
         Some(p) => vigil_exec::shell_replay::script(p.kind, &p.replay, &args.command),
         None => args.command.clone(),
     };
-    // Exit 127 means "not found" in the pane too when the replay holds
-    // the pane's functions and aliases (dash cannot list its functions).
-    let unknown_127 = in_pane
-        && !pane_shell
-            .as_ref()
-            .is_some_and(|p| p.kind.lists_functions());
+    // Exit 127 may not mean "not found" in the pane: the replay holds
+    // only the functions and aliases vigil's own commands defined there
+    // (an rc file's are the operator's), and dash cannot list functions.
+    let unknown_127 = in_pane;
     let cwd = match &ctx.approved_cwd {
         Some(dir) => dir.clone(),
         None => match shell.exec.workdir(session, pane).await {
@@ -148,9 +146,10 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
                 shell: real_shell,
                 path,
             };
-            let verdict = judge(&shell, report, &outcome, unknown_127, real);
-            if pane_shell.is_some() {
-                return for_the_pane(verdict, call);
+            let script = call.command.as_deref().map(|c| &c.script);
+            let verdict = judge(&shell, report, &outcome, unknown_127, real, script);
+            if let Some(p) = &pane_shell {
+                return for_the_pane(verdict, call, &p.replay.exported);
             }
             verdict
         }
@@ -158,10 +157,13 @@ pub(super) async fn trial(shell: Host<'_>, call: &ToolCall, ctx: &ToolContext) -
 }
 
 /// A clean trial in a managed pane: a command that only changes the
-/// pane's shell runs there for real ([`Trial::InPane`]); one that changes
-/// it besides doing more keeps the view's result, and the model is told
-/// the pane did not change.
-fn for_the_pane(verdict: Trial, call: &ToolCall) -> Trial {
+/// pane's directory or shell variables runs there for real
+/// ([`Trial::InPane`]); one that only changes what later commands there
+/// run or see (an alias, an export, an option, `umask`; a variable the
+/// pane exports, set or unset) is asked, so that `y` makes it there; one that changes it
+/// besides doing more keeps the view's result, and the model is told the
+/// pane did not change.
+fn for_the_pane(verdict: Trial, call: &ToolCall, exported: &[String]) -> Trial {
     let Trial::Clean(mut output) = verdict else {
         return verdict;
     };
@@ -169,7 +171,23 @@ fn for_the_pane(verdict: Trial, call: &ToolCall) -> Trial {
         return Trial::Clean(output);
     };
     let script = &read.script;
-    if vigil_policy::pane_state::state_only(script) {
+    use vigil_policy::pane_state::{bare_assignments, quiet_state, state_only};
+    let exports = bare_assignments(script)
+        .into_iter()
+        .find(|n| exported.contains(n));
+    if state_only(script) && (!quiet_state(script) || exports.is_some()) {
+        for path in &output.spill {
+            let _ = std::fs::remove_file(path);
+        }
+        let what = exports.map_or("an alias, an export, an option or the umask".into(), |n| {
+            format!("`{n}`, which the pane exports")
+        });
+        return asks(format!(
+            "tried in the view: it changes {what} in the pane, which later commands there (the \
+             operator's own, and those approved) would run with; y makes it there"
+        ));
+    }
+    if state_only(script) {
         for path in &output.spill {
             let _ = std::fs::remove_file(path);
         }
@@ -223,6 +241,7 @@ fn judge(
     outcome: &RunOutcome,
     unknown_127: bool,
     real: RealRun,
+    script: Option<&vigil_shell::Script>,
 ) -> Trial {
     let mut effects = Vec::new();
     if outcome.captured().iter().any(|c| c.capped) {
@@ -249,10 +268,14 @@ fn judge(
             let _ = std::fs::remove_file(path);
         }
     }
-    let outputs = match (effects.is_empty(), report.writable.first()) {
-        (true, Some(tree)) => build_outputs::write_set(&report, tree).map_err(|why| {
-            tracing::debug!(%why, "not a build inside its outputs");
-        }),
+    // Only a known build of the sources runs unasked in its outputs: what
+    // it leaves there, the operator's tools run later (`build_command`).
+    let outputs = match (effects.is_empty(), report.writable.first(), script) {
+        (true, Some(tree), Some(script)) => build_command::from_sources(script)
+            .and_then(|()| build_outputs::write_set(&report, tree))
+            .map_err(|why| {
+                tracing::debug!(%why, "not a build inside its outputs");
+            }),
         _ => Err(()),
     };
     if let Ok(set) = outputs {

@@ -303,8 +303,9 @@ pub fn restrict_self(ruleset: RawFd) -> std::io::Result<()> {
 }
 
 /// Confine the calling process for good: every capability dropped, the
-/// prepared Landlock ruleset, the seccomp filter.
-pub fn apply(prepared: &Prepared) -> Result<(), SandboxError> {
+/// prepared Landlock ruleset, the seccomp filter. For a build (write
+/// folders), the listener of its `flock` calls ([`super::locks`]).
+pub fn apply(prepared: &Prepared) -> Result<Option<RawFd>, SandboxError> {
     drop_capabilities()?;
     restrict_self(prepared.ruleset.as_raw_fd())
         .map_err(|e| SandboxError::NotEnforced(format!("landlock_restrict_self: {e}")))?;
@@ -313,5 +314,10 @@ pub fn apply(prepared: &Prepared) -> Result<(), SandboxError> {
 
 /// Prepare and apply in the calling process (the probe).
 pub fn confine(allow: &Allowances) -> Result<(), SandboxError> {
-    apply(&prepare(allow)?)
+    let listener = apply(&prepare(allow)?)?;
+    if let Some(fd) = listener {
+        // SAFETY: the listener is this process's, closed once.
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
 }

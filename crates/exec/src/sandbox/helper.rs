@@ -21,6 +21,8 @@
 //! start exits [`SETUP_FAILED`] with the reason on stderr.
 
 use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -156,18 +158,38 @@ fn run(req: Request) -> i32 {
     if let Some(dir) = &req.tmpdir {
         cmd.env("TMPDIR", dir);
     }
-    // SAFETY: the helper is single-threaded, so the child may allocate;
-    // it only confines itself before the exec.
+    // A build's `flock` calls come to this helper (see `super::locks`):
+    // the child sends the listener over this pair.
+    let pair = match req.allow.write_dirs.is_empty() {
+        true => None,
+        false => match UnixStream::pair() {
+            Ok(p) => Some(p),
+            Err(e) => return fail(&format!("cannot make a socket pair: {e}")),
+        },
+    };
+    let to_helper = pair.as_ref().map(|(_, child)| child.as_raw_fd());
+    // SAFETY: the helper is single-threaded until the child is started
+    // (the lock thread starts after), so the child may allocate; it only
+    // confines itself (and sends the listener) before the exec.
     unsafe {
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            apply(&prepared).map_err(std::io::Error::other)
+            let listener = apply(&prepared).map_err(std::io::Error::other)?;
+            if let (Some(fd), Some(to)) = (listener, to_helper) {
+                super::locks::send_listener(to, fd)?;
+                libc::close(fd);
+            }
+            Ok(())
         });
     }
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot start {:?} confined: {e}", req.program[0])),
     };
+    if let Some((mine, theirs)) = pair {
+        drop(theirs);
+        super::locks::supervise(mine, req.allow.write_dirs.clone());
+    }
     let status = session::wait_for(child.id() as libc::pid_t);
     session::kill_leftovers();
     session::exit_like(status)

@@ -57,6 +57,7 @@
 
 pub mod confine;
 pub mod helper;
+pub mod locks;
 pub mod masks;
 pub mod readable;
 pub mod seccomp;

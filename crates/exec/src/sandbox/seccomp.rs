@@ -32,8 +32,9 @@
 //!   creating and removing, not a file's mode, owner, times, extended
 //!   attributes (ACLs), inode flags or leases: every `chmod`, `chown`,
 //!   `utime*`, `setxattr`/`removexattr` call, the inode-flag ioctls
-//!   (`chattr`), `F_SETLEASE` and `flock` fail (`flock` is allowed to a
-//!   build confined to its outputs, [`program_for`]), so a read-only run cannot
+//!   (`chattr`), `F_SETLEASE` and `flock` fail (a build confined to its
+//!   outputs sends `flock` to the helper, which locks only what it may
+//!   write: [`super::locks`]), so a read-only run cannot
 //!   make a file setuid, open a key's folder to everyone or lock another
 //!   process out.
 //! - `io_uring_setup` fails (its operations would bypass this filter).
@@ -400,9 +401,13 @@ const F_SETLEASE: u32 = 1024;
 /// `fcntl` with `F_SETLEASE` fail; every other `ioctl`/`fcntl` goes on.
 pub(crate) fn metadata(locks: bool) -> Vec<libc::sock_filter> {
     let mut p = deny_all(METADATA_CALLS, libc::EPERM);
-    if !locks {
-        p.extend(on_call(libc::SYS_flock, errno(libc::ENOLCK)));
-    }
+    p.extend(on_call(
+        libc::SYS_flock,
+        match locks {
+            true => libc::SECCOMP_RET_USER_NOTIF,
+            false => errno(libc::ENOLCK),
+        },
+    ));
     let n = METADATA_IOCTLS.len() as u8;
     let mut b = vec![load_arg(1)];
     for (i, req) in METADATA_IOCTLS.iter().enumerate() {
@@ -428,9 +433,9 @@ pub fn program() -> Vec<libc::sock_filter> {
     program_for(false)
 }
 
-/// [`program`], with `flock` allowed when `locks` (a build confined to
-/// its outputs: cargo locks `Cargo.lock` and its target folder; a lock
-/// ends with the run, whose processes all end with it).
+/// [`program`], with `flock` sent to the helper when `locks` (a build
+/// confined to its outputs: cargo locks its target folder; the helper
+/// locks only what the build may write, [`super::locks`]).
 pub fn program_for(locks: bool) -> Vec<libc::sock_filter> {
     let mut p = prologue();
     for nr in [
@@ -478,10 +483,16 @@ pub(crate) fn install(
     Ok(rc as i32)
 }
 
-/// Load the filter into the calling thread (and what it starts).
-pub fn load(locks: bool) -> Result<(), SandboxError> {
-    install(&mut program_for(locks), 0)
-        .map(|_| ())
+/// Load the filter into the calling thread (and what it starts). With
+/// `locks`, the listener whose notifications are its `flock` calls
+/// ([`super::locks`]).
+pub fn load(locks: bool) -> Result<Option<i32>, SandboxError> {
+    let flags = match locks {
+        true => libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_ulong,
+        false => 0,
+    };
+    install(&mut program_for(locks), flags)
+        .map(|fd| locks.then_some(fd))
         .map_err(SandboxError::Seccomp)
 }
 

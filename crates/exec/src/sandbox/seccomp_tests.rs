@@ -164,6 +164,11 @@ fn metadata_calls_fail_and_other_ioctls_and_fcntls_pass() {
         assert_eq!(run(&p, *nr, z), errno(libc::EPERM), "{nr}");
     }
     assert_eq!(run(&p, libc::SYS_flock, z), errno(libc::ENOLCK));
+    // A build's `flock` goes to the helper, never through unjudged.
+    assert_eq!(
+        run(&program_for(true), libc::SYS_flock, z),
+        libc::SECCOMP_RET_USER_NOTIF
+    );
     for req in METADATA_IOCTLS {
         let args = [3, u64::from(*req), 0, 0, 0, 0];
         assert_eq!(

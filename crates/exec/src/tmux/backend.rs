@@ -53,6 +53,7 @@ async fn pane_shell(
     shell: &std::path::Path,
     (session, pane): (Option<&str>, Option<&str>),
     replayed: &(dyn Fn(&str) -> bool + Sync),
+    defined: &[String],
 ) -> Result<crate::PaneShell, String> {
     use crate::shell_replay::{ShellKind, replay};
     let kind = ShellKind::of(shell).ok_or_else(|| {
@@ -61,7 +62,7 @@ async fn pane_shell(
             shell.display()
         )
     })?;
-    let dumps = super::shell_state::capture(mgr, kind, session, pane).await?;
+    let dumps = super::shell_state::capture(mgr, kind, session, pane, defined).await?;
     let replay = replay(kind, &dumps, replayed)
         .ok_or_else(|| "the pane's shell state could not be read for sure".to_string())?;
     Ok(crate::PaneShell { kind, replay })
@@ -154,8 +155,9 @@ impl<T: Transport> Backend for TmuxBackend<T> {
         // there; nothing else of the pane exists for the trial.
         let world = crate::sandbox::world::config();
         let slot = pane.slot.clone();
+        let defined = slot.defined_names();
         let replayed = move |name: &str| world.env_allowed(name) || slot.assigned(name);
-        let state = pane_shell(&self.manager, &shell, (session, named), &replayed).await;
+        let state = pane_shell(&self.manager, &shell, (session, named), &replayed, &defined).await;
         Some(crate::TrialShell {
             shell,
             env: Some(env),

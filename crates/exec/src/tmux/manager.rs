@@ -9,7 +9,7 @@
 //! default session, and never talk to any tmux server but its own socket.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use super::control::Control;
 use super::script::tq;
+pub use super::slot::PaneSlot;
 use super::{TmuxError, TmuxOptions};
 use crate::transport::{self, Transport, sh_quote};
 use crate::{ExecError, RunOutcome};
@@ -37,51 +38,6 @@ const TMUX_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Per-pane bookkeeping shared by the runs in that pane.
-#[derive(Default)]
-pub struct PaneSlot {
-    /// Held for the whole of one command: a pane runs one command at a time.
-    pub run: tokio::sync::Mutex<()>,
-    /// The shell may not be at its prompt (after a cancel, a timeout or a
-    /// fresh start): confirm with a probe before typing.
-    pub dirty: AtomicBool,
-    /// The agent typed keys somewhere (send-keys): the shell may sit at a
-    /// continuation prompt. Probed like `dirty`, but only while a shell is in
-    /// the foreground, so a program started with keys is never interrupted.
-    pub typed: AtomicBool,
-    /// A detached command still believed to run: (token, command, when).
-    pub busy: Mutex<Option<(String, String, std::time::Instant)>>,
-    /// Notes for the next command's result.
-    pub notes: Mutex<Vec<String>>,
-    /// Variables vigil's own commands in this pane assigned (`X=1`,
-    /// `export X=…`, `read X`): with the environment's allow-list, the only
-    /// variables of the pane a trial replays ([`crate::shell_replay`]).
-    pub assigned: Mutex<std::collections::BTreeSet<String>>,
-    /// vigil started this pane's shell and has not yet seen its first
-    /// prompt: it may still be reading its rc files, which an interrupt
-    /// would cut short (a half-set environment, a lock left behind).
-    pub starting: AtomicBool,
-    /// Resolved at least once.
-    seen: AtomicBool,
-}
-
-impl PaneSlot {
-    pub fn take_notes(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.notes))
-    }
-    pub fn note(&self, s: String) {
-        lock(&self.notes).push(s);
-    }
-    /// Remember the variables `read` assigns (see [`Self::assigned`]).
-    pub fn assigns(&self, read: &vigil_shell::Command) {
-        lock(&self.assigned).extend(crate::shell_replay::assigned_names(read));
-    }
-    /// Whether one of vigil's commands here assigned `name`.
-    pub fn assigned(&self, name: &str) -> bool {
-        lock(&self.assigned).contains(name)
-    }
 }
 
 /// A resolved managed pane.

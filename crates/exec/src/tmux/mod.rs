@@ -30,6 +30,7 @@ pub mod run;
 pub mod sandboxed;
 pub mod script;
 pub mod shell_state;
+pub mod slot;
 pub mod stream;
 
 pub use backend::TmuxBackend;

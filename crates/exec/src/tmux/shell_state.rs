@@ -24,14 +24,34 @@ const PARTS: &[&str] = &["v", "x", "r", "f", "a", "o", "u"];
 /// How long a capture may take.
 const CAPTURE_WAIT: Duration = Duration::from_secs(5);
 
-/// The capture script for a `kind` shell, writing `{base}.{part}`.
-pub fn capture_script(kind: ShellKind, base: &str) -> String {
+/// The capture script for a `kind` shell, writing `{base}.{part}`; of the
+/// functions and aliases, only those named in `defined` (the ones vigil's
+/// own commands defined: [`crate::shell_replay::defined_names`]).
+pub fn capture_script(kind: ShellKind, base: &str, defined: &[String]) -> String {
     let f = |p: &str| crate::transport::sh_quote(&format!("{base}.{p}"));
+    let names: String = defined
+        .iter()
+        .map(|n| format!(" {}", crate::transport::sh_quote(n)))
+        .collect();
+    // With no name, nothing: `declare -f`, `functions`, `alias` alone
+    // would print them all.
+    let (fns, aliases) = match (defined.is_empty(), kind) {
+        (true, _) => (":".to_string(), ":".to_string()),
+        (false, ShellKind::Bash) => (
+            format!("builtin declare -f --{names}"),
+            format!("builtin alias --{names}"),
+        ),
+        (false, ShellKind::Zsh) => (
+            format!("builtin functions --{names}"),
+            format!("builtin alias -L --{names}"),
+        ),
+        (false, ShellKind::Dash) => (":".to_string(), format!("command alias{names}")),
+    };
     let body = match kind {
         ShellKind::Bash => format!(
             "{{ builtin declare -p; }} >{v} 2>/dev/null\n\
-             {{ builtin declare -f; }} >{f} 2>/dev/null\n\
-             {{ builtin alias -p; }} >{a} 2>/dev/null\n\
+             {{ {fns}; }} >{f} 2>/dev/null\n\
+             {{ {aliases}; }} >{a} 2>/dev/null\n\
              {{ builtin set +o; builtin shopt -p; }} >{o} 2>/dev/null\n\
              {{ builtin umask; }} >{u} 2>/dev/null\n",
             v = f("v"),
@@ -44,11 +64,15 @@ pub fn capture_script(kind: ShellKind, base: &str) -> String {
             "{{ for __vigil_p in ${{(k)parameters}}; do case ${{parameters[$__vigil_p]}} in \
              *special*|*readonly*) ;; *) builtin typeset -p -- $__vigil_p ;; esac; done; \
              builtin typeset -p PATH; }} >{v} 2>/dev/null; builtin unset __vigil_p\n\
-             {{ builtin functions; }} >{f} 2>/dev/null\n\
-             {{ builtin alias -L; }} >{a} 2>/dev/null\n\
+             {{ for __vigil_p in ${{(k)parameters}}; do case ${{parameters[$__vigil_p]}} in \
+             *export*) builtin print -r -- \"export $__vigil_p\" ;; esac; done; }} >{x} \
+             2>/dev/null; builtin unset __vigil_p\n\
+             {{ {fns}; }} >{f} 2>/dev/null\n\
+             {{ {aliases}; }} >{a} 2>/dev/null\n\
              {{ builtin setopt; }} >{o} 2>/dev/null\n\
              {{ builtin umask; }} >{u} 2>/dev/null\n",
             v = f("v"),
+            x = f("x"),
             f = f("f"),
             a = f("a"),
             o = f("o"),
@@ -58,7 +82,7 @@ pub fn capture_script(kind: ShellKind, base: &str) -> String {
             "{{ command set; }} >{v} 2>/dev/null\n\
              {{ command export -p; }} >{x} 2>/dev/null\n\
              {{ command readonly -p; }} >{r} 2>/dev/null\n\
-             {{ command alias; }} >{a} 2>/dev/null\n\
+             {{ {aliases}; }} >{a} 2>/dev/null\n\
              {{ command set +o; }} >{o} 2>/dev/null\n\
              {{ command umask; }} >{u} 2>/dev/null\n",
             v = f("v"),
@@ -79,13 +103,14 @@ pub async fn capture(
     kind: ShellKind,
     session: Option<&str>,
     pane: Option<&str>,
+    defined: &[String],
 ) -> Result<Dumps, String> {
     if !mgr.transport().is_local() {
         return Err("the pane is on another machine".into());
     }
     let base = format!("{}/state-{}", mgr.dir(), mgr.next_id());
     let req = RunRequest {
-        command: capture_script(kind, &base),
+        command: capture_script(kind, &base, defined),
         timeout: Some(CAPTURE_WAIT),
         session: session.map(str::to_string),
         pane: pane.map(str::to_string),
@@ -157,7 +182,10 @@ mod tests {
             } else {
                 "fn1() { echo \"fn-$LOC\"; }\n"
             };
-            let script = format!("{setup}{func}{}", capture_script(kind, &base));
+            let script = format!(
+                "{setup}{func}{}",
+                capture_script(kind, &base, &["fn1".into(), "hi".into()])
+            );
             let st = std::process::Command::new(exe)
                 .arg("-c")
                 .arg(&script)
@@ -176,6 +204,14 @@ mod tests {
             };
             let r = replay(kind, &dumps, &|_| true).unwrap_or_else(|| panic!("{exe}: {dumps:?}"));
             assert_eq!(r.withheld, vec!["SECRET_TOKEN".to_string()], "{exe}");
+            // Exported, special ones too (zsh's PATH and LANG are special).
+            for name in ["EXP", "PATH"] {
+                assert!(
+                    r.exported.iter().any(|n| n == name),
+                    "{exe}: {:?}",
+                    r.exported
+                );
+            }
             let call = if kind == ShellKind::Dash { "" } else { "fn1\n" };
             let command = format!(
                 "printf '%s|%s|' \"$EXP\" \"$LOC\"; sh -c 'printf %s \"$EXP\"'; echo; umask; \

@@ -1,0 +1,148 @@
+//! A build that runs unasked inside its outputs (`by_effect`: a test of
+//! the tree's sources whose trial only touched `target/` and
+//! `__pycache__/`, which git ignores) but whose real run does more than its
+//! trial (it tells the two apart by its process id: the view has its own)
+//! stays confined: through symlinks already in `target/` it reads
+//! no store and writes no source, a hard link to a source is refused, as
+//! are a FIFO, a write beside the tree and a lock on a file outside
+//! `target/`. As root and as an ordinary user; each row's control is that
+//! the real run did happen (its stamp is in `target/`).
+
+use super::world::{MARKER, NOBODY, World, leaked, scripted};
+
+/// A test of the tree's sources (a build vigil knows: `python3 -m
+/// unittest`) whose real run only (a process id the view's own namespace
+/// never reaches) runs `rest`; both make `target/stamp`.
+fn divergent(proj: &std::path::Path, rest: &str) -> String {
+    let test = format!(
+        "import os, unittest\n\nclass T(unittest.TestCase):\n    def test_it(self):\n        \
+         if os.getpid() > 99:\n            os.system({rest:?})\n        \
+         open('target/stamp', 'w').close()\n"
+    );
+    std::fs::write(proj.join("test_div.py"), test).unwrap();
+    "python3 -m unittest -q test_div".into()
+}
+
+fn rows() -> Vec<(String, String)> {
+    [
+        (
+            "read through a symlink",
+            "cat target/hub; base64 target/hub",
+        ),
+        ("copy through a symlink", "cat target/hub > target/copy"),
+        ("write through a symlink", "echo pwned >> target/w"),
+        (
+            "hard link to a source",
+            "ln notes.txt target/h; echo pwned >> target/h",
+        ),
+        ("write beside the tree", "echo pwned > ../outside"),
+        ("a FIFO", "mkfifo target/fifo"),
+        (
+            "lock a source",
+            "flock -n -x notes.txt -c 'touch target/locked-source'",
+        ),
+        (
+            "lock a file of the machine",
+            "flock -n -s /etc/passwd -c 'touch target/locked-home'",
+        ),
+    ]
+    .iter()
+    .map(|(what, rest)| (what.to_string(), rest.to_string()))
+    .collect()
+}
+
+fn config() -> String {
+    "[agent]\napproval = \"by_effect\"\n[model]\nretry_attempts = 1\n[tmux]\nmode = \"off\"\n"
+        .into()
+}
+
+fn confined_despite_the_trial(uid: Option<u32>) {
+    let world = World::new(uid);
+    let proj = &world.proj;
+    std::fs::write(proj.join(".gitignore"), "target/\n__pycache__/\n").unwrap();
+    super::world::write(&world.home.join(".profile"), "# profile\n", 0o644);
+    std::fs::create_dir_all(proj.join("target")).unwrap();
+    let hub = world.home.join(".config/hub");
+    std::os::unix::fs::symlink(&hub, proj.join("target/hub")).unwrap();
+    std::os::unix::fs::symlink("../notes.txt", proj.join("target/w")).unwrap();
+    if let Some(uid) = uid {
+        super::world::chown_all(&world.base, uid);
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut failures = Vec::new();
+    for (what, rest) in rows() {
+        let _ = std::fs::remove_file(proj.join("target/stamp"));
+        let command = divergent(proj, &rest);
+        if let Some(uid) = uid {
+            super::world::chown_all(&proj.join("test_div.py"), uid);
+        }
+        let server = rt.block_on(scripted(std::slice::from_ref(&command)));
+        let out = world.exec(&server, 0, &config(), "unused");
+        if !proj.join("target/stamp").exists() {
+            failures.push(format!("[{what}] the real run did not happen: {out:?}"));
+        }
+        if leaked(&server).is_some() {
+            failures.push(format!("[{what}] a store reached the model"));
+        }
+        let copy = std::fs::read_to_string(proj.join("target/copy")).unwrap_or_default();
+        let notes = std::fs::read_to_string(proj.join("notes.txt")).unwrap();
+        let linked = std::os::unix::fs::MetadataExt::nlink(
+            &std::fs::metadata(proj.join("notes.txt")).unwrap(),
+        ) != 1;
+        let made = ["fifo", "locked-source", "locked-home"]
+            .iter()
+            .filter(|f| std::fs::symlink_metadata(proj.join("target").join(f)).is_ok())
+            .collect::<Vec<_>>();
+        if copy.contains(MARKER)
+            || notes != "plain notes\n"
+            || world.base.join("outside").exists()
+            || linked
+            || !made.is_empty()
+        {
+            failures.push(format!(
+                "[{what}] it got out: copy {copy:?}, notes {notes:?} (linked: {linked}), made \
+                 {made:?}: {out:?}"
+            ));
+        }
+    }
+    // Not a build of the sources: a command that writes only outputs
+    // (a crafted `.pyc` the operator's python would load later) is asked,
+    // and nobody answers here.
+    for command in [
+        "python3 -c \"open('target/crafted', 'w').write('x')\"",
+        "mkdir -p __pycache__ && cp notes.txt __pycache__/notes.cpython-311.pyc",
+    ] {
+        let server = rt.block_on(scripted(&[command.to_string()]));
+        let out = world.exec(&server, 0, &config(), "unused");
+        let crafted = ["target/crafted", "__pycache__/notes.cpython-311.pyc"];
+        if crafted.iter().any(|f| proj.join(f).exists()) {
+            failures.push(format!("[{command}] ran unasked in the outputs: {out:?}"));
+        }
+    }
+    // The control of the locks: one on a file of its outputs is taken
+    // (opened for reading only, as `flock(1)` opens it).
+    std::fs::write(proj.join("target/lockfile"), "").unwrap();
+    let command = divergent(
+        proj,
+        "flock -n -x target/lockfile -c 'touch target/locked-inside'",
+    );
+    if let Some(uid) = uid {
+        super::world::chown_all(&proj.join("test_div.py"), uid);
+    }
+    let server = rt.block_on(scripted(std::slice::from_ref(&command)));
+    let out = world.exec(&server, 0, &config(), "unused");
+    if !proj.join("target/locked-inside").exists() {
+        failures.push(format!("a lock inside its outputs was refused: {out:?}"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n---\n"));
+}
+
+#[test]
+fn a_build_that_does_more_for_real_stays_in_its_outputs_as_root() {
+    confined_despite_the_trial(None);
+}
+
+#[test]
+fn a_build_that_does_more_for_real_stays_in_its_outputs_as_an_ordinary_user() {
+    confined_despite_the_trial(Some(NOBODY));
+}
