@@ -526,7 +526,11 @@ pub fn shell_cmd(shell: &str) -> String {
         "zsh" => "zsh -f",
         other => other,
     };
-    format!("env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TERM=screen PS1='$ ' {prog}")
+    // No history file: an interactive bash would leave /tmp/.bash_history.
+    format!(
+        "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp HISTFILE=/dev/null TERM=screen \
+         PS1='$ ' {prog}"
+    )
 }
 
 pub fn socket() -> String {
