@@ -10,9 +10,32 @@ use common::{Tmux, vigil_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// The folder the demo's scenario writes (`/tmp/vigil-demo`): one demo test
+/// at a time has it, made anew (a file left by an earlier run turned the
+/// tour's "new file" card into an empty diff), and it is removed after.
+struct DemoDir(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+const DEMO_DIR: &str = "/tmp/vigil-demo";
+
+impl DemoDir {
+    fn take() -> DemoDir {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let held = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = std::fs::remove_dir_all(DEMO_DIR);
+        DemoDir(held)
+    }
+}
+
+impl Drop for DemoDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(DEMO_DIR);
+    }
+}
+
 /// Starts the demo in `tmux`; returns the guard of vigil's own private tmux
-/// server (where the agent's managed pane lives).
-fn start_demo(tmux: &Tmux, data: &std::path::Path) -> common::Server {
+/// server (where the agent's managed pane lives) and of the demo's folder.
+fn start_demo(tmux: &Tmux, data: &std::path::Path) -> (common::Server, DemoDir) {
+    let demo_dir = DemoDir::take();
     let agent_tmux = common::Server {
         socket: common::socket(),
     };
@@ -23,14 +46,14 @@ fn start_demo(tmux: &Tmux, data: &std::path::Path) -> common::Server {
         vigil_bin().display()
     );
     tmux.start("demo", 120, 36, &cmd);
-    agent_tmux
+    (agent_tmux, demo_dir)
 }
 
 #[test]
 fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
     let data = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("demo-approve");
-    let _agent_tmux = start_demo(&tmux, data.path());
+    let _agent = start_demo(&tmux, data.path());
 
     // The harmless command runs by itself (vigil rates it low risk) and its
     // output streams into the tools pane.
@@ -71,7 +94,7 @@ fn demo_approve_runs_the_command_and_quit_restores_the_terminal() {
 fn demo_deny_tells_the_model_and_nothing_runs() {
     let data = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("demo-deny");
-    let _agent_tmux = start_demo(&tmux, data.path());
+    let _agent = start_demo(&tmux, data.path());
     tmux.wait_text("demo", "approvals (1)", WAIT);
     tmux.answer("demo", "n");
     let screen = tmux.wait_text("demo", "you denied that command", WAIT);
@@ -118,7 +141,7 @@ fn settled(tmux: &Tmux) -> String {
 fn the_demo_tour_reaches_every_operator_job() {
     let data = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("demo-tour");
-    let _agent_tmux = start_demo(&tmux, data.path());
+    let _agent = start_demo(&tmux, data.path());
     tmux.wait_text("demo", "approvals (1)", WAIT);
     tmux.answer("demo", "y");
     tmux.wait_text("demo", "guided tour", WAIT);
@@ -126,16 +149,22 @@ fn the_demo_tour_reaches_every_operator_job() {
 
     // 1, 2: a write and an edit are reviewed as a diff, then approved.
     next_step(&tmux, 1);
-    let card = tmux.wait_text("demo", "approvals (1)", WAIT);
+    // The card's own diff line (the tools pane shows the call's arguments
+    // too): a frame caught while the card was still being drawn shows
+    // "approvals (1)" before its diff.
+    let card = tmux.wait_text("demo", "+workers = 2", WAIT);
     assert!(
-        card.contains("workers = 2"),
-        "the new file's content:\n{card}"
+        card.contains("approvals (1)"),
+        "the new file's card:\n{card}"
     );
     tmux.answer("demo", "y");
     settled(&tmux);
     next_step(&tmux, 2);
-    let card = tmux.wait_text("demo", "approvals (1)", WAIT);
-    assert!(card.contains("workers = 4"), "the edited line:\n{card}");
+    let card = tmux.wait_text("demo", "+workers = 4", WAIT);
+    assert!(
+        card.contains("approvals (1)"),
+        "the edited line's card:\n{card}"
+    );
     tmux.answer("demo", "y");
     settled(&tmux);
     let notes = std::fs::read_to_string("/tmp/vigil-demo/notes.txt").unwrap_or_default();

@@ -410,23 +410,3 @@ async fn a_command_line_the_shell_discards_fails_clearly_and_never_runs_late() {
     run(&b, "set -C").await;
     assert_eq!(run(&b, noclobber).await.stdout, b"on\n");
 }
-
-/// A shell vigil started is never interrupted while it reads its rc files:
-/// the first command waits for its prompt (here 8 s, past the 7 s after
-/// which a Ctrl-C used to cut the rc file short) and the rc file ran to its
-/// end.
-#[tokio::test]
-async fn a_starting_shell_is_waited_for_and_never_interrupted() {
-    let dir = tempfile::tempdir().unwrap();
-    let rc = dir.path().join("rc");
-    let done = dir.path().join("rc-done");
-    std::fs::write(
-        &rc,
-        format!("sleep 8\ntouch {}\nSLOW_RC=finished\n", done.display()),
-    )
-    .unwrap();
-    let (b, _s) = common::start(&format!("bash --rcfile {}", rc.display())).await;
-    let out = run(&b, "echo \"rc: $SLOW_RC\"").await;
-    assert_eq!(out.stdout, b"rc: finished\n", "{out:?}");
-    assert!(done.exists(), "the rc file ran to its end");
-}

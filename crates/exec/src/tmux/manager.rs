@@ -520,7 +520,6 @@ impl TmuxManager {
                 }
                 let id = self.new_pane(&control, &session, &name).await?;
                 slot.dirty.store(true, Ordering::SeqCst);
-                slot.starting.store(true, Ordering::SeqCst);
                 slot.note(format!(
                     "the pane `{name}` of tmux session {session} had disappeared and was recreated; its {LOST}"
                 ));
@@ -529,7 +528,6 @@ impl TmuxManager {
         };
         if created {
             slot.dirty.store(true, Ordering::SeqCst);
-            slot.starting.store(true, Ordering::SeqCst);
             slot.note(format!(
                 "tmux session {session} had disappeared (server or session killed) and was recreated; its {LOST}"
             ));

@@ -155,9 +155,9 @@ impl TmuxManager {
         }
         let id = self.new_pane(&control, &session, &name).await?;
         lock(&self.known_panes).insert((session.clone(), name.clone()));
-        let slot = self.slot(&session, &name);
-        slot.dirty.store(true, Ordering::SeqCst);
-        slot.starting.store(true, Ordering::SeqCst);
+        self.slot(&session, &name)
+            .dirty
+            .store(true, Ordering::SeqCst);
         Ok(format!(
             "created managed pane `{name}` ({id}) in tmux session {session}"
         ))

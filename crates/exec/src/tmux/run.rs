@@ -30,11 +30,6 @@ use crate::{ExecError, OutputFn, RunOutcome, RunRequest};
 /// How long a probe may take before Ctrl-C is sent again.
 const PROBE_WAIT: Duration = Duration::from_millis(1500);
 const PROBE_TRIES: usize = 3;
-/// How long the first probe of a shell vigil just started may wait for
-/// the end of its rc files.
-const START_WAIT: Duration = Duration::from_secs(60);
-/// How often a long probe wait looks for the probe's file.
-const OK_LOOK: Duration = Duration::from_secs(1);
 /// How long after a detached dispatch the pane's foreground process is
 /// not trusted yet.
 const DETACH_SETTLE: Duration = Duration::from_millis(300);
@@ -107,32 +102,33 @@ fn lost(pane: &PaneRef, what: &str) -> ExecError {
 }
 
 /// Make sure the shell is at its prompt: source a probe and wait for its
-/// marker, sending Ctrl-C between tries. A shell vigil just started is
-/// never interrupted: its probe waits for the end of its rc files (up to
-/// [`START_WAIT`]), and past that the call fails with nothing typed but
-/// the probe.
+/// marker, sending Ctrl-C between tries.
 async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecError> {
-    if pane.slot.starting.load(Ordering::SeqCst) {
-        if probe(mgr, pane, START_WAIT).await? {
-            return Ok(());
-        }
-        return Err(ExecError::Failed(format!(
-            "the shell vigil started in pane `{}` showed no prompt within {} s (its rc files \
-             may be slow or waiting for input); it was not interrupted. Look at it with \
-             capture-pane, then run the command again",
-            pane.name,
-            START_WAIT.as_secs()
-        )));
-    }
     for attempt in 0..PROBE_TRIES {
-        // The first try waits longest: a recreated pane's shell may still
-        // be starting (its rc files) on a loaded machine.
+        let id = mgr.next_id();
+        let token = format!("{}:{id}", mgr.secret());
+        let (path, ok) = (
+            format!("{}/{id}.sh", mgr.dir()),
+            format!("{}/{id}.ok", mgr.dir()),
+        );
+        let events = pane.control.subscribe();
+        let script = script::probe(&token, &ok);
+        let mut lines = save_lines(&format!("vigil-{id}"), &path, &script).to_vec();
+        lines.push(format!("delete-buffer -b vigil-{id}"));
+        lines.extend(type_lines(&pane.id, &format!(" . {path}")));
+        all_ok(&pane.control, lines).await?;
+        // The first try waits longest: a fresh or recreated pane's shell
+        // may still be starting (its rc files) on a loaded machine.
         let wait = if attempt == 0 {
             PROBE_WAIT * 4
         } else {
             PROBE_WAIT
         };
-        if probe(mgr, pane, wait).await? {
+        let seen = probe_seen(mgr, pane, events, &token, &ok, wait).await;
+        mgr.remove(&[path, ok]).await;
+        if seen? {
+            pane.slot.dirty.store(false, Ordering::SeqCst);
+            pane.slot.typed.store(false, Ordering::SeqCst);
             return Ok(());
         }
         pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
@@ -142,32 +138,6 @@ async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecErr
          capture-pane and get it back with send-keys (e.g. C-c, q, or Enter)",
         pane.name
     )))
-}
-
-/// Source one probe in the pane and wait up to `wait` for it; when it ran,
-/// the shell is at its prompt (the slot says so).
-async fn probe(mgr: &TmuxManager, pane: &PaneRef, wait: Duration) -> Result<bool, ExecError> {
-    let id = mgr.next_id();
-    let token = format!("{}:{id}", mgr.secret());
-    let (path, ok) = (
-        format!("{}/{id}.sh", mgr.dir()),
-        format!("{}/{id}.ok", mgr.dir()),
-    );
-    let events = pane.control.subscribe();
-    let script = script::probe(&token, &ok);
-    let mut lines = save_lines(&format!("vigil-{id}"), &path, &script).to_vec();
-    lines.push(format!("delete-buffer -b vigil-{id}"));
-    lines.extend(type_lines(&pane.id, &format!(" . {path}")));
-    all_ok(&pane.control, lines).await?;
-    let seen = probe_seen(mgr, pane, events, &token, &ok, wait).await;
-    mgr.remove(&[path, ok]).await;
-    if seen? {
-        pane.slot.dirty.store(false, Ordering::SeqCst);
-        pane.slot.typed.store(false, Ordering::SeqCst);
-        pane.slot.starting.store(false, Ordering::SeqCst);
-        return Ok(true);
-    }
-    Ok(false)
 }
 
 /// Whether the probe ran within `wait`: its marker in the pane's output, or,
@@ -182,16 +152,8 @@ async fn probe_seen(
 ) -> Result<bool, ExecError> {
     let mut scanner = MarkerScanner::new(token);
     let deadline = Instant::now() + wait;
-    // A long wait (a starting shell) also looks for the probe's file now
-    // and then: output the pane printed may have been missed.
-    let mut look = tokio::time::interval_at(Instant::now() + OK_LOOK, OK_LOOK);
     loop {
         tokio::select! {
-            _ = look.tick(), if wait > OK_LOOK * 4 => {
-                if !mgr.read_from(ok, 0).await.is_empty() {
-                    return Ok(true);
-                }
-            }
             ev = events.recv() => match ev {
                 Some(Event::Output { pane: p, data }) if p == pane.id => {
                     if scanner.push(&data).contains(&Marker::Probe) {

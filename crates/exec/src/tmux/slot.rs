@@ -31,10 +31,6 @@ pub struct PaneSlot {
     /// allow-list, the only variables of the pane a trial replays
     /// ([`crate::shell_replay`]).
     pub assigned: Mutex<std::collections::BTreeSet<String>>,
-    /// vigil started this pane's shell and has not yet seen its first
-    /// prompt: it may still be reading its rc files, which an interrupt
-    /// would cut short (a half-set environment, a lock left behind).
-    pub starting: AtomicBool,
     /// Functions and aliases vigil's own commands in this pane defined:
     /// the only ones a capture reads ([`crate::shell_replay::defined_names`]).
     pub defined: Mutex<std::collections::BTreeSet<String>>,
