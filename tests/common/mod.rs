@@ -565,6 +565,7 @@ pub async fn start(shell: &str) -> (Arc<TmuxBackend<Local>>, Server) {
     (backend, server)
 }
 pub mod contain;
+pub mod demo;
 pub mod podman;
 pub mod sshd;
 

@@ -6,31 +6,10 @@ use super::common;
 
 use std::time::Duration;
 
+use common::demo::DemoDir;
 use common::{Tmux, vigil_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The folder the demo's scenario writes (`/tmp/vigil-demo`): one demo test
-/// at a time has it, made anew (a file left by an earlier run turned the
-/// tour's "new file" card into an empty diff), and it is removed after.
-struct DemoDir(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
-
-const DEMO_DIR: &str = "/tmp/vigil-demo";
-
-impl DemoDir {
-    fn take() -> DemoDir {
-        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let held = ONE.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = std::fs::remove_dir_all(DEMO_DIR);
-        DemoDir(held)
-    }
-}
-
-impl Drop for DemoDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(DEMO_DIR);
-    }
-}
 
 /// Starts the demo in `tmux`; returns the guard of vigil's own private tmux
 /// server (where the agent's managed pane lives) and of the demo's folder.

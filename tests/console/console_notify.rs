@@ -43,6 +43,7 @@ fn the_title_shows_how_many_approvals_wait() {
     };
     tmux.wait_text("demo", "approvals (1)", WAIT);
     title("vigil: 1 waiting");
+    let _demo_dir = common::demo::DemoDir::take();
     tmux.answer("demo", "y");
     tmux.wait_text("demo", "All done.", WAIT);
     title("vigil");

@@ -51,6 +51,7 @@ fn resume_shows_the_earlier_conversation_and_tool_calls() {
     let tmux = Tmux::new("resume");
     tmux.start("first", 120, 36, &vigil(data.path(), "--demo --no-tmux"));
     tmux.wait_text("first", "approvals (1)", WAIT);
+    let _demo_dir = common::demo::DemoDir::take();
     tmux.answer("first", "y");
     tmux.wait_for("first", "the turn to end", WAIT, |s| {
         s.contains("guided tour") && s.contains("│ idle")
