@@ -462,13 +462,9 @@ pub struct Server {
     pub socket: String,
 }
 
-/// End every process started with `-L socket` (a tmux server or client of
-/// this test process's own private socket: nothing else carries its name),
-/// by signal: a server whose socket file is gone answers no `kill-server`.
-/// Returns how many there were.
-pub fn kill_by_socket(socket: &str) -> usize {
-    let needle = format!("-L\0{socket}\0");
-    let pids: Vec<i32> = std::fs::read_dir("/proc")
+/// Processes whose command line (arguments joined by NUL) holds `needle`.
+pub fn pids_with(needle: &[u8]) -> Vec<i32> {
+    std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
@@ -477,10 +473,18 @@ pub fn kill_by_socket(socket: &str) -> usize {
             let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
             cmdline
                 .windows(needle.len())
-                .any(|w| w == needle.as_bytes())
+                .any(|w| w == needle)
                 .then_some(pid)
         })
-        .collect();
+        .collect()
+}
+
+/// End every process started with `-L socket` (a tmux server or client of
+/// this test process's own private socket: nothing else carries its name),
+/// by signal: a server whose socket file is gone answers no `kill-server`.
+/// Returns how many there were.
+pub fn kill_by_socket(socket: &str) -> usize {
+    let pids = pids_with(format!("-L\0{socket}\0").as_bytes());
     for &pid in &pids {
         // SAFETY: kill(2) of a process naming this test's private socket.
         unsafe { libc::kill(pid, libc::SIGTERM) };

@@ -4,8 +4,9 @@
 //! trial (it tells the two apart by its process id: the view has its own)
 //! stays confined: through symlinks already in `target/` it reads
 //! no store and writes no source, a hard link to a source is refused, as
-//! are a FIFO, a write beside the tree and a lock on a file outside
-//! `target/`. As root and as an ordinary user; each row's control is that
+//! are a FIFO, a write beside the tree, a lock on a file outside
+//! `target/`, a connection to another program's abstract socket and a
+//! process left behind. As root and as an ordinary user; each row's control is that
 //! the real run did happen (its stamp is in `target/`).
 
 use super::world::{MARKER, NOBODY, World, leaked, scripted};
@@ -23,32 +24,82 @@ fn divergent(proj: &std::path::Path, rest: &str) -> String {
     "python3 -m unittest -q test_div".into()
 }
 
-fn rows() -> Vec<(String, String)> {
-    [
-        (
-            "read through a symlink",
-            "cat target/hub; base64 target/hub",
-        ),
-        ("copy through a symlink", "cat target/hub > target/copy"),
-        ("write through a symlink", "echo pwned >> target/w"),
-        (
-            "hard link to a source",
-            "ln notes.txt target/h; echo pwned >> target/h",
-        ),
-        ("write beside the tree", "echo pwned > ../outside"),
-        ("a FIFO", "mkfifo target/fifo"),
-        (
-            "lock a source",
-            "flock -n -x notes.txt touch target/locked-source",
-        ),
-        (
-            "lock a file of the machine",
-            "flock -n -s /etc/passwd touch target/locked-home",
-        ),
-    ]
-    .iter()
-    .map(|(what, rest)| (what.to_string(), rest.to_string()))
-    .collect()
+/// A program listening on an abstract socket nobody listed (no file, no
+/// permission bits): the confined real run must not reach it.
+struct Canary {
+    name: String,
+    listener: std::os::unix::net::UnixListener,
+}
+
+impl Canary {
+    fn new() -> Canary {
+        use std::os::linux::net::SocketAddrExt;
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("vigil-canary-{}-{n}", std::process::id());
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        Canary { name, listener }
+    }
+
+    /// Whether anything connected since the last look.
+    fn reached(&self) -> bool {
+        self.listener.accept().is_ok()
+    }
+}
+
+/// The argument that names this run's left-behind `sleep` (root and the
+/// ordinary user run side by side: one each).
+fn sleep_arg(uid: Option<u32>) -> String {
+    format!(
+        "{}.{}",
+        9000 + std::process::id() % 1000,
+        uid.map_or(1, |_| 2)
+    )
+}
+
+fn rows(canary: &Canary, uid: Option<u32>) -> Vec<(String, String)> {
+    let reach = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); \
+         s.connect(chr(0) + '{}'); s.send(b'x')\"",
+        canary.name
+    );
+    let stay = format!(
+        "setsid sleep {} < /dev/null > /dev/null 2>&1 &",
+        sleep_arg(uid)
+    );
+    let mut rows: Vec<(String, String)> = vec![
+        ("another program's abstract socket".into(), reach),
+        ("a process left behind".into(), stay),
+    ];
+    rows.extend(
+        [
+            (
+                "read through a symlink",
+                "cat target/hub; base64 target/hub",
+            ),
+            ("copy through a symlink", "cat target/hub > target/copy"),
+            ("write through a symlink", "echo pwned >> target/w"),
+            (
+                "hard link to a source",
+                "ln notes.txt target/h; echo pwned >> target/h",
+            ),
+            ("write beside the tree", "echo pwned > ../outside"),
+            ("a FIFO", "mkfifo target/fifo"),
+            (
+                "lock a source",
+                "flock -n -x notes.txt touch target/locked-source",
+            ),
+            (
+                "lock a file of the machine",
+                "flock -n -s /etc/passwd touch target/locked-home",
+            ),
+        ]
+        .iter()
+        .map(|(what, rest)| (what.to_string(), rest.to_string())),
+    );
+    rows
 }
 
 fn config() -> String {
@@ -70,7 +121,15 @@ fn confined_despite_the_trial(uid: Option<u32>) {
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut failures = Vec::new();
-    for (what, rest) in rows() {
+    let canary = Canary::new();
+    // The control: without vigil the canary is reached.
+    let direct = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&canary.name).unwrap();
+        std::os::unix::net::UnixStream::connect_addr(&addr)
+    };
+    assert!(direct.is_ok() && canary.reached(), "the canary listens");
+    for (what, rest) in rows(&canary, uid) {
         let _ = std::fs::remove_file(proj.join("target/stamp"));
         let command = divergent(proj, &rest);
         if let Some(uid) = uid {
@@ -93,6 +152,19 @@ fn confined_despite_the_trial(uid: Option<u32>) {
             .iter()
             .filter(|f| std::fs::symlink_metadata(proj.join("target").join(f)).is_ok())
             .collect::<Vec<_>>();
+        if canary.reached() {
+            failures.push(format!(
+                "[{what}] it reached another program's socket: {out:?}"
+            ));
+        }
+        let left = super::common::pids_with(format!("sleep\0{}", sleep_arg(uid)).as_bytes());
+        for &pid in &left {
+            // SAFETY: kill(2) of the sleep with this test's own argument.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        if !left.is_empty() {
+            failures.push(format!("[{what}] a process outlived the run: {out:?}"));
+        }
         if copy.contains(MARKER)
             || notes != "plain notes\n"
             || world.base.join("outside").exists()
