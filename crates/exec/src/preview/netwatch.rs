@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use super::memory::read_memory;
 use super::writewatch::{self, Writes};
-use crate::sandbox::seccomp;
+use crate::sandbox::{notify, seccomp};
 use vigil_protocol::preview::RefusedConnection;
 
 /// The attempts recorded so far.
@@ -112,16 +112,7 @@ pub fn start(reads: super::readwatch::Readable) -> std::io::Result<Watched> {
 }
 
 fn supervise(fd: i32, watched: &Watched) {
-    loop {
-        // SAFETY: plain data, zero is a valid value.
-        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
-        // SAFETY: the ioctl writes one `seccomp_notif` into `req`.
-        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) } != 0 {
-            match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR | libc::ENOENT) => continue,
-                _ => return,
-            }
-        }
+    while let Some(req) = notify::next(fd) {
         let pid = req.pid as libc::pid_t;
         let nr = i64::from(req.data.nr);
         let args = &req.data.args;
@@ -132,27 +123,13 @@ fn supervise(fd: i32, watched: &Watched) {
             } else {
                 watched.reads.record(pid, nr, args);
             }
-            let mut resp = libc::seccomp_notif_resp {
-                id: req.id,
-                val: 0,
-                error: 0,
-                flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-            };
-            // SAFETY: the ioctl reads one `seccomp_notif_resp`.
-            unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+            notify::answer(fd, req.id, notify::Answer::Continue);
             continue;
         }
         let (call, addresses) = judge(pid, nr, &req.data.args);
         // The caller may have died and its pid been reused: only trust
         // what was read while the notification is still valid.
-        // SAFETY: the ioctl reads the u64 id.
-        let valid = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) } == 0;
-        let mut resp = libc::seccomp_notif_resp {
-            id: req.id,
-            val: 0,
-            error: 0,
-            flags: 0,
-        };
+        let valid = notify::still_valid(fd, req.id);
         if valid {
             for address in addresses {
                 record(&watched.attempts, call, address, pid);
@@ -164,15 +141,12 @@ fn supervise(fd: i32, watched: &Watched) {
             libc::SYS_sendto => req.data.args[4] != 0,
             _ => false,
         };
-        if refuse {
-            resp.error = -libc::ECONNREFUSED;
+        let answer = if refuse {
+            notify::Answer::Fail(libc::ECONNREFUSED)
         } else {
-            resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
-        }
-        // SAFETY: the ioctl reads one `seccomp_notif_resp`.
-        unsafe {
-            libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp);
-        }
+            notify::Answer::Continue
+        };
+        notify::answer(fd, req.id, answer);
     }
 }
 

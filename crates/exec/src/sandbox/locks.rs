@@ -19,6 +19,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
+use super::notify;
+
 /// Send the listener `fd` over `to` (in the confined child, after its
 /// filter is loaded, before the exec): no allocation.
 pub fn send_listener(to: RawFd, fd: RawFd) -> std::io::Result<()> {
@@ -99,16 +101,7 @@ pub fn supervise(from: UnixStream, dirs: Vec<PathBuf>) {
 
 fn answer_all(listener: &OwnedFd, dirs: &[PathBuf]) {
     let fd = listener.as_raw_fd();
-    loop {
-        // SAFETY: plain data, zero is a valid value.
-        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
-        // SAFETY: the ioctl writes one `seccomp_notif` into `req`.
-        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) } != 0 {
-            match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR | libc::ENOENT) => continue,
-                _ => return,
-            }
-        }
+    while let Some(req) = notify::next(fd) {
         let (id, pid) = (req.id, req.pid as libc::pid_t);
         let (target, op) = (req.data.args[0] as i32, req.data.args[1] as i32);
         let Some(copy) = copy_of(pid, target) else {
@@ -117,8 +110,7 @@ fn answer_all(listener: &OwnedFd, dirs: &[PathBuf]) {
         };
         // The pid may have been reused: only a still-valid request's copy
         // is the caller's.
-        // SAFETY: the ioctl reads the u64 id.
-        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id) } != 0 {
+        if !notify::still_valid(fd, id) {
             continue;
         }
         if op & libc::LOCK_UN == 0 && !writable(&copy, dirs) {
@@ -175,12 +167,9 @@ fn lock(copy: &OwnedFd, op: i32) -> Result<(), i32> {
 }
 
 fn respond(fd: RawFd, id: u64, result: Result<(), i32>) {
-    let mut resp = libc::seccomp_notif_resp {
-        id,
-        val: 0,
-        error: result.err().map_or(0, |e| -e),
-        flags: 0,
+    let answer = match result {
+        Ok(()) => notify::Answer::Value(0),
+        Err(errno) => notify::Answer::Fail(errno),
     };
-    // SAFETY: the ioctl reads one `seccomp_notif_resp`.
-    unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+    notify::answer(fd, id, answer);
 }

@@ -59,6 +59,7 @@ pub mod confine;
 pub mod helper;
 pub mod locks;
 pub mod masks;
+pub mod notify;
 pub mod readable;
 pub mod seccomp;
 pub mod session;
