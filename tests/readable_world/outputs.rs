@@ -102,6 +102,24 @@ fn rows(canary: &Canary, uid: Option<u32>) -> Vec<(String, String)> {
     rows
 }
 
+/// One `vigil exec` of row 0 that got past its trial: a trial slower than
+/// a moment shows its card while it runs, and `vigil exec`, with nobody to
+/// answer, stops there (exit 3, the "still running" card); on a loaded
+/// machine that run is made again, a few times at most. Only a run whose
+/// trial finished can make the row's stamp.
+fn past_the_trial(world: &World, server: &vigil_scripted::ScriptedServer) -> std::process::Output {
+    let mut out = world.exec(server, 0, &config(), "unused");
+    for _ in 0..3 {
+        let slow = out.status.code() == Some(3)
+            && String::from_utf8_lossy(&out.stdout).contains("(still running)");
+        if !slow {
+            break;
+        }
+        out = world.exec(server, 0, &config(), "unused");
+    }
+    out
+}
+
 fn config() -> String {
     "[agent]\napproval = \"by_effect\"\n[model]\nretry_attempts = 1\n[tmux]\nmode = \"off\"\n"
         .into()
@@ -136,7 +154,7 @@ fn confined_despite_the_trial(uid: Option<u32>) {
             super::world::chown_all(&proj.join("test_div.py"), uid);
         }
         let server = rt.block_on(scripted(std::slice::from_ref(&command)));
-        let out = world.exec(&server, 0, &config(), "unused");
+        let out = past_the_trial(&world, &server);
         if !proj.join("target/stamp").exists() {
             failures.push(format!("[{what}] the real run did not happen: {out:?}"));
         }
@@ -202,7 +220,7 @@ fn confined_despite_the_trial(uid: Option<u32>) {
         super::world::chown_all(&proj.join("test_div.py"), uid);
     }
     let server = rt.block_on(scripted(std::slice::from_ref(&command)));
-    let out = world.exec(&server, 0, &config(), "unused");
+    let out = past_the_trial(&world, &server);
     if !proj.join("target/locked-inside").exists() {
         failures.push(format!("a lock inside its outputs was refused: {out:?}"));
     }
