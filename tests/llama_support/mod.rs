@@ -452,7 +452,10 @@ pub async fn exec(dirs: &Dirs, base_url: &str, args: &[&str]) -> std::process::O
         .env_remove("VIGIL_API_KEY")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(300), cmd.output())
+    // A guard against a hang, not a speed limit: an 8192-token row beside
+    // two busy loops took more than 300 s (its prompt is read at ~100
+    // tokens/s on one core).
+    tokio::time::timeout(Duration::from_secs(900), cmd.output())
         .await
         .expect("vigil exec finished in time")
         .expect("vigil exec ran")

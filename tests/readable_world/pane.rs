@@ -14,8 +14,7 @@
 //! lets `echo $PROJ_DB` through).
 
 use super::common;
-use super::world::{MARKER, NOBODY, World, leaked};
-use vigil_scripted::{Scenario, ScriptedServer};
+use super::world::{MARKER, NOBODY, World, leaked, scripted_turns};
 
 /// Rows: (shell, the calls of one turn). `*` rows run in both shells.
 const ROWS: &[(&str, &[&str])] = &[
@@ -49,26 +48,6 @@ const ROWS: &[(&str, &[&str])] = &[
     ("zsh", &["N=PROJ_DB; X=${(P)N}", "echo $X"]),
 ];
 
-async fn scripted(turns: &[Vec<String>]) -> ScriptedServer {
-    let mut s = String::from("model = \"stores\"\nchunk_delay_ms = 0\n");
-    for (i, calls) in turns.iter().enumerate() {
-        s.push_str(&format!(
-            "[[rule]]\nwhen = {{ role = \"user\", contains = \"case-{i}.\" }}\ntimes = 0\n"
-        ));
-        for command in calls {
-            s.push_str(&format!(
-                "[[rule.tool_calls]]\nname = \"run_shell\"\n[rule.tool_calls.arguments]\n\
-                 command = {command:?}\nrisk = \"low\"\nmutation = false\nprivesc = false\n\
-                 why = \"look\"\n"
-            ));
-        }
-    }
-    s.push_str("[[rule]]\nwhen = { role = \"tool\" }\ntimes = 0\ntext = \"done\"\n");
-    ScriptedServer::start(Scenario::from_toml_str(&s).unwrap())
-        .await
-        .unwrap()
-}
-
 fn config(approval: &str, shell: &str) -> String {
     format!(
         "[agent]\napproval = \"{approval}\"\n[model]\nretry_attempts = 1\n\
@@ -101,7 +80,7 @@ fn the_pane_keeps_its_variables(uid: Option<u32>) {
             // A fresh model and pane (tmux server) per row: what one row
             // laundered must not explain another's result.
             let calls: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
-            let server = rt.block_on(scripted(std::slice::from_ref(&calls)));
+            let server = rt.block_on(scripted_turns(std::slice::from_ref(&calls)));
             let socket = Socket::new(uid);
             world.exec(&server, 0, &config("by_effect", shell), &socket.0);
             if let Some(sent) = leaked(&server) {
@@ -118,7 +97,7 @@ fn the_pane_keeps_its_variables(uid: Option<u32>) {
         }
         // The control: the pane holds it, and the harness sees it pass.
         let socket = Socket::new(uid);
-        let control = rt.block_on(scripted(&[vec!["echo $PROJ_DB".to_string()]]));
+        let control = rt.block_on(scripted_turns(&[vec!["echo $PROJ_DB".to_string()]]));
         let out = world.exec(&control, 0, &config("approve_all", shell), &socket.0);
         assert!(
             leaked(&control).is_some(),

@@ -260,14 +260,25 @@ impl World {
 
 /// A scenario in which the prompt `case-I.` runs command I.
 pub async fn scripted(commands: &[String]) -> ScriptedServer {
+    let turns: Vec<Vec<String>> = commands.iter().map(|c| vec![c.clone()]).collect();
+    scripted_turns(&turns).await
+}
+
+/// A scenario in which the prompt `case-I.` runs turn I's calls, in order,
+/// in one model answer.
+pub async fn scripted_turns(turns: &[Vec<String>]) -> ScriptedServer {
     let mut s = String::from("model = \"stores\"\nchunk_delay_ms = 0\n");
-    for (i, command) in commands.iter().enumerate() {
+    for (i, calls) in turns.iter().enumerate() {
         s.push_str(&format!(
-            "[[rule]]\nwhen = {{ role = \"user\", contains = \"case-{i}.\" }}\ntimes = 0\n\
-             [[rule.tool_calls]]\nname = \"run_shell\"\n[rule.tool_calls.arguments]\n\
-             command = {command:?}\nrisk = \"low\"\nmutation = false\nprivesc = false\n\
-             why = \"look\"\n"
+            "[[rule]]\nwhen = {{ role = \"user\", contains = \"case-{i}.\" }}\ntimes = 0\n"
         ));
+        for command in calls {
+            s.push_str(&format!(
+                "[[rule.tool_calls]]\nname = \"run_shell\"\n[rule.tool_calls.arguments]\n\
+                 command = {command:?}\nrisk = \"low\"\nmutation = false\nprivesc = false\n\
+                 why = \"look\"\n"
+            ));
+        }
     }
     s.push_str("[[rule]]\nwhen = { role = \"tool\" }\ntimes = 0\ntext = \"done\"\n");
     ScriptedServer::start(Scenario::from_toml_str(&s).unwrap())
