@@ -102,6 +102,22 @@ fn rows(canary: &Canary, uid: Option<u32>) -> Vec<(String, String)> {
     rows
 }
 
+/// The divergent test running `rest` for real, run through `vigil exec`
+/// past its trial; its output and the model server (what reached it).
+fn run_divergent(
+    world: &World,
+    rt: &tokio::runtime::Runtime,
+    uid: Option<u32>,
+    rest: &str,
+) -> (std::process::Output, vigil_scripted::ScriptedServer) {
+    let command = divergent(&world.proj, rest);
+    if let Some(uid) = uid {
+        super::world::chown_all(&world.proj.join("test_div.py"), uid);
+    }
+    let server = rt.block_on(scripted(std::slice::from_ref(&command)));
+    (past_the_trial(world, &server), server)
+}
+
 /// One `vigil exec` of row 0 that got past its trial: a trial slower than
 /// a moment shows its card while it runs, and `vigil exec`, with nobody to
 /// answer, stops there (exit 3, the "still running" card); on a loaded
@@ -149,12 +165,7 @@ fn confined_despite_the_trial(uid: Option<u32>) {
     assert!(direct.is_ok() && canary.reached(), "the canary listens");
     for (what, rest) in rows(&canary, uid) {
         let _ = std::fs::remove_file(proj.join("target/stamp"));
-        let command = divergent(proj, &rest);
-        if let Some(uid) = uid {
-            super::world::chown_all(&proj.join("test_div.py"), uid);
-        }
-        let server = rt.block_on(scripted(std::slice::from_ref(&command)));
-        let out = past_the_trial(&world, &server);
+        let (out, server) = run_divergent(&world, &rt, uid, &rest);
         if !proj.join("target/stamp").exists() {
             failures.push(format!("[{what}] the real run did not happen: {out:?}"));
         }
@@ -212,15 +223,8 @@ fn confined_despite_the_trial(uid: Option<u32>) {
     // The control of the locks: one on a file of its outputs is taken
     // (opened for reading only, as `flock(1)` opens it).
     std::fs::write(proj.join("target/lockfile"), "").unwrap();
-    let command = divergent(
-        proj,
-        "flock -n -x target/lockfile touch target/locked-inside",
-    );
-    if let Some(uid) = uid {
-        super::world::chown_all(&proj.join("test_div.py"), uid);
-    }
-    let server = rt.block_on(scripted(std::slice::from_ref(&command)));
-    let out = past_the_trial(&world, &server);
+    let rest = "flock -n -x target/lockfile touch target/locked-inside";
+    let (out, _) = run_divergent(&world, &rt, uid, rest);
     if !proj.join("target/locked-inside").exists() {
         failures.push(format!("a lock inside its outputs was refused: {out:?}"));
     }
