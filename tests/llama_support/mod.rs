@@ -4,8 +4,8 @@
 //! The server is llama.cpp's own HTTP server started through the xllamacpp
 //! wheel (`tests/llama/serve.py`) from the project-local virtualenv that
 //! `.ci/run` installs (`tests/.venv`), with SmolLM2-135M-Instruct, greedy
-//! sampling and a small context. One server per context size and dialect
-//! per test binary, shared; it exits when the test process does (its stdin
+//! sampling and a small context. One server per context size per test
+//! binary, shared by both dialects; it exits when the test process does (its stdin
 //! closes). A missing virtualenv
 //! fails the tests with a message naming `.ci/run`, unless
 //! `VIGIL_SKIP_LLAMA=1` asks to skip them.
@@ -57,12 +57,13 @@ impl Case {
         }
     }
 
-    /// The server for this case's cell (None when skipped): one per
-    /// dialect and `n_ctx`, so two tests running side by side on different
-    /// cells never queue behind each other (the server answers one request
-    /// at a time) nor evict each other's cached prompt.
+    /// The server of this case's `n_ctx` (None when skipped), shared by
+    /// both dialects: llama.cpp renders an Anthropic request and the same
+    /// OpenAI request to the same prompt, so what one dialect's row made
+    /// the server evaluate, the other's finds in its prompt cache (the
+    /// slot's, or the host-memory cache of earlier slots' states).
     pub fn server(&self) -> Option<&'static Llama> {
-        llama_on(self.n_ctx, self.dialect as u8 + 1)
+        llama_at(self.n_ctx)
     }
 
     /// `Dirs::new` with this case's dialect and these extra `[model]` lines.
@@ -130,28 +131,44 @@ pub fn llama() -> Option<&'static Llama> {
 /// The shared server of this context size (one per size per test binary),
 /// started on first use; None when skipped (`VIGIL_SKIP_LLAMA=1`).
 pub fn llama_at(n_ctx: u64) -> Option<&'static Llama> {
-    llama_on(n_ctx, 0)
-}
-
-/// The server of this context size in `lane` (a separate process per
-/// lane), started on first use; None when skipped.
-fn llama_on(n_ctx: u64, lane: u8) -> Option<&'static Llama> {
     if std::env::var("VIGIL_SKIP_LLAMA").is_ok_and(|v| v == "1") {
         eprintln!("VIGIL_SKIP_LLAMA=1: skipping a real llama.cpp test");
         return None;
     }
-    type Servers = Vec<((u64, u8), &'static Llama)>;
+    type Servers = Vec<(u64, &'static Llama)>;
     static SERVERS: OnceLock<Mutex<Servers>> = OnceLock::new();
     let mut servers = SERVERS
         .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some((_, server)) = servers.iter().find(|(key, _)| *key == (n_ctx, lane)) {
+    if let Some((_, server)) = servers.iter().find(|(size, _)| *size == n_ctx) {
         return Some(server);
     }
     let server: &'static Llama = Box::leak(Box::new(start(n_ctx)));
-    servers.push(((n_ctx, lane), server));
+    servers.push((n_ctx, server));
     Some(server)
+}
+
+/// Threads for the server of this size. The large window's server
+/// evaluates the longest prompts, and the suite ends when it is done: it
+/// gets two (the machines this runs on have two cores, and it mostly works
+/// alone); a small one gets one.
+fn threads(n_ctx: u64) -> u8 {
+    if n_ctx > 4096 { 2 } else { 1 }
+}
+
+/// Where the server's own log goes: nowhere, or with `VIGIL_LLAMA_LOG=P`
+/// to the file `P-<n_ctx>` (what it evaluated, what its cache reused: the
+/// `print_timing` and `get_availabl` lines).
+fn server_log(n_ctx: u64) -> Stdio {
+    let Some(prefix) = std::env::var_os("VIGIL_LLAMA_LOG") else {
+        return Stdio::null();
+    };
+    let path = format!("{}-{n_ctx}", prefix.to_string_lossy());
+    match std::fs::File::create(&path) {
+        Ok(file) => Stdio::from(file),
+        Err(e) => panic!("VIGIL_LLAMA_LOG: cannot create {path}: {e}"),
+    }
 }
 
 fn start(n_ctx: u64) -> Llama {
@@ -165,9 +182,10 @@ fn start(n_ctx: u64) -> Llama {
     let mut child = Command::new(&python)
         .arg(repo().join("tests/llama/serve.py"))
         .arg(n_ctx.to_string())
+        .arg(threads(n_ctx).to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(server_log(n_ctx))
         .process_group(0)
         .spawn()
         .expect("start tests/llama/serve.py");
