@@ -63,6 +63,7 @@ pub mod notify;
 pub mod readable;
 pub mod seccomp;
 pub mod session;
+pub mod walk_cache;
 pub mod world;
 
 pub use masks::{masks_for, set_secret_places};

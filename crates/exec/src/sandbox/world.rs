@@ -9,7 +9,9 @@
 //! unreadable to others is taken out ([`World::hidden`]): root in a trial
 //! reads no more there than an ordinary user. Those entries are found by a
 //! walk, remembered with the change time of every folder it listed and
-//! walked again when one changed (an entry added, removed or renamed),
+//! walked again when one changed (an entry added, removed or renamed;
+//! a new process starts from a fresh walk another kept on disk,
+//! [`super::walk_cache`]),
 //! bounded ([`MAX_HIDDEN`]: a place with more is left out whole). A file
 //! whose mode is narrowed after the walk keeps its earlier answer (it was
 //! readable to everyone until then).
@@ -22,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use vigil_config::readable::SandboxConfig;
+
+use super::walk_cache::{Kept as Walked, Stamp};
 
 /// Most entries unreadable to others one place may hold; past it the
 /// place is not readable at all.
@@ -138,27 +142,16 @@ pub fn world_with(config: &SandboxConfig, tree: &Path, home: Option<&Path>) -> W
     w
 }
 
-/// A folder's identity and change time: an entry added, removed or
-/// renamed in it changes them.
-type Stamp = (u64, i64, i64);
-
 fn stamp(dir: &Path) -> Option<Stamp> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(dir).ok()?;
     Some((m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
-/// One walk: the folders it listed, stamped before listing, and what it
-/// found. Still true while no folder changed.
-struct Walked {
-    dirs: Vec<(PathBuf, Option<Stamp>)>,
-    found: Result<Vec<PathBuf>, String>,
-}
-
-impl Walked {
-    fn still_true(&self) -> bool {
-        self.dirs.iter().all(|(d, s)| stamp(d) == *s)
-    }
+/// Whether a walk (the folders it listed, stamped before listing, and
+/// what it found) is still true: no folder changed.
+fn still_true(w: &Walked) -> bool {
+    w.dirs.iter().all(|(d, s)| stamp(d) == *s)
 }
 
 /// The last walk of each (place, depth).
@@ -167,15 +160,21 @@ type Walks = HashMap<(PathBuf, usize), std::sync::Arc<Walked>>;
 static WALKS: OnceLock<Mutex<Walks>> = OnceLock::new();
 
 /// The entries of `place` unreadable to others: from the last walk while
-/// none of its folders changed, else from a new one.
+/// none of its folders changed (this process's, else a fresh one kept on
+/// disk by another, [`super::walk_cache`]), else from a new one.
 fn hidden_in(place: &Path, depth: usize) -> Result<Vec<PathBuf>, String> {
     let walks = WALKS.get_or_init(Default::default);
     let key = (place.to_path_buf(), depth);
     let last = walks.lock().ok().and_then(|all| all.get(&key).cloned());
-    if let Some(w) = last.filter(|w| w.still_true()) {
+    if let Some(w) = last.filter(|w| still_true(w)) {
         return w.found.clone();
     }
-    let w = std::sync::Arc::new(walk(place, depth));
+    let kept = super::walk_cache::load(place, depth).filter(still_true);
+    let w = std::sync::Arc::new(kept.unwrap_or_else(|| {
+        let w = walk(place, depth);
+        super::walk_cache::store(place, depth, &w);
+        w
+    }));
     if let Ok(mut all) = walks.lock() {
         all.insert(key, w.clone());
     }
