@@ -238,6 +238,31 @@ mod tests {
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_modified(old).unwrap();
         assert!(load_from(&dir, Path::new("/p"), 5).is_none());
+        // Hostile: a walk that lists nothing hidden, planted by another user
+        // (here uid 65534) in a folder this user reads: not used, whatever
+        // its mode. Tried for real when the tests run as root.
+        // SAFETY: geteuid(2) has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let fresh = SystemTime::now();
+            f.set_modified(fresh).unwrap();
+            assert!(load_from(&dir, Path::new("/p"), 5).is_some());
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+            assert!(load_from(&dir, Path::new("/p"), 5).is_none());
+            std::os::unix::fs::chown(&path, Some(0), Some(0)).unwrap();
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            assert!(
+                load_from(&dir, Path::new("/p"), 5).is_none(),
+                "a folder of another's"
+            );
+            std::os::unix::fs::chown(&dir, Some(0), Some(0)).unwrap();
+            // A folder others may write: another user could swap the file.
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+            assert!(
+                load_from(&dir, Path::new("/p"), 5).is_none(),
+                "an open folder"
+            );
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
         // Nothing but the one file is left in the folder.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     }
