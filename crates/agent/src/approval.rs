@@ -402,10 +402,8 @@ impl Approver for ApprovalBroker {
             change,
             ..request
         };
-        let _ = self.events.send(AgentEvent::ApprovalRequested {
-            request: request.clone(),
-        });
         if let Some((decision, decided_by)) = automatic {
+            self.show(&request);
             self.announce(id, &decision, decided_by);
             return decision;
         }
@@ -428,9 +426,27 @@ impl Approver for ApprovalBroker {
 }
 
 impl ApprovalBroker {
-    /// Put `request` (already announced) to the operator and wait. The
-    /// card gets `report` at once (a trial's), or a preview is started
-    /// when a rule wants one.
+    /// Show the card of `request`, which waits for the operator. It is on
+    /// the desk and in the queue before anyone sees it, so an answer sent
+    /// the moment the card arrives finds it waiting.
+    fn open(&self, request: &ApprovalRequest) -> oneshot::Receiver<ApprovalDecision> {
+        let (tx, rx) = oneshot::channel();
+        self.desk.wait(request.clone());
+        lock(&self.pending).insert(request.id, tx);
+        self.show(request);
+        rx
+    }
+
+    /// Show the card of `request` (one decided without the operator, or
+    /// one [`ApprovalBroker::open`] already queued).
+    fn show(&self, request: &ApprovalRequest) {
+        let _ = self.events.send(AgentEvent::ApprovalRequested {
+            request: request.clone(),
+        });
+    }
+
+    /// Put `request` to the operator and wait. The card gets `report` at
+    /// once (a trial's), or a preview is started when a rule wants one.
     async fn ask(
         &self,
         request: ApprovalRequest,
@@ -438,9 +454,7 @@ impl ApprovalBroker {
         report: Option<Box<PreviewReport>>,
     ) -> ApprovalDecision {
         let id = request.id;
-        let (tx, rx) = oneshot::channel();
-        self.desk.wait(request.clone());
-        lock(&self.pending).insert(id, tx);
+        let rx = self.open(&request);
         if let Some(report) = report {
             self.desk.deliver(id, PreviewOutcome::Report { report });
         } else if preview {

@@ -16,8 +16,8 @@ use super::{ApprovalBroker, Outcome, lock};
 use vigil_config::approval::RuleDecision;
 use vigil_policy::call::ToolCall;
 use vigil_policy::rules::{Call, PolicyRules};
+use vigil_protocol::DecidedBy;
 use vigil_protocol::approval::{ApprovalDecision, ApprovalRequest, GateInfo};
-use vigil_protocol::{AgentEvent, DecidedBy};
 use vigil_shell::Command;
 
 /// Whether a call approved without the operator has a sandbox to run in:
@@ -103,10 +103,8 @@ impl ApprovalBroker {
             automatic: automatic.is_some(),
             ..request
         };
-        let _ = self.events.send(AgentEvent::ApprovalRequested {
-            request: request.clone(),
-        });
         if let Some((decision, by)) = automatic {
+            self.show(&request);
             self.announce(id, &decision, by);
             return Some(decision);
         }

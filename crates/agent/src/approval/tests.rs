@@ -13,8 +13,12 @@ fn gate(action: &str) -> GateInfo {
     }
 }
 
-#[tokio::test]
-async fn request_waits_for_the_operator() {
+/// A broker asked about `ls` on a task of its own, and the card it showed.
+async fn ls_card() -> (
+    Arc<ApprovalBroker>,
+    tokio::task::JoinHandle<ApprovalDecision>,
+    ApprovalRequest,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let broker = Arc::new(ApprovalBroker::new(tx, "local".into(), Policy::Ask));
     let b = broker.clone();
@@ -22,6 +26,12 @@ async fn request_waits_for_the_operator() {
     let Some(AgentEvent::ApprovalRequested { request }) = rx.recv().await else {
         panic!("expected a request")
     };
+    (broker, task, request)
+}
+
+#[tokio::test]
+async fn request_waits_for_the_operator() {
+    let (broker, task, request) = ls_card().await;
     assert_eq!(request.target, "local");
     assert!(!request.automatic, "it waits for an answer");
     assert_eq!(request.gate.action, "ls");
@@ -463,4 +473,17 @@ fn a_command_is_estimated_from_the_directory_it_will_run_in() {
         "{}",
         there.assessment.reason
     );
+}
+
+/// An answer sent the moment the card arrives finds it waiting: the card
+/// is queued before it is shown (a console on another thread once answered
+/// in between and was told "not waiting").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_sent_on_sight_of_the_card_is_taken() {
+    for _ in 0..300 {
+        let (broker, task, request) = ls_card().await;
+        let answered = broker.answer(request.id, &request.token, ApprovalDecision::Deny);
+        assert_eq!(answered, Ok(()));
+        assert_eq!(task.await.unwrap(), ApprovalDecision::Deny);
+    }
 }

@@ -65,7 +65,8 @@ impl ApprovalBroker {
         }
     }
 
-    /// A request for the call, announced (`automatic` when nobody is asked).
+    /// A request for the call; shown at once when `automatic` (nobody is
+    /// asked), else by [`ApprovalBroker::open`] once it waits.
     fn announced(
         &self,
         call_id: &str,
@@ -82,9 +83,9 @@ impl ApprovalBroker {
             automatic,
             ..request
         };
-        let _ = self.events.send(AgentEvent::ApprovalRequested {
-            request: request.clone(),
-        });
+        if automatic {
+            self.show(&request);
+        }
         request
     }
 
@@ -128,9 +129,7 @@ impl ApprovalBroker {
         facts.trial = Some(TRYING.into());
         let request = self.announced(call_id, call, gate, facts, false);
         let id = request.id;
-        let (tx, mut rx) = oneshot::channel();
-        self.desk.wait(request.clone());
-        lock(&self.pending).insert(id, tx);
+        let mut rx = self.open(&request);
         let guard = PendingGuard { broker: self, id };
         let mut verdict = Some(verdict);
         let answer = loop {
