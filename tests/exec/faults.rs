@@ -174,6 +174,33 @@ fn a_hundred_resizes_in_a_second_leave_a_working_console() {
     assert!(events.iter().any(|e| e.to_string().contains("echo: after")));
 }
 
+/// A terminal that shrank and grew back while the console could not draw
+/// (stopped here; too busy in the storm above) is back at the size the
+/// console last drew at, but the shrink cut rows off: the console paints
+/// the whole screen again after a resize, not only what it thinks changed,
+/// and the screen ends as it was.
+#[test]
+fn a_shrink_and_grow_back_unseen_is_painted_whole() {
+    let c = Console::start("faults-regrow", BASE_CONFIG, "", "");
+    c.send("before");
+    c.wait("echo: before");
+    let whole = c.wait_for("the whole console", |s| {
+        s.contains("┏ message") && s.contains("no pending approvals")
+    });
+    // The console this test's tmux started, and nothing else.
+    let pid = c.vigil_pid();
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    for h in ["12", "30"] {
+        let _ = c
+            .tmux
+            .cmd()
+            .args(["resize-window", "-t", &c.session, "-x", "100", "-y", h])
+            .output();
+    }
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    c.wait_for("the console as it was", |s| s == whole);
+}
+
 #[test]
 fn a_401_echoing_the_key_never_shows_it() {
     let scenario = format!(

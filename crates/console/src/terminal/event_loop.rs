@@ -9,7 +9,9 @@
 //! behind queued output events or a timer. Streamed agent events (output,
 //! tokens) only mark the screen dirty: a burst of them costs at most one
 //! frame per `1/fps`; a step of the turn (a tool ended, an approval asked,
-//! the answer complete) is drawn at once.
+//! the answer complete) is drawn at once. A resize paints every cell, at
+//! once and again when the resizes settle: the terminal may have cut its
+//! copy of the screen, so the last frame is no longer what it shows.
 //!
 //! It never awaits the agent: commands go out on an unbounded channel. File
 //! work the App asks for runs on `spawn_blocking` threads and comes back as
@@ -43,6 +45,12 @@ const MAX_DRAIN: usize = 4096;
 const DRAIN_BUDGET: Duration = Duration::from_millis(4);
 /// Idle wake-up when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(3600);
+/// After the last resize, the whole screen is painted once more this much
+/// later: a terminal multiplexer may hand the new size to the program
+/// after it has already cut its own copy of the screen, so a storm of
+/// resizes can end on the size the console last drew at, over rows the
+/// multiplexer blanked.
+const RESIZE_SETTLE: Duration = Duration::from_millis(300);
 
 /// When to draw: what changed the screen since the last frame and when the
 /// frame clock allows the next one.
@@ -56,6 +64,11 @@ pub(crate) struct Pacer {
     urgent: bool,
     /// When the oldest key not yet drawn arrived (for the slow-key log).
     key_at: Option<std::time::Instant>,
+    /// The terminal was resized: what it shows is no longer what the last
+    /// frame drew, so the next frame paints every cell.
+    repaint: bool,
+    /// When to paint the whole screen once more after the last resize.
+    settle: Option<Instant>,
 }
 
 impl Pacer {
@@ -66,7 +79,28 @@ impl Pacer {
             dirty: true,
             urgent: false,
             key_at: None,
+            repaint: false,
+            settle: None,
         }
+    }
+
+    /// The terminal changed size at `now`: the whole screen is painted at
+    /// once, and again when the resizes have settled.
+    pub(crate) fn resized(&mut self, now: Instant) {
+        self.at_once();
+        self.repaint = true;
+        self.settle = Some(now + RESIZE_SETTLE);
+    }
+
+    /// Whether the next frame paints every cell; a settled resize's time
+    /// has come at `now` counts.
+    pub(crate) fn whole(&mut self, now: Instant) -> bool {
+        if self.settle.is_some_and(|at| now >= at) {
+            self.settle = None;
+            self.repaint = true;
+            self.at_once();
+        }
+        self.repaint
     }
 
     /// The operator typed: drawn at once, and timed until it is.
@@ -96,18 +130,20 @@ impl Pacer {
     pub(crate) fn drawn(&mut self, now: Instant) {
         self.dirty = false;
         self.urgent = false;
+        self.repaint = false;
         self.next_frame = now + self.frame;
     }
 
     /// When to wake up if nothing arrives.
     fn wake(&self, now: Instant, ticking: bool) -> Instant {
-        if self.dirty {
+        let wake = if self.dirty {
             self.next_frame.max(now)
         } else if ticking {
             now + RUNNING_TICK
         } else {
             now + IDLE_TICK
-        }
+        };
+        self.settle.map_or(wake, |at| wake.min(at))
     }
 }
 
@@ -140,9 +176,10 @@ where
             retitle(terminal, app.waiting(), &mut titled);
         }
         let now = Instant::now();
+        let whole = pacer.whole(now);
         if pacer.due(now) {
             let started = std::time::Instant::now();
-            draw(terminal, app)?;
+            draw(terminal, app, whole)?;
             pacer.drawn(now);
             log_slow_frame(pacer.key_at.take(), started);
         }
@@ -351,7 +388,8 @@ fn on_terminal_event(
             pacer.at_once();
         }
         Event::Mouse(m) if app.on_mouse(m) => pacer.changed(),
-        Event::Resize(..) | Event::FocusGained => pacer.at_once(),
+        Event::Resize(..) => pacer.resized(Instant::now()),
+        Event::FocusGained => pacer.at_once(),
         _ => {}
     }
 }
@@ -375,13 +413,19 @@ fn log_slow_frame(key_at: Option<std::time::Instant>, started: std::time::Instan
     }
 }
 
-fn draw<B>(terminal: &mut Terminal<B>, app: &App) -> io::Result<()>
+/// One frame, inside a synchronized update; `whole`: every cell is painted,
+/// not only those that differ from the last frame.
+fn draw<B>(terminal: &mut Terminal<B>, app: &App, whole: bool) -> io::Result<()>
 where
     B: Backend + Write,
     io::Error: From<B::Error>,
 {
     queue!(terminal.backend_mut(), BeginSynchronizedUpdate)?;
-    let drawn = terminal.draw(|f| app.draw(f)).map(|_| ());
+    let drawn = match whole {
+        true => terminal.clear(),
+        false => Ok(()),
+    };
+    let drawn = drawn.and_then(|()| terminal.draw(|f| app.draw(f)).map(|_| ()));
     execute!(terminal.backend_mut(), EndSynchronizedUpdate)?;
     Ok(drawn?)
 }

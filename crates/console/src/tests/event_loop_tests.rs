@@ -193,6 +193,29 @@ fn output_waits_for_the_frame_clock_and_the_operator_does_not() {
 }
 
 #[test]
+fn a_resize_paints_the_whole_screen_now_and_once_more_when_it_settles() {
+    let t0 = Instant::now();
+    let mut p = Pacer::new(10, t0);
+    p.drawn(t0);
+    assert!(!p.whole(t0), "an ordinary frame paints what changed");
+    p.resized(t0);
+    assert!(
+        p.whole(t0) && p.due(t0),
+        "a resize is painted whole at once"
+    );
+    p.drawn(t0);
+    let soon = t0 + Duration::from_millis(100);
+    assert!(
+        !p.whole(soon) && !p.due(soon),
+        "not again before it settles"
+    );
+    let later = t0 + Duration::from_secs(1);
+    assert!(p.whole(later) && p.due(later), "and whole once more after");
+    p.drawn(later);
+    assert!(!p.whole(later + Duration::from_secs(5)), "then only once");
+}
+
+#[test]
 fn streams_wait_for_the_clock_and_steps_of_the_turn_do_not() {
     assert!(streamed(&output("x\n".into())));
     assert!(streamed(&AgentEvent::AssistantDelta { text: "a".into() }));
