@@ -10,6 +10,7 @@ use vigil::cli::run::run;
 use vigil::config::{Config, Overrides};
 
 fn main() -> ExitCode {
+    unblock_signals();
     // The sandbox helper runs before anything else: one thread, no runtime.
     if let Some(code) = vigil::exec::sandbox::helper::main_if_requested() {
         return ExitCode::from(code.clamp(0, 255) as u8);
@@ -110,6 +111,20 @@ fn hide_api_key_from_argv() {
         .env("VIGIL_API_KEY", key)
         .exec();
     eprintln!("vigil: could not restart without --api-key ({err}); it stays visible in ps");
+}
+
+/// Take no blocked signals from the parent: a signal mask is inherited
+/// across exec (through tmux too), and a parent that blocked SIGWINCH (a
+/// profiler, a CI runner) left the console blind to every resize. Done
+/// first, on the only thread, so every thread started later has it.
+fn unblock_signals() {
+    // SAFETY: an empty set built by sigemptyset, applied to this thread
+    // before any other thread exists.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
 }
 
 fn keep_memory_private() {

@@ -174,6 +174,33 @@ fn a_hundred_resizes_in_a_second_leave_a_working_console() {
     assert!(events.iter().any(|e| e.to_string().contains("echo: after")));
 }
 
+/// vigil started by a parent that blocked SIGWINCH (a signal mask survives
+/// exec and tmux; a profiler or a CI runner may leave one) blocks no signal
+/// in any of its threads, and follows the terminal's size.
+#[test]
+fn a_console_started_with_resizes_blocked_still_follows_them() {
+    let block = "python3 -c 'import os, signal, sys; \
+         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH]); \
+         os.execv(sys.argv[1], sys.argv[1:])'";
+    let c = Console::start("faults-blocked", BASE_CONFIG, "--no-tmux", block);
+    c.wait("┏ message");
+    let pid = c.vigil_pid();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("threads") {
+        let status = std::fs::read_to_string(task.expect("thread").path().join("status"));
+        let status = status.expect("thread status");
+        let blocked = status.lines().find(|l| l.starts_with("SigBlk:"));
+        assert_eq!(blocked, Some("SigBlk:\t0000000000000000"), "{status}");
+    }
+    let _ = c
+        .tmux
+        .cmd()
+        .args(["resize-window", "-t", &c.session, "-x", "120", "-y", "40"])
+        .output();
+    c.wait_for("the console drawn at 120x40", |s| {
+        s.lines().nth(39).is_some_and(|l| l.contains("Enter send"))
+    });
+}
+
 /// A terminal that shrank and grew back while the console could not draw
 /// (stopped here; too busy in the storm above) is back at the size the
 /// console last drew at, but the shrink cut rows off: the console paints
