@@ -255,62 +255,50 @@ impl SessionStore {
 
     /// The most recently started session's id.
     pub fn latest(&self) -> Result<String, SessionError> {
-        self.list()?
-            .into_iter()
-            .max_by_key(|s| (s.started_ms, s.id.clone()))
-            .map(|s| s.id)
+        self.metas()?
+            .pop()
+            .map(|(_, m)| m.id)
             .ok_or(SessionError::NoneYet)
     }
 
-    /// Every readable session, oldest first.
+    /// Every readable session with its turns and last message, oldest
+    /// first (reads each session's events: for the `sessions` list only).
     pub fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
+        Ok(self
+            .metas()?
+            .into_iter()
+            .map(|(dir, meta)| info(&dir, meta))
+            .collect())
+    }
+
+    /// Every readable session's folder and metadata, oldest first: one
+    /// small file per session, so starting vigil (which prunes) never reads
+    /// old records.
+    fn metas(&self) -> Result<Vec<(PathBuf, SessionMeta)>, SessionError> {
         let entries = match std::fs::read_dir(&self.root) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io(&self.root)(e)),
         };
-        let mut out: Vec<SessionInfo> = entries
+        let mut out: Vec<(PathBuf, SessionMeta)> = entries
             .flatten()
-            .filter_map(|e| self.info(&e.path()))
+            .filter_map(|e| {
+                let text = std::fs::read_to_string(e.path().join(META_FILE)).ok()?;
+                Some((e.path(), serde_json::from_str(&text).ok()?))
+            })
             .collect();
-        out.sort_by_key(|s| (s.started_ms, s.id.clone()));
+        out.sort_by_key(|(_, m)| (m.started_ms, m.id.clone()));
         Ok(out)
-    }
-
-    fn info(&self, dir: &Path) -> Option<SessionInfo> {
-        let meta: SessionMeta =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(META_FILE)).ok()?).ok()?;
-        let mut turns = 0;
-        let mut last_message = String::new();
-        for line in read_lines::<EventLine>(&dir.join(EVENTS_FILE)) {
-            match line.event {
-                AgentEvent::TurnStarted { user } => {
-                    turns += 1;
-                    last_message = format!("you: {user}");
-                }
-                AgentEvent::AssistantMessage { text } if !text.trim().is_empty() => {
-                    last_message = text;
-                }
-                _ => {}
-            }
-        }
-        Some(SessionInfo {
-            id: meta.id,
-            started_ms: meta.started_ms,
-            model: meta.model,
-            turns,
-            last_message,
-        })
     }
 
     /// Delete sessions older than `max_age` and all but the newest `keep`;
     /// `except` is never deleted. Returns how many were removed.
     pub fn prune(&self, max_age: Option<Duration>, keep: usize, except: &str) -> usize {
-        let Ok(list) = self.list() else { return 0 };
+        let Ok(list) = self.metas() else { return 0 };
         let now = now_ms();
         let total = list.len();
         let mut removed = 0;
-        for (i, s) in list.iter().enumerate() {
+        for (i, (_, s)) in list.iter().enumerate() {
             let too_old = max_age
                 .is_some_and(|age| now.saturating_sub(s.started_ms) > age.as_millis() as u64);
             let too_many = total - i > keep;
@@ -322,6 +310,32 @@ impl SessionStore {
             }
         }
         removed
+    }
+}
+
+/// A session's line in the `sessions` list: its turns and last message,
+/// from its events.
+fn info(dir: &Path, meta: SessionMeta) -> SessionInfo {
+    let mut turns = 0;
+    let mut last_message = String::new();
+    for line in read_lines::<EventLine>(&dir.join(EVENTS_FILE)) {
+        match line.event {
+            AgentEvent::TurnStarted { user } => {
+                turns += 1;
+                last_message = format!("you: {user}");
+            }
+            AgentEvent::AssistantMessage { text } if !text.trim().is_empty() => {
+                last_message = text;
+            }
+            _ => {}
+        }
+    }
+    SessionInfo {
+        id: meta.id,
+        started_ms: meta.started_ms,
+        model: meta.model,
+        turns,
+        last_message,
     }
 }
 
