@@ -13,6 +13,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -182,33 +183,52 @@ impl FileOutputs {
 /// Follows a run's files on a low-priority thread of its own
 /// ([`super::bulk`]), so reading and counting a flood never holds a runtime
 /// worker (which also drives the timers and the terminal input the console
-/// waits for) nor outranks them for a CPU. Dropping it stops the thread.
+/// waits for) nor outranks them for a CPU. Dropping it (the run was
+/// abandoned: a trial whose card was answered first, a process that exits)
+/// stops the thread and removes the files at once: the thread would only
+/// get to it after reading them through, and an exiting process never
+/// waits for it.
 pub struct Follower {
     stop: Arc<AtomicBool>,
+    /// Set on drop: the thread stops without reading the rest.
+    abandoned: Arc<AtomicBool>,
     thread: Option<Bulk<FileOutputs>>,
+    /// The files, removed on drop (empty once [`Follower::stop`] took them).
+    paths: Vec<PathBuf>,
 }
 
 impl Follower {
     pub fn start(mut files: FileOutputs) -> std::io::Result<Follower> {
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let paths = files
+            .streams
+            .iter()
+            .map(|s| s.file.path().to_path_buf())
+            .collect();
+        let (flag, gone) = (stop.clone(), abandoned.clone());
         let thread = bulk::spawn("vigil-follow", move || {
             while !flag.load(Ordering::Acquire) {
                 if !files.pull(TICK_MAX) {
                     std::thread::sleep(TICK);
                 }
             }
-            files.drain();
+            if !gone.load(Ordering::Acquire) {
+                files.drain();
+            }
             files
         })?;
         Ok(Follower {
             stop,
+            abandoned,
             thread: Some(thread),
+            paths,
         })
     }
 
     /// The run is over: take the rest of the files and hand them back.
     pub async fn stop(mut self) -> Result<FileOutputs, ExecError> {
+        self.paths.clear();
         self.stop.store(true, Ordering::Release);
         let Some(thread) = self.thread.take() else {
             return Err(ExecError::Failed(
@@ -224,7 +244,11 @@ impl Follower {
 
 impl Drop for Follower {
     fn drop(&mut self) {
+        self.abandoned.store(true, Ordering::Release);
         self.stop.store(true, Ordering::Release);
+        for path in &self.paths {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -288,6 +312,24 @@ mod tests {
         remove_left_by_dead(dir.path());
         let left: Vec<bool> = names.iter().map(|n| dir.path().join(n).exists()).collect();
         assert_eq!(left, [false, true, true]);
+    }
+
+    /// An abandoned run's files go when its follower is dropped, not when
+    /// the thread has read them through (a process that exits never waits
+    /// for that: a trial's flood stayed in the temporary folder).
+    #[test]
+    fn dropping_the_follower_removes_its_files_at_once() {
+        let files = FileOutputs::create(&retain(Path::new("/nonexistent")), None).unwrap();
+        let follower = Follower::start(files).unwrap();
+        let paths = follower.paths.clone();
+        assert_eq!(paths.len(), 2);
+        for p in &paths {
+            std::fs::write(p, vec![b'x'; 8 << 20]).unwrap();
+        }
+        drop(follower);
+        for p in &paths {
+            assert!(!p.exists(), "{} is still there", p.display());
+        }
     }
 
     fn sh(script: &str) -> Command {
