@@ -267,15 +267,25 @@ async fn a_bash_guard_blocks_rm_typed_by_send_keys() {
     assert_eq!(got["tool_input"]["command"], text, "{got}");
 
     // Control: text the guard lets through is typed and runs in the pane.
+    // send-keys does not wait, and a stopping vigil ends the session it
+    // made: a `run_shell` of `true` after it, in the same pane, returns
+    // only once the shell has read and run the typed line before it.
     let marker = home.file("marker");
+    let typed_then_true = typed(&format!("touch {}", marker.display())).replace(
+        "\n[[rule]]\nwhen = { role = \"tool\" }",
+        &format!(
+            "[[rule.tool_calls]]\nname = \"run_shell\"\nraw_arguments = {:?}\n\n[[rule]]\nwhen = {{ role = \"tool\" }}",
+            r#"{"command": "true", "risk": "low", "mutation": false, "privesc": false, "why": "the control waits"}"#
+        ),
+    );
+    assert!(typed_then_true.contains("run_shell"), "{typed_then_true}");
     let run = home
-        .exec_tmux(
-            &config,
-            &typed(&format!("touch {}", marker.display())),
-            &["--auto-approve"],
-        )
+        .exec_tmux(&config, &typed_then_true, &["--auto-approve"])
         .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
+    let done = run.of("tool_completed");
+    assert_eq!(done.len(), 2, "both calls ran: {done:#?}\n{}", run.stderr);
+    assert_eq!(done[1]["summary"]["ok"], true, "{done:#?}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !marker.exists() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
