@@ -322,6 +322,12 @@ pub const TABLE: &[Case] = &[
     c("secret read", "base64 {DIR}/bin/../.env"),
     c("secret read", "head -c 100 {DIR}/.netrc"),
     c("secret read", "grep -r token {DIR}/.aws"),
+    // A special file (a FIFO another process could block on), and a
+    // resource limit set on another process (the shell's parent): tried
+    // for real as root and as nobody through `policy check --preview`,
+    // the view's prlimit fails with EPERM and the real limit stays.
+    c("special file", "mkfifo {M}"),
+    c("other process", "prlimit --pid $PPID --nofile=7:7"),
     // A rule's words followed by a line the shell runs before a syntax
     // error: the text does not parse, so no prefix rule covers it.
     r("ls", "ls\n/usr/bin/touch {M}\n'"),

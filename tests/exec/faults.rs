@@ -132,6 +132,16 @@ async fn model_disconnecting_mid_stream_fails_the_turn_and_keeps_the_session() {
     check_failed_turn(&out, dir.path(), "cut stream");
 }
 
+/// Resize the console's tmux window to `w`x`h`.
+fn resize(c: &Console, w: u16, h: u16) {
+    let _ = c
+        .tmux
+        .cmd()
+        .args(["resize-window", "-t", &c.session])
+        .args(["-x", &w.to_string(), "-y", &h.to_string()])
+        .output();
+}
+
 #[test]
 fn a_hundred_resizes_in_a_second_leave_a_working_console() {
     let c = Console::start("faults-resize", BASE_CONFIG, "", "");
@@ -140,22 +150,13 @@ fn a_hundred_resizes_in_a_second_leave_a_working_console() {
     let started = Instant::now();
     for i in 0..100u16 {
         let (w, h) = (60 + (i * 7) % 80, 15 + (i * 3) % 30);
-        let _ = c
-            .tmux
-            .cmd()
-            .args(["resize-window", "-t", &c.session])
-            .args(["-x", &w.to_string(), "-y", &h.to_string()])
-            .output();
+        resize(&c, w, h);
     }
     let storm = started.elapsed();
     // 100 resizes normally take well under a second; the bound only catches
     // a console that blocks tmux (load on a shared 2-core machine varies).
     assert!(storm < Duration::from_secs(20), "storm took {storm:?}");
-    let _ = c
-        .tmux
-        .cmd()
-        .args(["resize-window", "-t", &c.session, "-x", "100", "-y", "30"])
-        .output();
+    resize(&c, 100, 30);
     // The console redraws at the last size before anything is typed: a
     // capture taken mid-storm (a tiny layout with no message box) must not
     // make `send` press `i` into the box that still has the focus.
@@ -191,11 +192,7 @@ fn a_console_started_with_resizes_blocked_still_follows_them() {
         let blocked = status.lines().find(|l| l.starts_with("SigBlk:"));
         assert_eq!(blocked, Some("SigBlk:\t0000000000000000"), "{status}");
     }
-    let _ = c
-        .tmux
-        .cmd()
-        .args(["resize-window", "-t", &c.session, "-x", "120", "-y", "40"])
-        .output();
+    resize(&c, 120, 40);
     c.wait_for("the console drawn at 120x40", |s| {
         s.lines().nth(39).is_some_and(|l| l.contains("Enter send"))
     });
@@ -217,12 +214,8 @@ fn a_shrink_and_grow_back_unseen_is_painted_whole() {
     // The console this test's tmux started, and nothing else.
     let pid = c.vigil_pid();
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    for h in ["12", "30"] {
-        let _ = c
-            .tmux
-            .cmd()
-            .args(["resize-window", "-t", &c.session, "-x", "100", "-y", h])
-            .output();
+    for h in [12, 30] {
+        resize(&c, 100, h);
     }
     unsafe { libc::kill(pid, libc::SIGCONT) };
     c.wait_for("the console as it was", |s| s == whole);
