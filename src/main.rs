@@ -132,6 +132,11 @@ fn keep_memory_private() {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 }
 
+/// Lines the log's writer thread may be behind before new ones are dropped.
+/// The crate's default (128 000) is allocated and filled at every start:
+/// about 5 ms in a debug build, for every `vigil` command that logs.
+const LOG_LINES_BUFFERED: usize = 16_384;
+
 /// Log to `<data dir>/vigil.log`; `VIGIL_LOG` sets the filter, else `-v`
 /// (debug) / `-vv` (trace), else `info`. Every line passes the redactor.
 fn init_logging(
@@ -141,7 +146,9 @@ fn init_logging(
     let dir = config.data_dir();
     std::fs::create_dir_all(&dir).ok()?;
     let appender = tracing_appender::rolling::never(&dir, "vigil.log");
-    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_LINES_BUFFERED)
+        .finish(appender);
     let level = match verbose {
         0 => "info",
         1 => "debug",
