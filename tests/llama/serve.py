@@ -14,9 +14,10 @@ import os
 import sys
 
 # llama.cpp's threads are OpenMP's: by default one that waits for the next
-# piece of work spins for a while first. The suite runs beside other tests
-# on two cores, where that spinning takes the core from them; passive
-# waiters sleep (the llama tests alone: 471 -> 427 CPU-seconds). Set before
+# piece of work spins for a while first. The server shares two cores with
+# the tests' own processes (vigil, the proxy, the other window's server),
+# and that spinning takes the core from them; passive waiters sleep (the
+# llama tests: 471 -> 427 CPU-seconds busy, 250 -> 237 s). Set before
 # the library loads, which is when OpenMP reads it.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
