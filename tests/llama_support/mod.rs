@@ -466,6 +466,10 @@ pub async fn exec(dirs: &Dirs, base_url: &str, args: &[&str]) -> std::process::O
         .env("VIGIL_BASE_URL", base_url)
         .env("VIGIL_MODEL", "smollm2")
         .env("VIGIL_DATA_DIR", dirs.data())
+        // `--resume` takes the session's lock there: inside the test's own
+        // folder, not the shared fallback in the temp directory, which the
+        // suite would leave behind.
+        .env("VIGIL_RUNTIME_DIR", dirs.dir.path().join("run"))
         .env("VIGIL_TMUX_SOCKET", &dirs.tmux.socket)
         .env_remove("VIGIL_API_KEY")
         .stdin(Stdio::null())
