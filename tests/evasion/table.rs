@@ -327,6 +327,7 @@ pub const TABLE: &[Case] = &[
     // for real as root and as nobody through `policy check --preview`,
     // the view's prlimit fails with EPERM and the real limit stays.
     c("special file", "mkfifo {M}"),
+    c("terminal", "printf x > /dev/tty"),
     c("other process", "prlimit --pid $PPID --nofile=7:7"),
     // A rule's words followed by a line the shell runs before a syntax
     // error: the text does not parse, so no prefix rule covers it.
