@@ -6,8 +6,9 @@
 //! (`{"ready":{…}}` or `{"error":"…"}`) and closes stdout, then serves until
 //! a client sends `Stop` (or `Quit`), SIGTERM arrives or the agent ends.
 //! Consoles coming and going do not end it; SIGHUP and SIGPIPE are ignored.
-//! On the way out it runs `leave.finish`, says `Bye` to every client, and
-//! removes its socket and lock. It never draws anything.
+//! On the way out it runs `leave.finish`, removes its socket and lock, then
+//! says `Bye` to every client: a client told `Bye` (`vigil stop` returning)
+//! finds the session free to resume. It never draws anything.
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -179,10 +180,12 @@ async fn serve(serving: Serving) -> i32 {
         Some(said) => format!("{why}; {said}"),
         None => why,
     };
-    hub.close(reason);
-    hub.connections_gone(BYE_WAIT).await;
+    // The session is let go before anyone is told it ended, so `vigil stop`
+    // followed at once by `vigil resume` never finds it still held.
     let _ = std::fs::remove_file(&socket);
     lock.release();
+    hub.close(reason);
+    hub.connections_gone(BYE_WAIT).await;
     exit::OK
 }
 

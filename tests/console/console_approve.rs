@@ -277,6 +277,8 @@ fn session_rules_survive_kill_9_and_resume() {
         let mut cmd = std::process::Command::new(common::vigil_bin());
         cmd.current_dir(c.work())
             .env("VIGIL_DATA_DIR", c.dir.path().join("data"))
+            // `resume --exec` holds the session's lock in the runtime directory.
+            .env("VIGIL_RUNTIME_DIR", c.tmux.runtime_dir())
             .env("VIGIL_TMUX_SOCKET", &c.agent_tmux.socket)
             .env("XDG_CONFIG_HOME", c.dir.path().join("xdg"))
             .env_remove("VIGIL_LOG")

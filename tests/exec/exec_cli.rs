@@ -63,6 +63,8 @@ async fn vigil(env: &Env, args: &[&str]) -> Output {
         .env("VIGIL_BASE_URL", env.server.base_url())
         .env("VIGIL_MODEL", "test")
         .env("VIGIL_DATA_DIR", env.dir.path())
+        // `exec --resume` holds the session's lock in the runtime directory.
+        .env("VIGIL_RUNTIME_DIR", env.dir.path().join("run"))
         .env("VIGIL_TMUX_SOCKET", &env.tmux.socket)
         .env_remove("VIGIL_API_KEY")
         .stdin(std::process::Stdio::null());

@@ -421,8 +421,10 @@ fn the_managed_pane_killed_mid_command_fails_the_call_and_recovers() {
 /// normal screen back (no alternate screen; typed text echoes, so raw mode
 /// is off), the panic and a line saying the session is kept and how to
 /// resume it, and a non-zero exit without a hang. Nothing recorded is lost:
-/// every session line is valid JSON, the completed call is in it, and
-/// `vigil resume --last` continues the session with that call restored.
+/// every session line is valid JSON, the completed call is in it, the agent
+/// outlived its console (it still holds the session), and once `vigil stop`
+/// has returned, `vigil resume --last` continues the session at once with
+/// that call restored.
 #[test]
 fn a_panic_in_a_render_restores_the_terminal_and_keeps_the_session() {
     // After vigil exits, the pane's shell prints its status and runs `cat`
@@ -483,6 +485,26 @@ fn a_panic_in_a_render_restores_the_terminal_and_keeps_the_session() {
             .any(|e| e.to_string().contains("pane-back-42")),
         "the completed call is recorded: {events:#?}"
     );
+    // The note's promise, in its order: the agent kept working (it still
+    // holds the session), and once it is stopped the session resumes.
+    let id = std::fs::read_dir(data.join("sessions"))
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("one session")
+        .file_name();
+    let id = id.to_str().unwrap();
+    let stop = std::process::Command::new(common::vigil_bin())
+        .args(["stop", id])
+        .env("VIGIL_RUNTIME_DIR", c.tmux.runtime_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("vigil stop runs");
+    assert!(
+        stop.status.success(),
+        "the agent outlived its console and stops: {}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
     let cfg = c.dir.path().join("config.toml");
     let out = std::process::Command::new(common::vigil_bin())
         .args(["--no-tmux", "--config"])
@@ -490,6 +512,8 @@ fn a_panic_in_a_render_restores_the_terminal_and_keeps_the_session() {
         .args(["--base-url", &c.server.base_url(), "--model", "e2e"])
         .args(["resume", "--last", "--exec", "after", "--json"])
         .env("VIGIL_DATA_DIR", &data)
+        // `resume --exec` holds the session's lock in the runtime directory.
+        .env("VIGIL_RUNTIME_DIR", c.tmux.runtime_dir())
         .env_remove("VIGIL_TEST_PANIC_RENDER")
         .stdin(Stdio::null())
         .output()

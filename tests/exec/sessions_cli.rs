@@ -76,6 +76,8 @@ fn command(env: &Env, args: &[&str]) -> tokio::process::Command {
         .env("VIGIL_BASE_URL", env.server.base_url())
         .env("VIGIL_MODEL", "test")
         .env("VIGIL_DATA_DIR", env.dir.path())
+        // `resume --exec` holds the session's lock in the runtime directory.
+        .env("VIGIL_RUNTIME_DIR", env.dir.path().join("run"))
         .env("VIGIL_API_KEY", KEY)
         .env_remove("VIGIL_LOG")
         .stdin(Stdio::null());
