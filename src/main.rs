@@ -61,6 +61,9 @@ fn main() -> ExitCode {
     let code = runtime.block_on(run(cli, config));
     // Do not wait for blocking reads (stdin) that may still be parked.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // A throwaway view given up on as the runtime stopped is ending its
+    // processes: leave after it (bounded by its grace).
+    vigil::exec::stopping::settle();
     ExitCode::from(code.clamp(0, 255) as u8)
 }
 

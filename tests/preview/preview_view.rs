@@ -432,3 +432,103 @@ async fn appending_to_a_hard_link_says_every_name_changes() {
     );
     assert!(r.to_text().contains("hard link"), "{}", r.to_text());
 }
+
+/// Pids of processes whose command line (NULs read as spaces) holds
+/// `needle`, or with `exact`, is it.
+fn processes_with(needle: &str, exact: bool) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(line) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&line).replace('\0', " ");
+        let line = line.trim_end();
+        let hit = if exact {
+            line == needle
+        } else {
+            line.contains(needle)
+        };
+        if hit && pid != std::process::id() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Where a view's control groups would be for helper `pid` (the helper
+/// makes them beside its own group, which is this process's).
+fn view_groups(pid: u32) -> Vec<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut dirs = Vec::new();
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, names, path) = (parts.next(), parts.next(), parts.next());
+        let (Some(names), Some(path)) = (names, path) else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        let roots: Vec<PathBuf> = match names {
+            "" => vec!["/sys/fs/cgroup".into(), "/sys/fs/cgroup/unified".into()],
+            n => n
+                .split(',')
+                .filter(|c| ["pids", "memory"].contains(c))
+                .map(|c| Path::new("/sys/fs/cgroup").join(c))
+                .collect(),
+        };
+        for root in roots {
+            dirs.push(root.join(path).join(format!("vigil-view-{pid}")));
+        }
+    }
+    dirs
+}
+
+/// A preview given up on while its command runs (the call was cancelled, or
+/// vigil is exiting: its future is dropped) asks its helper to stop; once
+/// `stopping::settle` has returned (vigil calls it as it exits), no process
+/// of the view is left, the one that made a session of its own included,
+/// and the view's control groups are removed.
+#[tokio::test]
+async fn a_view_given_up_on_leaves_no_process_and_no_control_group() {
+    sandbox::set_helper(common::sandbox_helper_bin());
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("{}.{}", 40 + std::process::id() % 50, std::process::id());
+    let sleep = format!("sleep {tag}");
+    let cmd = format!("setsid {sleep} & {sleep}");
+    let view = preview(&cmd, dir.path(), PreviewOptions::default());
+    let cwd = dir.path().canonicalize().unwrap();
+    let helper_arg = format!("--cwd {}", cwd.display());
+    let running = async {
+        for _ in 0..3000 {
+            let helpers = processes_with(&helper_arg, false);
+            if processes_with(&sleep, true).len() >= 2 && !helpers.is_empty() {
+                return helpers;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the view's two sleeps never ran");
+    };
+    let helpers = tokio::select! {
+        r = view => panic!("the preview ended by itself: {r:?}"),
+        h = running => h,
+    };
+    let groups: Vec<PathBuf> = helpers
+        .iter()
+        .flat_map(|p| view_groups(*p))
+        .filter(|g| g.is_dir())
+        .collect();
+    vigil::exec::stopping::settle();
+    assert_eq!(
+        processes_with(&sleep, true),
+        Vec::<u32>::new(),
+        "the view's processes are gone"
+    );
+    let left: Vec<&PathBuf> = groups.iter().filter(|g| g.exists()).collect();
+    assert!(left.is_empty(), "control groups left: {left:?}");
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    if root {
+        assert!(!groups.is_empty(), "as root the view has control groups");
+    }
+}

@@ -140,6 +140,50 @@ pub fn move_to_spill(src: &Path, dir: &Path, label: &str) -> Result<PathBuf, Str
     Ok(private(path))
 }
 
+/// Keep the whole of `file` (an unnamed temporary file: it has no path)
+/// as a spill file in `dir`: linked there when the file systems allow
+/// (nothing is copied), else copied.
+pub fn keep_in_spill(file: &File, dir: &Path, label: &str) -> Result<PathBuf, String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let own = format!("/proc/self/fd/{}\0", file.as_raw_fd());
+    let linked = claim_spill(dir, label, |path| {
+        let to = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: two NUL-terminated paths; AT_SYMLINK_FOLLOW links the
+        // file the descriptor's magic link names (allowed for O_TMPFILE).
+        let rc = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                own.as_ptr().cast(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    });
+    if let Ok(((), path)) = linked {
+        return Ok(private(path));
+    }
+    let (mut dst, path) = create_spill(dir, label)
+        .map_err(|e| format!("could not create a spill file in {}: {e}", dir.display()))?;
+    let copied = File::open(own.trim_end_matches('\0'))
+        .and_then(|mut src| std::io::copy(&mut src, &mut dst));
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(&path);
+        return Err(format!(
+            "the full output could not be saved to {}: {e}",
+            path.display()
+        ));
+    }
+    Ok(private(path))
+}
+
 /// Make `path` readable by its owner only.
 fn private(path: PathBuf) -> PathBuf {
     #[cfg(unix)]
@@ -381,6 +425,27 @@ pub fn release_memory() {
 mod tests {
     use super::*;
     use crate::test_support::mixed;
+
+    /// An unnamed file is kept whole: linked on the same file system,
+    /// copied across (/dev/shm is another one here), private either way.
+    #[test]
+    fn an_unnamed_file_is_kept_whole_on_the_same_and_on_another_file_system() {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let src_dir = tempfile::tempdir().unwrap();
+        let mut file = tempfile::tempfile_in(src_dir.path()).unwrap();
+        let body: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        file.write_all(&body).unwrap();
+        let same = tempfile::tempdir_in(src_dir.path()).unwrap();
+        let other = tempfile::tempdir_in("/dev/shm").unwrap();
+        for dir in [same.path(), other.path()] {
+            let kept = keep_in_spill(&file, dir, "out").unwrap();
+            assert_eq!(std::fs::read(&kept).unwrap(), body, "{}", kept.display());
+            let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert_eq!(std::fs::read_dir(src_dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn chunked_counts_equal_the_whole_lossy_decoding() {

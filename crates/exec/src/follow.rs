@@ -7,22 +7,20 @@
 //! the spill folder, as tmux mode does with its pane's files.
 //!
 //! It must never read a whole output file into memory, never leave a
-//! temporary file behind (they are removed when dropped, so a cancelled run
-//! cleans up too), and never report a spill file that does not hold every
-//! byte: a move that fails is named in the capture's spill error.
+//! temporary file behind (the files have no name from the start: they go
+//! with their last descriptor, also when vigil is killed), and never report
+//! a spill file that does not hold every byte: a copy that fails is named
+//! in the capture's spill error.
 
 use std::fs::File;
-use std::io::Read;
-use std::path::PathBuf;
+use std::os::unix::fs::FileExt;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tempfile::NamedTempFile;
-
 use super::bulk::{self, Bulk};
-use super::capture::{Capture, Retain, move_to_spill};
+use super::capture::{Capture, Retain, keep_in_spill};
 use super::pump::{Pumps, pipes_into};
 use super::store::{Store, Utf8Chunker};
 use super::{ExecError, OutputFn, OutputStream};
@@ -40,37 +38,10 @@ const TICK: Duration = Duration::from_millis(10);
 /// wall time.
 pub const TICK_MAX: usize = 16 * 1024 * 1024;
 
-/// The output files' name: this prefix, the pid of the process that made
-/// them, `-`, a random part. A file goes with its run (or its process's
-/// exit); one a killed process left goes at the next process's first run.
-const OUT_PREFIX: &str = "vigil-out-";
-
-/// Remove the output files in `dir` of processes that are gone (killed
-/// before their files could go).
-fn remove_left_by_dead(dir: &std::path::Path) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(OUT_PREFIX))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: kill with signal 0 only asks whether the pid exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
-}
-
-/// One stream's file and how far it was read.
+/// One stream's file (unnamed) and how far it was read.
 struct Followed {
-    file: NamedTempFile,
-    reader: File,
+    file: File,
+    read: u64,
     chunker: Utf8Chunker,
 }
 
@@ -85,20 +56,22 @@ pub struct FileOutputs {
 }
 
 impl FileOutputs {
-    /// Create the two temporary files (in the system temporary folder, like
-    /// tmux mode's command files; the spill folder is only written at the
-    /// end, so a full spill folder never fails the command itself).
+    /// Create the two temporary files (unnamed, in the system temporary
+    /// folder; the spill folder is only written at the end, so a full spill
+    /// folder never fails the command itself).
     pub fn create(retain: &Retain, on_output: Option<OutputFn>) -> std::io::Result<Self> {
-        static SWEPT: std::sync::Once = std::sync::Once::new();
-        SWEPT.call_once(|| remove_left_by_dead(&std::env::temp_dir()));
+        Self::create_in(&std::env::temp_dir(), retain, on_output)
+    }
+
+    fn create_in(
+        dir: &std::path::Path,
+        retain: &Retain,
+        on_output: Option<OutputFn>,
+    ) -> std::io::Result<Self> {
         let one = || -> std::io::Result<Followed> {
-            let file = tempfile::Builder::new()
-                .prefix(&format!("{OUT_PREFIX}{}-", std::process::id()))
-                .tempfile()?;
-            let reader = file.reopen()?;
             Ok(Followed {
-                file,
-                reader,
+                file: tempfile::tempfile_in(dir)?,
+                read: 0,
                 chunker: Utf8Chunker::default(),
             })
         };
@@ -116,10 +89,7 @@ impl FileOutputs {
     /// The child's stdout and stderr: pipes pumped into the two files.
     pub fn stdio(&self) -> std::io::Result<([Stdio; 2], Pumps)> {
         let [o, e] = &self.streams;
-        pipes_into(
-            [o.file.as_file().try_clone()?, e.file.as_file().try_clone()?],
-            self.cap,
-        )
+        pipes_into([o.file.try_clone()?, e.file.try_clone()?], self.cap)
     }
 
     /// Take what was appended to each file, at most `max` bytes per stream;
@@ -135,10 +105,12 @@ impl FileOutputs {
     fn pull_one(&mut self, i: usize, max: usize) -> bool {
         let mut taken = 0;
         while taken < max {
-            let n = match self.streams[i].reader.read(&mut self.buf) {
+            let stream = &mut self.streams[i];
+            let n = match stream.file.read_at(&mut self.buf, stream.read) {
                 Ok(0) | Err(_) => return false,
                 Ok(n) => n,
             };
+            stream.read += n as u64;
             taken += n;
             let bytes = &self.buf[..n];
             self.stores[i].push(bytes);
@@ -165,8 +137,8 @@ impl FileOutputs {
         }
     }
 
-    /// Move a file that outgrew the head window to the spill folder (the
-    /// others are removed). Returns the stores.
+    /// Keep a file that outgrew the head window in the spill folder (the
+    /// others just close). Returns the stores.
     pub async fn finish(self, retain: &Retain) -> [Store; 2] {
         let [o, e] = self.streams;
         let mut stores = self.stores;
@@ -185,27 +157,19 @@ impl FileOutputs {
 /// worker (which also drives the timers and the terminal input the console
 /// waits for) nor outranks them for a CPU. Dropping it (the run was
 /// abandoned: a trial whose card was answered first, a process that exits)
-/// stops the thread and removes the files at once: the thread would only
-/// get to it after reading them through, and an exiting process never
-/// waits for it.
+/// stops the thread without reading the rest: the files close with it (or
+/// with the process).
 pub struct Follower {
     stop: Arc<AtomicBool>,
     /// Set on drop: the thread stops without reading the rest.
     abandoned: Arc<AtomicBool>,
     thread: Option<Bulk<FileOutputs>>,
-    /// The files, removed on drop (empty once [`Follower::stop`] took them).
-    paths: Vec<PathBuf>,
 }
 
 impl Follower {
     pub fn start(mut files: FileOutputs) -> std::io::Result<Follower> {
         let stop = Arc::new(AtomicBool::new(false));
         let abandoned = Arc::new(AtomicBool::new(false));
-        let paths = files
-            .streams
-            .iter()
-            .map(|s| s.file.path().to_path_buf())
-            .collect();
         let (flag, gone) = (stop.clone(), abandoned.clone());
         let thread = bulk::spawn("vigil-follow", move || {
             while !flag.load(Ordering::Acquire) {
@@ -222,13 +186,11 @@ impl Follower {
             stop,
             abandoned,
             thread: Some(thread),
-            paths,
         })
     }
 
     /// The run is over: take the rest of the files and hand them back.
     pub async fn stop(mut self) -> Result<FileOutputs, ExecError> {
-        self.paths.clear();
         self.stop.store(true, Ordering::Release);
         let Some(thread) = self.thread.take() else {
             return Err(ExecError::Failed(
@@ -246,15 +208,12 @@ impl Drop for Follower {
     fn drop(&mut self) {
         self.abandoned.store(true, Ordering::Release);
         self.stop.store(true, Ordering::Release);
-        for path in &self.paths {
-            let _ = std::fs::remove_file(path);
-        }
     }
 }
 
-/// Move `file` to the spill folder when its stream outgrew the head window
-/// (the temporary file is removed either way).
-async fn place(store: &mut Store, file: NamedTempFile, retain: &Retain, label: &str) {
+/// Keep `file` in the spill folder when its stream outgrew the head window
+/// (the temporary file closes either way).
+async fn place(store: &mut Store, file: File, retain: &Retain, label: &str) {
     let Store::Capture(c) = store else {
         return;
     };
@@ -265,13 +224,9 @@ async fn place(store: &mut Store, file: NamedTempFile, retain: &Retain, label: &
         return;
     }
     let label = label.to_string();
-    let moved = tokio::task::spawn_blocking(move || {
-        let moved = move_to_spill(file.path(), &dir, &label);
-        drop(file);
-        moved
-    })
-    .await
-    .unwrap_or_else(|e| Err(format!("moving the output file failed: {e}")));
+    let moved = tokio::task::spawn_blocking(move || keep_in_spill(&file, &dir, &label))
+        .await
+        .unwrap_or_else(|e| Err(format!("keeping the output file failed: {e}")));
     c.set_spill(moved);
 }
 
@@ -295,41 +250,23 @@ mod tests {
     use super::*;
     use crate::process::run_retaining;
 
+    /// The output files never have a name: nothing is left in the
+    /// temporary folder whatever ends the run (a process killed mid-run
+    /// once left its files there), and what is written is still followed.
     #[test]
-    fn output_files_of_a_dead_process_go_and_live_ones_stay() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = child.id();
-        child.wait().unwrap();
-        let names = [
-            format!("{OUT_PREFIX}{dead}-a1"),
-            format!("{OUT_PREFIX}{}-b2", std::process::id()),
-            format!("{OUT_PREFIX}c3"),
-        ];
-        for n in &names {
-            std::fs::write(dir.path().join(n), "x").unwrap();
-        }
-        remove_left_by_dead(dir.path());
-        let left: Vec<bool> = names.iter().map(|n| dir.path().join(n).exists()).collect();
-        assert_eq!(left, [false, true, true]);
-    }
-
-    /// An abandoned run's files go when its follower is dropped, not when
-    /// the thread has read them through (a process that exits never waits
-    /// for that: a trial's flood stayed in the temporary folder).
-    #[test]
-    fn dropping_the_follower_removes_its_files_at_once() {
-        let files = FileOutputs::create(&retain(Path::new("/nonexistent")), None).unwrap();
-        let follower = Follower::start(files).unwrap();
-        let paths = follower.paths.clone();
-        assert_eq!(paths.len(), 2);
-        for p in &paths {
-            std::fs::write(p, vec![b'x'; 8 << 20]).unwrap();
-        }
-        drop(follower);
-        for p in &paths {
-            assert!(!p.exists(), "{} is still there", p.display());
-        }
+    fn the_output_files_have_no_name_and_are_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = retain(Path::new("/nonexistent"));
+        let mut files = FileOutputs::create_in(tmp.path(), &r, None).unwrap();
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+        use std::io::Write;
+        files.streams[0].file.write_all(b"hello\n").unwrap();
+        files.pull(TICK_MAX);
+        let Store::Capture(c) = &files.stores[0] else {
+            panic!("a capture");
+        };
+        assert_eq!(c.total(), 6);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
 
     fn sh(script: &str) -> Command {

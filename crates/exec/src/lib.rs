@@ -22,6 +22,7 @@ pub mod sandbox;
 pub mod shell_replay;
 pub mod ssh;
 mod ssh_errors;
+pub mod stopping;
 pub mod store;
 pub mod tether;
 pub mod tmux;

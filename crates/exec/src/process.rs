@@ -24,10 +24,24 @@ use super::{ExecError, OutputFn, OutputStream, RunOutcome};
 /// child it left behind still holds the pipes open.
 const DRAIN_GRACE: Duration = Duration::from_millis(250);
 
-/// Kills a process group when dropped, unless disarmed after the leader was
-/// reaped.
+/// How a run that is given up on (timed out, or its future dropped) ends.
+#[derive(Clone, Copy)]
+enum Ending {
+    /// Its process group is killed.
+    Group,
+    /// Its process group is killed, also when the leader exits by itself
+    /// (see [`run_contained`]).
+    Contained,
+    /// The leader is asked to stop and given this long to end what it
+    /// started ([`super::stopping`]); only then is it killed.
+    Asked(Duration),
+}
+
+/// Ends a run that was given up on when dropped (see [`Ending`]), unless
+/// disarmed after the leader was reaped.
 struct GroupGuard {
     pgid: Option<i32>,
+    ending: Ending,
 }
 
 impl GroupGuard {
@@ -44,7 +58,10 @@ impl GroupGuard {
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        self.kill();
+        match (self.ending, self.pgid) {
+            (Ending::Asked(grace), Some(pid)) => super::stopping::stop_detached(pid as u32, grace),
+            _ => self.kill(),
+        }
     }
 }
 
@@ -189,7 +206,23 @@ pub async fn run_retaining(
     on_output: Option<OutputFn>,
     retain: Option<&Retain>,
 ) -> Result<RunOutcome, ExecError> {
-    run_with(cmd, input, timeout, on_output, retain, false).await
+    run_with(cmd, input, timeout, on_output, retain, Ending::Group).await
+}
+
+/// [`run_retaining`] for a command that cleans up after itself (the sandbox
+/// helper's preview mode): given up on, it is asked to stop (SIGTERM) and
+/// killed only if it has not ended within `grace`; its group is never
+/// killed. Dropping the future asks it too, and an exiting vigil waits for
+/// it ([`super::stopping::settle`]).
+pub async fn run_asked(
+    cmd: Command,
+    timeout: Option<Duration>,
+    on_output: Option<OutputFn>,
+    retain: Option<&Retain>,
+    grace: Duration,
+) -> Result<RunOutcome, ExecError> {
+    let ending = Ending::Asked(grace);
+    run_with(cmd, None, timeout, on_output, retain, ending).await
 }
 
 /// [`run_retaining`] for a command whose whole process group is the call
@@ -204,7 +237,7 @@ pub async fn run_contained(
     on_output: Option<OutputFn>,
     retain: Option<&Retain>,
 ) -> Result<RunOutcome, ExecError> {
-    run_with(cmd, input, timeout, on_output, retain, true).await
+    run_with(cmd, input, timeout, on_output, retain, Ending::Contained).await
 }
 
 /// The leader's exit status; with `contain`, its group is killed first
@@ -243,8 +276,9 @@ async fn run_with(
     timeout: Option<Duration>,
     on_output: Option<OutputFn>,
     retain: Option<&Retain>,
-    contain: bool,
+    ending: Ending,
 ) -> Result<RunOutcome, ExecError> {
+    let contain = matches!(ending, Ending::Contained);
     let program = cmd.as_std().get_program().to_string_lossy().into_owned();
     let mut files = retain
         .filter(|r| r.spill_dir.is_some())
@@ -271,7 +305,7 @@ async fn run_with(
         })
         .stdout(out)
         .stderr(err)
-        .kill_on_drop(true);
+        .kill_on_drop(!matches!(ending, Ending::Asked(_)));
     let spawned = cmd.spawn();
     // The command holds our copies of the pipes' write ends: without this
     // the pumps would never see the last writer go.
@@ -281,7 +315,7 @@ async fn run_with(
         message: e.to_string(),
     })?;
     let pid = child.id().and_then(|p| i32::try_from(p).ok());
-    let mut guard = GroupGuard { pgid: pid };
+    let mut guard = GroupGuard { pgid: pid, ending };
 
     let mut stores = Store::pair(retain);
     let driven = {
@@ -297,8 +331,13 @@ async fn run_with(
         }
     };
     if driven.is_none() {
-        guard.kill();
-        let _ = child.wait().await;
+        match ending {
+            Ending::Asked(grace) => super::stopping::stop(&mut child, grace).await,
+            _ => {
+                guard.kill();
+                let _ = child.wait().await;
+            }
+        }
     }
     // The leader was reaped (or waiting failed): leave the group alone.
     guard.disarm();

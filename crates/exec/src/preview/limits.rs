@@ -103,8 +103,10 @@ fn remove_stale(parent: &Path) {
 impl Made {
     fn remove(&self) {
         let _ = std::fs::write(self.parent.join("cgroup.procs"), "0");
-        // The view's processes are gone; their last exits may lag a little.
-        for _ in 0..50 {
+        // The view's processes are gone or dying (a stopped view's are
+        // killed just before); their last exits may lag, more so on a busy
+        // machine. At most 2 s.
+        for _ in 0..200 {
             if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
                 return;
             }

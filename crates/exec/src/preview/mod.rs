@@ -48,6 +48,10 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 pub const DEFAULT_SIZE_LIMIT: u64 = 256 * 1024 * 1024;
 /// Bytes of output kept at each end.
 const OUTPUT_WINDOW: usize = 4096;
+/// How long a view that is given up on (or whose vigil is exiting) has to
+/// end its processes and remove its control groups before its helper is
+/// killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 /// Where the view's staging directory is made (outside every root).
 const STAGING_BASE: &str = "/dev/shm";
 
@@ -292,7 +296,7 @@ async fn view_run(
     let grace = opts.time_limit + Duration::from_secs(30);
     let on_output = run.on_output.clone();
     let mut out =
-        super::process::run_retaining(cmd, None, Some(grace), on_output, Some(retain)).await?;
+        super::process::run_asked(cmd, Some(grace), on_output, Some(retain), STOP_GRACE).await?;
     let mut report = read_report(staging.path(), script, &out)?;
     // The helper's status said the view worked; the command's is the
     // report's.

@@ -22,11 +22,17 @@
 //! When PID 1 returns the namespaces vanish with every process and the
 //! upper layers. It must never make a real directory writable: the real
 //! filesystem is only ever a read-only lower layer.
+//!
+//! Asked to stop (SIGTERM: vigil gave up on the run, or is exiting), the
+//! helper ends the view (its builder is killed, PID 1 and every process of
+//! the view follow), waits for it, removes the view's control groups and
+//! exits: when the helper is gone, so is everything it made.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::effects::{self, Caps, Layer};
@@ -159,6 +165,7 @@ pub fn main(args: &[OsString]) -> i32 {
     let Ok(mut amend) = report.try_clone() else {
         return fail("cannot keep the report file open");
     };
+    stop_on_term();
     let mut limits = limits::enter();
     // The view is built by a child, so this process stays in the machine's
     // namespaces (where the view's control groups can be removed).
@@ -167,8 +174,12 @@ pub fn main(args: &[OsString]) -> i32 {
     match unsafe { libc::fork() } {
         -1 => fail(&os_err("cannot fork the view's builder")),
         0 => {
-            // SAFETY: prctl with integer arguments.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+            // SAFETY: prctl and signal with integer arguments; only the
+            // helper itself answers SIGTERM by ending the view.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            }
             let code = build_and_run(&req, report);
             // SAFETY: leave without running the parent's destructors.
             unsafe { libc::_exit(code) }
@@ -228,10 +239,39 @@ fn add_limits(file: &mut File, hit: bool, missing: Vec<String>) {
     }
 }
 
+/// Set by SIGTERM in the helper: end the view now.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_term(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// SIGTERM sets [`STOP`] and interrupts the helper's wait (no restart).
+fn stop_on_term() {
+    // SAFETY: a zeroed sigaction with a handler that only stores an atomic
+    // (async-signal-safe); no SA_RESTART, so a blocked waitpid returns EINTR.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_term as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(libc::SIGTERM, &act, std::ptr::null_mut());
+    }
+}
+
+/// Wait for `child`; once asked to stop ([`STOP`]) kill it first (the
+/// view's processes die with it: each has the one before as its parent
+/// and a death signal).
 fn wait_exit(child: libc::pid_t) -> i32 {
     let mut status = 0;
-    // SAFETY: waitpid writes only to `status`.
-    while unsafe { libc::waitpid(child, &mut status, 0) } < 0 {
+    loop {
+        if STOP.load(Ordering::SeqCst) {
+            // SAFETY: `child` is our own unreaped child.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+        }
+        // SAFETY: waitpid writes only to `status`.
+        if unsafe { libc::waitpid(child, &mut status, 0) } >= 0 {
+            break;
+        }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return SETUP_FAILED;
         }
