@@ -232,23 +232,6 @@ async fn exec(
         .expect("vigil exec ran")
 }
 
-/// Pids of processes whose command line holds `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline).contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// What one `vigil exec` run left behind.
 struct Ran {
     command: String,
@@ -257,7 +240,7 @@ struct Ran {
     out: Output,
     marker: bool,
     victim_intact: bool,
-    left: Vec<u32>,
+    left: Vec<i32>,
 }
 
 impl Ran {
@@ -352,7 +335,7 @@ async fn run_cases(cases: &[&Case], approval: &str, tmux: bool) -> Vec<Ran> {
             marker: dir.join("marker").exists(),
             victim_intact: std::fs::read_to_string(dir.join("victim")).ok().as_deref()
                 == Some("keep\n"),
-            left: processes_with(&sleeps[i]),
+            left: common::pids_with(sleeps[i].as_bytes()),
         });
     }
     runs
@@ -451,7 +434,7 @@ async fn the_harness_catches_what_the_gate_lets_through() {
     assert!(runs[0].marker && runs[0].fail_closed().is_some());
     assert!(!runs[1].victim_intact && runs[1].fail_closed().is_some());
     let left = common::eventually(std::time::Duration::from_secs(5), || {
-        let left = processes_with(&runs[2].sleep);
+        let left = common::pids_with(runs[2].sleep.as_bytes());
         (!left.is_empty()).then_some(left)
     })
     .expect("the background sleep is seen");
@@ -459,7 +442,7 @@ async fn the_harness_catches_what_the_gate_lets_through() {
         // Only the sleep this test started (its argument is unique to it);
         // setsid made it the leader of its own group.
         // SAFETY: kill(2) has no memory-safety preconditions.
-        unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
     }
     let low = table::c("control", "ls {DIR}");
     let ran = &run_cases(&[&low], "auto_low", false).await[0];

@@ -433,34 +433,9 @@ async fn appending_to_a_hard_link_says_every_name_changes() {
     assert!(r.to_text().contains("hard link"), "{}", r.to_text());
 }
 
-/// Pids of processes whose command line (NULs read as spaces) holds
-/// `needle`, or with `exact`, is it.
-fn processes_with(needle: &str, exact: bool) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(line) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&line).replace('\0', " ");
-        let line = line.trim_end();
-        let hit = if exact {
-            line == needle
-        } else {
-            line.contains(needle)
-        };
-        if hit && pid != std::process::id() {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// Where a view's control groups would be for helper `pid` (the helper
 /// makes them beside its own group, which is this process's).
-fn view_groups(pid: u32) -> Vec<PathBuf> {
+fn view_groups(pid: i32) -> Vec<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut dirs = Vec::new();
     for line in own.lines() {
@@ -499,11 +474,12 @@ async fn a_view_given_up_on_leaves_no_process_and_no_control_group() {
     let cmd = format!("setsid {sleep} & {sleep}");
     let view = preview(&cmd, dir.path(), PreviewOptions::default());
     let cwd = dir.path().canonicalize().unwrap();
-    let helper_arg = format!("--cwd {}", cwd.display());
+    let helper_arg = format!("--cwd\0{}\0", cwd.display());
+    let sleeping = format!("sleep\0{tag}\0");
     let running = async {
         for _ in 0..3000 {
-            let helpers = processes_with(&helper_arg, false);
-            if processes_with(&sleep, true).len() >= 2 && !helpers.is_empty() {
+            let helpers = common::pids_with(helper_arg.as_bytes());
+            if common::pids_with(sleeping.as_bytes()).len() >= 2 && !helpers.is_empty() {
                 return helpers;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -521,8 +497,8 @@ async fn a_view_given_up_on_leaves_no_process_and_no_control_group() {
         .collect();
     vigil::exec::stopping::settle();
     assert_eq!(
-        processes_with(&sleep, true),
-        Vec::<u32>::new(),
+        common::pids_with(sleeping.as_bytes()),
+        Vec::<i32>::new(),
         "the view's processes are gone"
     );
     let left: Vec<&PathBuf> = groups.iter().filter(|g| g.exists()).collect();
