@@ -433,31 +433,26 @@ async fn appending_to_a_hard_link_says_every_name_changes() {
     assert!(r.to_text().contains("hard link"), "{}", r.to_text());
 }
 
-/// Where a view's control groups would be for helper `pid` (the helper
-/// makes them beside its own group, which is this process's).
+/// The control groups named for helper `pid` (`vigil-view-PID`) anywhere
+/// in the cgroup file systems.
 fn view_groups(pid: i32) -> Vec<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let mut dirs = Vec::new();
-    for line in own.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, names, path) = (parts.next(), parts.next(), parts.next());
-        let (Some(names), Some(path)) = (names, path) else {
-            continue;
-        };
-        let path = path.trim_start_matches('/');
-        let roots: Vec<PathBuf> = match names {
-            "" => vec!["/sys/fs/cgroup".into(), "/sys/fs/cgroup/unified".into()],
-            n => n
-                .split(',')
-                .filter(|c| ["pids", "memory"].contains(c))
-                .map(|c| Path::new("/sys/fs/cgroup").join(c))
-                .collect(),
-        };
-        for root in roots {
-            dirs.push(root.join(path).join(format!("vigil-view-{pid}")));
+    let name = format!("vigil-view-{pid}");
+    let mut found = Vec::new();
+    let mut stack = vec![(PathBuf::from("/sys/fs/cgroup"), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            if !is_dir {
+                continue;
+            }
+            if e.file_name().to_string_lossy() == name {
+                found.push(e.path());
+            } else if depth < 8 {
+                stack.push((e.path(), depth + 1));
+            }
         }
     }
-    dirs
+    found
 }
 
 /// A preview given up on while its command runs (the call was cancelled, or
@@ -476,25 +471,25 @@ async fn a_view_given_up_on_leaves_no_process_and_no_control_group() {
     let cwd = dir.path().canonicalize().unwrap();
     let helper_arg = format!("--cwd\0{}\0", cwd.display());
     let sleeping = format!("sleep\0{tag}\0");
+    // What the view made is looked at while it still runs: the select
+    // below drops (gives up on) the preview as it returns.
     let running = async {
         for _ in 0..3000 {
             let helpers = common::pids_with(helper_arg.as_bytes());
             if common::pids_with(sleeping.as_bytes()).len() >= 2 && !helpers.is_empty() {
-                return helpers;
+                return helpers
+                    .iter()
+                    .flat_map(|p| view_groups(*p))
+                    .collect::<Vec<PathBuf>>();
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("the view's two sleeps never ran");
     };
-    let helpers = tokio::select! {
+    let groups = tokio::select! {
         r = view => panic!("the preview ended by itself: {r:?}"),
-        h = running => h,
+        g = running => g,
     };
-    let groups: Vec<PathBuf> = helpers
-        .iter()
-        .flat_map(|p| view_groups(*p))
-        .filter(|g| g.is_dir())
-        .collect();
     vigil::exec::stopping::settle();
     assert_eq!(
         common::pids_with(sleeping.as_bytes()),
