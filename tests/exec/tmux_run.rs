@@ -189,12 +189,20 @@ async fn cancel_sends_ctrl_c_and_the_next_command_works() {
 #[tokio::test]
 async fn detach_returns_at_once_and_the_pane_shows_the_output() {
     let (b, s) = common::start("bash").await;
-    let mut r = req("sleep 3; echo detached-done");
+    // The command waits for a gate only this test opens, after the run
+    // returned: a return that waited for the command could never happen
+    // (no clock decides it, however slow the machine).
+    let gate = tempfile::tempdir().unwrap();
+    let open = gate.path().join("open");
+    let mut r = req(&format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; echo detached-done",
+        open.display()
+    ));
     r.detach = true;
-    let start = Instant::now();
-    let out = b.run(r, None).await.unwrap();
-    // It returned without waiting for the command (which takes 3 s).
-    assert!(start.elapsed() < Duration::from_millis(2500));
+    let out = tokio::time::timeout(Duration::from_secs(60), b.run(r, None))
+        .await
+        .expect("a detached run returns while its command still waits")
+        .unwrap();
     let msg = out.dispatched.expect("dispatched");
     assert!(msg.contains("capture-pane"), "{msg}");
     let busy = b.run(req("echo x"), None).await.unwrap_err().to_string();
@@ -202,6 +210,7 @@ async fn detach_returns_at_once_and_the_pane_shows_the_output() {
         busy.contains("still running the detached command"),
         "{busy}"
     );
+    std::fs::write(&open, "").unwrap();
     let mut shown = false;
     for _ in 0..200 {
         // The output itself (it may follow the prompt the shell printed

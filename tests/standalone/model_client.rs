@@ -216,7 +216,7 @@ async fn cut_stream_is_an_error_not_a_hang_or_success() {
         .complete(&[ChatMessage::user("x")], &[], &mut |_: &str| seen += 1)
         .await
         .unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(4), "must not hang");
+    assert!(started.elapsed() < Duration::from_secs(20), "must not hang");
     assert!(matches!(err, ModelError::StreamCut(_)), "{err:?}");
     assert!(err.is_transient());
     assert!(seen >= 1, "text before the cut was forwarded");
@@ -337,7 +337,8 @@ async fn silent_server_times_out() {
         .await
         .unwrap_err();
     assert_eq!(err, ModelError::Timeout);
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // A hang, not a speed, is what this bound catches.
+    assert!(started.elapsed() < Duration::from_secs(20));
     holder.abort();
 }
 
