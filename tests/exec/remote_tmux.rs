@@ -281,7 +281,10 @@ async fn a_dead_master_under_the_pane_is_re_established_with_a_notice() {
 
     // Files too.
     kill_master(&t).await;
-    let p = format!("/tmp/vigil-master-{}", std::process::id());
+    // In a folder of the test's own (sshd runs on this machine as this
+    // user), removed however the test ends.
+    let folder = tempfile::tempdir().unwrap();
+    let p = folder.path().join("after").display().to_string();
     ctx.write_file(&p, b"after").await.unwrap();
     assert_eq!(ctx.read_file(&p).await.unwrap(), b"after");
     ctx.remove_file(&p).await.unwrap();
