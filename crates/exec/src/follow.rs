@@ -245,8 +245,6 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use tokio::process::Command;
-
     use super::*;
     use crate::process::run_retaining;
 
@@ -269,11 +267,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
 
-    fn sh(script: &str) -> Command {
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(script);
-        c
-    }
+    use crate::test_support::sh;
 
     fn retain(dir: &Path) -> Retain {
         Retain {

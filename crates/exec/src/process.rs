@@ -252,15 +252,9 @@ async fn exited(child: &mut Child, contain: bool) -> std::io::Result<std::proces
 
 /// Wait until `pid` (our child) has exited, without reaping it.
 async fn exit_unreaped(pid: u32) {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    // SAFETY: pidfd_open takes a pid and flags; a result >= 0 is a new
-    // descriptor we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
+    let Some(fd) = super::stopping::pidfd(pid) else {
         return;
-    }
-    // SAFETY: see above.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    };
     // SAFETY: `fd` is an open descriptor the AsyncFd owns until it drops.
     let watch = unsafe {
         tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
@@ -399,11 +393,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
-    fn sh(script: &str) -> Command {
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(script);
-        c
-    }
+    use crate::test_support::sh;
 
     /// True while `pid` exists and is not a zombie.
     fn alive(pid: i32) -> bool {

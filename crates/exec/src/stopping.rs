@@ -70,7 +70,9 @@ pub fn settle() {
     }
 }
 
-fn pidfd(pid: u32) -> Option<OwnedFd> {
+/// A pidfd for `pid` (a child of ours, still unreaped, so it is the one
+/// meant), or None.
+pub(crate) fn pidfd(pid: u32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags; a result >= 0 is a new
     // descriptor we own.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -117,13 +119,8 @@ fn exited_within(fd: &OwnedFd, limit: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::sh;
     use std::time::Instant;
-
-    fn sh(script: &str) -> tokio::process::Command {
-        let mut c = tokio::process::Command::new("sh");
-        c.arg("-c").arg(script);
-        c
-    }
 
     #[tokio::test]
     async fn a_child_that_answers_sigterm_ends_its_own_way() {

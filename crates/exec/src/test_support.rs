@@ -1,6 +1,13 @@
 //! Data the tests of this crate and of the crates above it share (built
 //! only for tests and with the `test-support` feature).
 
+/// `sh -c script`, not started.
+pub fn sh(script: &str) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new("sh");
+    c.arg("-c").arg(script);
+    c
+}
+
 /// Bytes that exercise every decoder path: ASCII, 2–4 byte chars,
 /// stray continuation bytes, truncated sequences, overlongs.
 pub fn mixed(n: usize, seed: u64) -> Vec<u8> {
