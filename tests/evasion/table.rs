@@ -329,6 +329,11 @@ pub const TABLE: &[Case] = &[
     c("special file", "mkfifo {M}"),
     c("terminal", "printf x > /dev/tty"),
     c("other process", "prlimit --pid $PPID --nofile=7:7"),
+    // System V IPC outlives the process that made it (tried: in the view it
+    // lives in the view's own IPC namespace, `ipcs` outside unchanged, as
+    // root and as nobody).
+    c("ipc", "ipcmk -M 4096 && touch {M}"),
+    c("ipc", "ipcmk -Q"),
     // A rule's words followed by a line the shell runs before a syntax
     // error: the text does not parse, so no prefix rule covers it.
     r("ls", "ls\n/usr/bin/touch {M}\n'"),
