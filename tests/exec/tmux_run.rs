@@ -195,7 +195,7 @@ async fn detach_returns_at_once_and_the_pane_shows_the_output() {
     let gate = tempfile::tempdir().unwrap();
     let open = gate.path().join("open");
     let mut r = req(&format!(
-        "while [ ! -e {} ]; do sleep 0.05; done; echo detached-done",
+        "while [ ! -e {} ]; do sleep 0.05; done; echo detached-$((40 + 2))",
         open.display()
     ));
     r.detach = true;
@@ -213,11 +213,11 @@ async fn detach_returns_at_once_and_the_pane_shows_the_output() {
     std::fs::write(&open, "").unwrap();
     let mut shown = false;
     for _ in 0..200 {
-        // The output itself (it may follow the prompt the shell printed
-        // when the command went to the background), not the command.
+        // The output itself: the typed line says `detached-$((40 + 2))`,
+        // so only the command's output (wrapped or after a prompt) shows 42.
         if s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"])
             .lines()
-            .any(|l| l.ends_with("detached-done") && !l.contains("echo "))
+            .any(|l| l.contains("detached-42"))
         {
             shown = true;
             break;
