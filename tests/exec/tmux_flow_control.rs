@@ -50,7 +50,7 @@ async fn attach(server: &common::Server, relay: bool) -> std::sync::Arc<Control>
         .contains("pause-after")
     {
         assert!(
-            start.elapsed() < Duration::from_secs(10),
+            start.elapsed() < Duration::from_secs(60),
             "the control client never asked for pause-after"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -146,13 +146,13 @@ async fn a_subscriber_that_does_not_read_holds_a_bounded_queue() {
         .await
         .unwrap();
     if lag_at.is_none() {
-        let next = tokio::time::timeout(Duration::from_secs(5), idle.recv())
+        let next = tokio::time::timeout(Duration::from_secs(30), idle.recv())
             .await
             .expect("an event")
             .expect("open");
         assert_eq!(next, Event::Lagged);
     }
-    assert!(sees(&mut idle, "after-flood", Duration::from_secs(5)).await);
+    assert!(sees(&mut idle, "after-flood", Duration::from_secs(30)).await);
 }
 
 fn ppid(pid: i32) -> i32 {

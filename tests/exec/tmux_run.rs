@@ -153,7 +153,7 @@ async fn timeout_names_the_limit_sends_ctrl_c_and_the_pane_recovers() {
     let mut r = req("echo started; sleep 100");
     r.timeout = Some(Duration::from_millis(700));
     let err = b.run(r, None).await.unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(start.elapsed() < Duration::from_secs(60));
     match &err {
         ExecError::Timeout { limit, partial } => {
             assert_eq!(*limit, Duration::from_millis(700));
@@ -253,12 +253,12 @@ async fn a_killed_pane_fails_the_command_and_is_recreated() {
     let (b, s) = common::start("bash").await;
     run(&b, "cd /tmp").await;
     let b2 = b.clone();
-    let task = tokio::spawn(async move { b2.run(req("sleep 30"), None).await });
+    let task = tokio::spawn(async move { b2.run(req("sleep 300"), None).await });
     tokio::time::sleep(Duration::from_millis(400)).await;
     // A second window keeps the session alive while the pane dies.
     s.tmux(&["new-window", "-d", "-t", "vigil-test:"]);
     s.tmux(&["kill-pane", "-t", "vigil-test:shared"]);
-    let err = tokio::time::timeout(Duration::from_secs(5), task)
+    let err = tokio::time::timeout(Duration::from_secs(60), task)
         .await
         .expect("fails promptly")
         .unwrap()
@@ -406,7 +406,7 @@ async fn a_command_line_the_shell_discards_fails_clearly_and_never_runs_late() {
         .expect_err("the discarded line cannot succeed");
     assert!(err.to_string().contains("never started"), "{err}");
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(60),
         "it did not wait forever"
     );
     assert!(!once.exists(), "the line was skipped by the trap");

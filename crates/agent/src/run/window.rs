@@ -316,7 +316,7 @@ mod tests {
         let (limit, _) = start(&silent.base_url, &cache, wait).await;
         assert_eq!(limit, DEFAULT_CONTEXT_LIMIT);
         assert!(
-            began.elapsed() < Duration::from_secs(2),
+            began.elapsed() < Duration::from_secs(20),
             "{:?}",
             began.elapsed()
         );
