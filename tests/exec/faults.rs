@@ -496,6 +496,7 @@ fn a_panic_in_a_render_restores_the_terminal_and_keeps_the_session() {
     let id = id.to_str().unwrap();
     let stop = std::process::Command::new(common::vigil_bin())
         .args(["stop", id])
+        .env("VIGIL_DATA_DIR", &data)
         .env("VIGIL_RUNTIME_DIR", c.tmux.runtime_dir())
         .stdin(Stdio::null())
         .output()
