@@ -270,7 +270,9 @@ pub async fn proxy(upstream: &str, actions: Vec<Action>) -> Proxy {
         upstream: upstream.to_string(),
         actions: Mutex::new(actions),
         seen: seen.clone(),
-        http: reqwest::Client::new(),
+        http: vigil::tools::http::client_builder()
+            .build()
+            .expect("a client"),
     });
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {

@@ -272,7 +272,9 @@ async fn no_matching_rule_gets_the_fallback_text() {
 #[tokio::test]
 async fn models_route_and_unknown_route() {
     let server = serve("model = \"scripted-x\"\n").await;
-    let http = reqwest::Client::new();
+    let http = vigil::tools::http::client_builder()
+        .build()
+        .expect("a client");
     let models: Value = http
         .get(format!("{}/models", server.base_url()))
         .send()

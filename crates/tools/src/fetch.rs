@@ -140,7 +140,7 @@ pub async fn get_checked(
 ) -> Result<Fetched, ToolError> {
     let mut current = Url::parse(url.trim())
         .map_err(|e| ToolError::InvalidArguments(format!("`{url}` is not a valid URL: {e}")))?;
-    let client = reqwest::Client::builder()
+    let client = crate::http::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .timeout(timeout)

@@ -13,6 +13,7 @@ pub mod failure;
 pub mod fetch;
 pub mod file_target;
 pub mod files;
+pub mod http;
 pub mod live;
 pub mod mcp;
 pub mod output_view;

@@ -39,7 +39,7 @@ pub async fn command(
 
 /// POST `input` (JSON) to `url`; Ok: the body of a 2xx answer.
 pub async fn post(url: &str, input: Vec<u8>, timeout: Duration) -> Result<String, String> {
-    let client = reqwest::Client::builder()
+    let client = vigil_tools::http::client_builder()
         .timeout(timeout)
         .connect_timeout(timeout)
         .build()

@@ -40,7 +40,7 @@ impl fmt::Debug for AnthropicClient {
 
 impl AnthropicClient {
     pub fn new(config: ModelClientConfig, max_tokens: u32) -> Result<Self, ModelError> {
-        let http = reqwest::Client::builder()
+        let http = vigil_tools::http::client_builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.request_timeout)
             .build()

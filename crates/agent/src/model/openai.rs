@@ -56,7 +56,7 @@ struct ByteCount(AtomicU64);
 
 impl ModelClient {
     pub fn new(config: ModelClientConfig) -> Result<Self, ModelError> {
-        let http = reqwest::Client::builder()
+        let http = vigil_tools::http::client_builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.request_timeout)
             .build()

@@ -203,6 +203,7 @@ impl McpServer {
     async fn connect(&self) -> Result<Connection, String> {
         lock(&self.stderr).clear();
         if let Some(url) = &self.config.url {
+            crate::http::ensure_tls_provider();
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             let service = ().serve(transport).await.map_err(|e| e.to_string())?;
             return Ok(Connection {

@@ -219,7 +219,9 @@ impl Exporter {
     async fn send(&self, span: Span) {
         let body = proto::export_request(&self.service, &[span]);
         let sent = async {
-            let client = reqwest::Client::builder().timeout(self.timeout).build()?;
+            let client = vigil_tools::http::client_builder()
+                .timeout(self.timeout)
+                .build()?;
             client
                 .post(&self.url)
                 .header("content-type", "application/x-protobuf")
