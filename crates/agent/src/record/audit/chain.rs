@@ -92,6 +92,17 @@ pub fn head_file(data_dir: &Path, session_id: &str) -> PathBuf {
         .join(format!("{session_id}.json"))
 }
 
+/// [`head_file`], with the head store's folder made (in an existing data
+/// directory only) so that appends never have to make it.
+fn head_store(data_dir: &Path, session_id: &str) -> PathBuf {
+    let file = head_file(data_dir, session_id);
+    if let Some(folder) = file.parent() {
+        // Any failure shows at the first append, which cannot write there.
+        let _ = std::fs::create_dir(folder);
+    }
+    file
+}
+
 /// Appends entries to one session's record and keeps its head.
 #[derive(Debug)]
 pub struct Chain {
@@ -130,7 +141,7 @@ impl Chain {
         Chain {
             session_id: session_id.to_string(),
             dir: dir.to_path_buf(),
-            head_copy: head_file(data_dir, session_id),
+            head_copy: head_store(data_dir, session_id),
             head,
             broken,
             redactor: crate::record::redact::current(),
@@ -186,14 +197,9 @@ impl Chain {
 
     fn store_head(&self) -> std::io::Result<()> {
         let head = serde_json::to_value(&self.head).map_err(std::io::Error::other)?;
-        // The head store only: a data directory removed under a running
-        // agent is not made again by its record (the write fails instead).
-        if let Some(parent) = self.head_copy.parent() {
-            match std::fs::create_dir(parent) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
-            }
-        }
+        // The head store's folder is made when the chain opens, never here:
+        // a data directory removed under a running agent (or being removed)
+        // is not made again by its record; the write fails instead.
         write_atomic(&self.head_copy, &head.to_string())
     }
 }

@@ -278,6 +278,17 @@ mod tests {
     }
 
     #[test]
+    fn a_head_store_removed_under_a_running_chain_is_not_made_again() {
+        let (data, dir) = session(1);
+        let mut chain = Chain::open("s1", &dir, data.path());
+        let heads = data.path().join("audit-heads");
+        std::fs::remove_dir_all(&heads).unwrap();
+        let appended = chain.append(json!({"decision": "deny"}));
+        assert!(appended.is_err(), "the head cannot be kept: {appended:?}");
+        assert!(!heads.exists(), "the head store was made again");
+    }
+
+    #[test]
     fn no_secret_reaches_the_record_and_it_still_verifies() {
         let secret = "sk-audit-record-secret-0042";
         let data = tempfile::tempdir().unwrap();
