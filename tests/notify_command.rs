@@ -141,7 +141,10 @@ async fn the_notify_command_gets_the_request_and_failures_are_told_once() {
     assert!(!env_text.contains("tok-notify-0002"), "{env_text}");
     // The approval still waits for the operator: the command decides nothing.
     assert!(!Path::new("/tmp/vigil-notify-never-run").exists());
-    running.commands.send(AgentCommand::Quit).unwrap();
+    assert!(
+        running.finish(Duration::from_secs(30)).await,
+        "the agent stopped"
+    );
 
     // 2. A command that fails: one Notice that says how.
     let failing = vec![
@@ -160,7 +163,10 @@ async fn the_notify_command_gets_the_request_and_failures_are_told_once() {
         text.contains("exited with code 3: no route to phone"),
         "{text}"
     );
-    running.commands.send(AgentCommand::Quit).unwrap();
+    assert!(
+        running.finish(Duration::from_secs(30)).await,
+        "the agent stopped"
+    );
 
     // 3. A command past its limit: its process group is killed.
     let pid_file = dir.path().join("pid");
@@ -185,5 +191,8 @@ async fn the_notify_command_gets_the_request_and_failures_are_told_once() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(is_gone(pid), "the timed-out command {pid} still runs");
-    running.commands.send(AgentCommand::Quit).unwrap();
+    assert!(
+        running.finish(Duration::from_secs(30)).await,
+        "the agent stopped"
+    );
 }

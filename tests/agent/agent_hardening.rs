@@ -567,6 +567,8 @@ async fn resume_restores_conversation_and_standing_approvals() {
     until(&mut h.running.events, finished).await;
     let id = h.running.session_id.clone().unwrap();
     h.running.commands.send(AgentCommand::Quit).unwrap();
+    // Stopped, its record closed, before the session is resumed.
+    (&mut h.running.task).await.unwrap();
 
     let c = config(&h.server, h.dir.path());
     // Without the operator's word the log's rules approve nothing.
@@ -583,7 +585,7 @@ async fn resume_restores_conversation_and_standing_approvals() {
     .unwrap();
     assert!(untrusted.broker.standing().is_empty());
     assert_eq!(untrusted.broker.held().standing.len(), 1);
-    untrusted.commands.send(AgentCommand::Quit).unwrap();
+    assert!(untrusted.finish(Duration::from_secs(30)).await);
 
     let mut resumed = start_agent_with(
         &c,

@@ -552,4 +552,6 @@ async fn an_mcp_session_rule_covers_only_the_exact_arguments_for_real() {
         other.gate.action, first.gate.action,
         "the summaries are the same"
     );
+    // Stopped, its record closed, before its data folder is removed.
+    assert!(running.finish(std::time::Duration::from_secs(30)).await);
 }

@@ -270,7 +270,10 @@ async fn run_case(seed: u64, rng: &mut Rng) -> usize {
             }
         }
     }
-    let _ = running.commands.send(AgentCommand::Quit);
+    assert!(
+        running.finish(Duration::from_secs(30)).await,
+        "seed {seed}: the agent did not stop"
+    );
 
     // Check the properties.
     let executed = recording.0.lock().unwrap().clone();

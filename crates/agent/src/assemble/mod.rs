@@ -80,6 +80,17 @@ pub struct Running {
     pub answers: Arc<crate::record::answers::AnswerBook>,
 }
 
+impl Running {
+    /// Quit the agent loop and wait (up to `within`) until it has stopped,
+    /// its record closed: what an embedder does before it removes the data
+    /// folder the agent records into (a loop still quitting would write
+    /// into it). False: it had not stopped by then.
+    pub async fn finish(self, within: Duration) -> bool {
+        let _ = self.commands.send(vigil_protocol::AgentCommand::Quit);
+        tokio::time::timeout(within, self.task).await.is_ok()
+    }
+}
+
 /// What to start beyond the config.
 #[derive(Default)]
 pub struct StartOptions {
