@@ -22,11 +22,13 @@ fn ps_and_attach_reach_an_agent_through_ssh() {
     let c = Console::start("attach-ssh", &config, "", "");
     c.send("gate-me");
     c.wait("approvals (1)");
-    // How the "remote" side runs vigil: this build, this test's runtime dir.
+    // How the "remote" side runs vigil: this build, this test's runtime,
+    // config and data folders (its log too stays in the test's folder).
     let remote_vigil = format!(
-        "env VIGIL_RUNTIME_DIR={} XDG_CONFIG_HOME={} {}",
+        "env VIGIL_RUNTIME_DIR={} XDG_CONFIG_HOME={} VIGIL_DATA_DIR={} {}",
         c.tmux.runtime_dir().display(),
         c.dir.path().join("xdg").display(),
+        c.dir.path().join("data").display(),
         common::vigil_bin().display()
     );
     let (code, out, err) = c.run(&["ps", "--remote-vigil", &remote_vigil, &s.target()]);
