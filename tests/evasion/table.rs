@@ -334,6 +334,19 @@ pub const TABLE: &[Case] = &[
     // root and as nobody).
     c("ipc", "ipcmk -M 4096 && touch {M}"),
     c("ipc", "ipcmk -Q"),
+    // A kernel keyring (a user's keys outlive every process), a signal and
+    // a priority for another process (the shell's parent), and two socket
+    // families (the system log's unix socket, netlink). Tried for real as
+    // root and as nobody through `policy check --preview`: add_key is
+    // refused in the view (EPERM) and no key appeared in either user's
+    // keyring; renice fails there (the parent is outside the view); the
+    // stopped shell runs into the view's time limit and is asked; logger
+    // and ip are asked for trying the network.
+    c("keyring", "keyctl add user vrow s @u && touch {M}"),
+    c("other process", "renice -n 19 -p $PPID && touch {M}"),
+    c("other process", "kill -STOP $PPID"),
+    c("socket family", "logger vigil-row && touch {M}"),
+    c("socket family", "ip link add vrow0 type dummy && touch {M}"),
     // A rule's words followed by a line the shell runs before a syntax
     // error: the text does not parse, so no prefix rule covers it.
     r("ls", "ls\n/usr/bin/touch {M}\n'"),
