@@ -251,7 +251,7 @@ async fn a_process_outliving_a_killed_helper_ends_with_the_call() {
         let cmd = cmd.clone();
         async move { sandbox::run(&cmd, None, Some(Duration::from_secs(60)), None).await }
     });
-    let sleeper = common::eventually(Duration::from_secs(10), || find(&format!("sleep {tag}7")));
+    let sleeper = common::eventually(Duration::from_secs(60), || find(&format!("sleep {tag}7")));
     let Some(sleeper) = sleeper else {
         panic!("the sandboxed sleep never started: {:?}", run.await);
     };
@@ -678,7 +678,7 @@ async fn sigio_proc_knobs_and_kernel_objects_stay_out_of_reach_as_root() {
     ] {
         assert!(r.contains(&(call.into(), "ok".into())), "{call}: {r:?}");
     }
-    let gone = common::eventually(Duration::from_secs(5), || {
+    let gone = common::eventually(Duration::from_secs(60), || {
         (!common::alive(victim.pid() as i32)).then_some(())
     });
     assert!(gone.is_some(), "control: SIGIO did not end the victim");
@@ -691,7 +691,7 @@ fn sigio_and_proc_knobs_stay_out_of_reach_as_a_user() {
     let mut m = as_nobody(Path::new("/bin/sleep"));
     m.arg("300");
     let marker = Marker::start(&mut m);
-    let ready = common::eventually(Duration::from_secs(10), || {
+    let ready = common::eventually(Duration::from_secs(60), || {
         knobs(marker.pid()).contains("sleep").then_some(())
     });
     assert!(ready.is_some(), "the marker never became sleep");
@@ -709,7 +709,7 @@ fn sigio_and_proc_knobs_stay_out_of_reach_as_a_user() {
     let out = nobody_plain(&cmd, dir.path());
     let r = results(&text(&out.stdout));
     assert!(r.contains(&("proc_comm".into(), "ok".into())), "{r:?}");
-    let gone = common::eventually(Duration::from_secs(5), || {
+    let gone = common::eventually(Duration::from_secs(60), || {
         (!common::alive(marker.pid() as i32)).then_some(())
     });
     assert!(gone.is_some(), "control: SIGIO did not end the marker");

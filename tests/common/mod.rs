@@ -273,7 +273,7 @@ pub async fn cancel_after_pids(
     {
         let call = backend.run(req, Some(on_output));
         tokio::pin!(call);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while pids().len() < count && Instant::now() < deadline {
             tokio::select! {
                 ended = &mut call => panic!("the call ended before it was cancelled: {ended:?}"),
@@ -520,6 +520,26 @@ impl Server {
             .output()
             .expect("tmux runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Run `args` until its output satisfies `ready` (60 s at most, then
+    /// fail showing the last output); returns that output. A test waits
+    /// for what it needs to see, never for a fixed time.
+    /// (Async: the work it waits for may run on the same runtime.)
+    pub async fn until(&self, args: &[&str], what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let last = self.tmux(args);
+            if ready(&last) {
+                return last;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} never came; `tmux {}` said:\n{last}",
+                args.join(" ")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 

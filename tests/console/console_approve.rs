@@ -125,7 +125,7 @@ fn approve_a_prefix_for_the_session() {
     let c = Console::start_scenario("prefix", &scenario, BASE_CONFIG, "", "");
     let exists = |name: &str| {
         let path = c.work().join(name);
-        common::eventually(Duration::from_secs(20), || path.exists().then_some(())).is_some()
+        common::eventually(Duration::from_secs(60), || path.exists().then_some(())).is_some()
     };
     let idle = || c.wait_for("the turn to end", |s| s.contains("│ idle"));
 
@@ -376,7 +376,7 @@ fn a_tiny_terminal_shows_the_waiting_approval_and_y_needs_its_card() {
     c.wait("┏ approvals (1)");
     c.wait("touch gated-ran");
     c.keys(&["y"]);
-    let ran = common::eventually(Duration::from_secs(20), || {
+    let ran = common::eventually(Duration::from_secs(60), || {
         c.work().join("gated-ran").exists().then_some(())
     });
     assert!(ran.is_some(), "y on the shown card approved it");

@@ -59,7 +59,7 @@ fn ps_and_attach_reach_an_agent_through_ssh() {
     // Leaving closes the forwarding and the master.
     c.tmux.keys("remote", &["C-c"]);
     c.tmux.wait_exit("remote", WAIT);
-    let gone = common::eventually(Duration::from_secs(10), || {
+    let gone = common::eventually(Duration::from_secs(60), || {
         masters().is_empty().then_some(())
     });
     assert!(gone.is_some(), "ssh master left: {:?}", masters());

@@ -179,7 +179,7 @@ fn the_preview_runs_where_y_will_run_after_the_pane_moved() {
         s.contains("┌ conversation") && s.contains("z zoom")
     });
     c.answer("y");
-    let ran = common::eventually(std::time::Duration::from_secs(20), || {
+    let ran = common::eventually(std::time::Duration::from_secs(60), || {
         sub.join("ran-here").exists().then_some(())
     });
     assert!(ran.is_some(), "y ran where the preview did");
@@ -199,7 +199,7 @@ fn a_command_whose_pane_moved_after_the_card_is_refused_not_run_elsewhere() {
     // Someone moves the shared pane after the card was shown.
     c.agent_tmux
         .tmux(&["send-keys", "-t", "vigil-agent", "cd sub", "Enter"]);
-    let moved = common::eventually(std::time::Duration::from_secs(10), || {
+    let moved = common::eventually(std::time::Duration::from_secs(60), || {
         let now =
             c.agent_tmux
                 .tmux(&["display", "-p", "-t", "vigil-agent", "#{pane_current_path}"]);

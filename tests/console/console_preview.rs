@@ -37,12 +37,12 @@ fn v_previews_the_command_then_y_runs_it_for_real() {
     });
     c.answer("y");
     c.wait("TOOL SAID");
-    let ran = common::eventually(Duration::from_secs(20), || {
+    let ran = common::eventually(Duration::from_secs(60), || {
         c.work().join("gated-ran").exists().then_some(())
     });
     assert!(ran.is_some(), "the approved command ran");
     let sessions = c.dir.path().join("data/sessions");
-    let record = common::eventually(Duration::from_secs(20), || {
+    let record = common::eventually(Duration::from_secs(60), || {
         let dir = std::fs::read_dir(&sessions).ok()?.flatten().next()?.path();
         let text = std::fs::read_to_string(dir.join("events.jsonl")).ok()?;
         text.lines()

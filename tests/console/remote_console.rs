@@ -183,7 +183,7 @@ fn history(tmux: &Tmux) -> String {
 }
 
 fn no_masters(pid: &str) {
-    let left = common::eventually(Duration::from_secs(10), || {
+    let left = common::eventually(Duration::from_secs(60), || {
         masters(pid).is_empty().then_some(())
     });
     assert!(

@@ -140,7 +140,7 @@ async fn faulted_run(
                 && v["summary"].as_str().unwrap_or("").contains("sleep");
             events.push(v);
             if started {
-                common::eventually(Duration::from_secs(20), || {
+                common::eventually(Duration::from_secs(60), || {
                     (!sleeping(&marker).is_empty()).then_some(())
                 })
                 .expect("the sleep runs on the target");

@@ -125,7 +125,7 @@ async fn output_streams_and_a_timeout_kills_the_command_inside() {
         ExecError::Timeout { partial, .. } => assert_eq!(partial.stdout, b"started\n"),
         other => panic!("expected a timeout, got {other:?}"),
     }
-    let gone = common::eventually(Duration::from_secs(5), || {
+    let gone = common::eventually(Duration::from_secs(60), || {
         sleeping(marker).is_empty().then_some(())
     });
     assert!(

@@ -218,8 +218,10 @@ async fn kill_master(t: &SshTransport) {
     let pid = t.master_pid().await.expect("master pid");
     // SAFETY: kill(2) on the master the transport started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    common::eventually(Duration::from_secs(5), || (!t.master_alive()).then_some(()))
-        .expect("master still answers after SIGKILL");
+    common::eventually(Duration::from_secs(60), || {
+        (!t.master_alive()).then_some(())
+    })
+    .expect("master still answers after SIGKILL");
 }
 
 #[tokio::test(flavor = "multi_thread")]

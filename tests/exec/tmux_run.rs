@@ -194,8 +194,11 @@ async fn detach_returns_at_once_and_the_pane_shows_the_output() {
     // (no clock decides it, however slow the machine).
     let gate = tempfile::tempdir().unwrap();
     let open = gate.path().join("open");
+    // The wait runs outside the pane's shell (a loop in the shell itself
+    // would leave the shell in the foreground between its sleeps), so the
+    // pane is busy with another program for as long as the gate is shut.
     let mut r = req(&format!(
-        "while [ ! -e {} ]; do sleep 0.05; done; echo detached-$((40 + 2))",
+        "timeout 300 sh -c 'until [ -e {} ]; do sleep 0.05; done'; echo detached-$((40 + 2))",
         open.display()
     ));
     r.detach = true;
@@ -211,23 +214,15 @@ async fn detach_returns_at_once_and_the_pane_shows_the_output() {
         "{busy}"
     );
     std::fs::write(&open, "").unwrap();
-    let mut shown = false;
-    for _ in 0..200 {
-        // The output itself: the typed line says `detached-$((40 + 2))`,
-        // so only the command's output (wrapped or after a prompt) shows 42.
-        if s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"])
-            .lines()
-            .any(|l| l.contains("detached-42"))
-        {
-            shown = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        shown,
-        "the detached command's output never showed in the pane"
-    );
+    // The output itself: the typed line says `detached-$((40 + 2))`, so
+    // only the command's output (wrapped or after a prompt) shows 42.
+    let capture = ["capture-pane", "-p", "-t", "vigil-test:shared"];
+    s.until(
+        &capture,
+        "the detached command's output in the pane",
+        |sc| sc.lines().any(|l| l.contains("detached-42")),
+    )
+    .await;
     assert_eq!(run(&b, "echo after").await.stdout, b"after\n");
 }
 
@@ -254,7 +249,14 @@ async fn a_killed_pane_fails_the_command_and_is_recreated() {
     run(&b, "cd /tmp").await;
     let b2 = b.clone();
     let task = tokio::spawn(async move { b2.run(req("sleep 300"), None).await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let fg = [
+        "display",
+        "-p",
+        "-t",
+        "vigil-test:shared",
+        "#{pane_current_command}",
+    ];
+    s.until(&fg, "the sleep", |c| c.trim() == "sleep").await;
     // A second window keeps the session alive while the pane dies.
     s.tmux(&["new-window", "-d", "-t", "vigil-test:"]);
     s.tmux(&["kill-pane", "-t", "vigil-test:shared"]);
@@ -309,7 +311,17 @@ async fn the_alternate_screen_is_reported_not_mistaken_for_output() {
         "printf '\\033[?1049l'",
         "Enter",
     ]);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let alt = [
+        "display",
+        "-p",
+        "-t",
+        "vigil-test:shared",
+        "#{alternate_on} #{pane_current_command}",
+    ];
+    s.until(&alt, "the shell on the normal screen", |a| {
+        a.trim() == "0 bash"
+    })
+    .await;
     assert_eq!(run(&b, "echo ok").await.stdout, b"ok\n");
 }
 
@@ -349,12 +361,26 @@ async fn files_are_byte_exact_and_target_and_mirror_are_reported() {
 #[tokio::test]
 async fn the_operator_sees_output_in_the_pane_while_it_runs() {
     let (b, s) = common::start("bash").await;
+    // The command waits for the test: its first line must be on the
+    // screen while it still runs.
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let cmd = format!(
+        "echo live-line; while [ ! -e {} ]; do sleep 0.05; done; echo end",
+        go.display()
+    );
     let b2 = b.clone();
-    let task =
-        tokio::spawn(async move { b2.run(req("echo live-line; sleep 1; echo end"), None).await });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let screen = s.tmux(&["capture-pane", "-p", "-t", "vigil-test:shared"]);
-    assert!(screen.contains("live-line"), "{screen}");
+    let task = tokio::spawn(async move { b2.run(req(&cmd), None).await });
+    let capture = ["capture-pane", "-p", "-t", "vigil-test:shared"];
+    s.until(&capture, "live-line on the screen", |sc| {
+        sc.lines().any(|l| l == "live-line")
+    })
+    .await;
+    assert!(
+        !task.is_finished(),
+        "the command ended before the test let it"
+    );
+    std::fs::write(&go, "").unwrap();
     let out = task.await.unwrap().unwrap();
     assert_eq!(out.stdout, b"live-line\nend\n");
     // Shown once, not again by the wrapper at the end.
@@ -400,13 +426,15 @@ async fn a_command_line_the_shell_discards_fails_clearly_and_never_runs_late() {
     );
     run(&b, &skip).await;
     let started = Instant::now();
+    let mut touch = req(&format!("touch {}", mark.display()));
+    touch.timeout = Some(Duration::from_secs(120));
     let err = b
-        .run(req(&format!("touch {}", mark.display())), None)
+        .run(touch, None)
         .await
         .expect_err("the discarded line cannot succeed");
     assert!(err.to_string().contains("never started"), "{err}");
     assert!(
-        started.elapsed() < Duration::from_secs(60),
+        started.elapsed() < Duration::from_secs(100),
         "it did not wait forever"
     );
     assert!(!once.exists(), "the line was skipped by the trap");
@@ -418,4 +446,18 @@ async fn a_command_line_the_shell_discards_fails_clearly_and_never_runs_late() {
     assert_eq!(run(&b, noclobber).await.stdout, b"off\n");
     run(&b, "set -C").await;
     assert_eq!(run(&b, noclobber).await.stdout, b"on\n");
+}
+
+/// A shell still reading its rc files (slow on a loaded machine; here a
+/// `sleep` in the rc) is waited for, not interrupted: the first command
+/// runs after the whole rc, which Ctrl-C would have cut short.
+#[tokio::test]
+async fn a_shell_still_reading_its_rc_files_is_waited_for_not_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let rc = dir.path().join("rc");
+    std::fs::write(&rc, "sleep 8\nRC_DONE=all-of-it\n").unwrap();
+    let shell = format!("bash --noprofile --rcfile {}", rc.display());
+    let (b, _s) = common::start(&shell).await;
+    let out = run(&b, "echo \"rc: $RC_DONE\"").await;
+    assert_eq!(out.stdout, b"rc: all-of-it\n");
 }

@@ -98,7 +98,7 @@ fn a_command_of_the_same_user_cannot_read_the_agents_environment_or_memory_map()
     // Read it only once it is `sleep`: before the exec it is still setpriv
     // changing its uid (not dumpable then), which a busy machine can show.
     let comm = format!("/proc/{}/comm", control.0.id());
-    let became = common::eventually(Duration::from_secs(10), || {
+    let became = common::eventually(Duration::from_secs(60), || {
         let c = std::fs::read_to_string(&comm).ok()?;
         (c.trim() == "sleep").then_some(())
     });

@@ -218,7 +218,7 @@ fn view_groups() -> std::collections::BTreeSet<String> {
 /// own when the view ends).
 fn no_view_groups_left(before: &std::collections::BTreeSet<String>) {
     // Other tests' views (running beside this one) end within their limits.
-    let left = common::eventually(std::time::Duration::from_secs(20), || {
+    let left = common::eventually(std::time::Duration::from_secs(60), || {
         view_groups().is_subset(before).then_some(())
     });
     assert!(
@@ -254,7 +254,7 @@ fn faults_are_contained_and_reported() {
         assert!(effects.contains(effect), "{script}: {effects}");
         assert!(!dir.path().join("big.bin").exists());
     }
-    let survivors = common::eventually(std::time::Duration::from_secs(5), || {
+    let survivors = common::eventually(std::time::Duration::from_secs(60), || {
         let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
         (!String::from_utf8_lossy(&ps.stdout).contains(&tag)).then_some(())
     });

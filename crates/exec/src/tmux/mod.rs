@@ -26,6 +26,7 @@ pub mod leftovers;
 pub mod manager;
 pub mod names;
 pub mod ops;
+mod probe;
 pub mod run;
 pub mod sandboxed;
 pub mod script;

@@ -22,14 +22,12 @@ use super::TmuxError;
 use super::control::{Control, Event};
 use super::guard::guard_shared_shell;
 use super::manager::{PaneRef, PaneSlot, PaneState, TmuxManager};
+use super::probe::{confirm_prompt, prompt_printed};
 use super::script::{self, CmdFiles, Marker, MarkerScanner, is_shell, tq};
 use super::stream::Streamer;
 use crate::process::outcome;
 use crate::{ExecError, OutputFn, RunOutcome, RunRequest};
 
-/// How long a probe may take before Ctrl-C is sent again.
-const PROBE_WAIT: Duration = Duration::from_millis(1500);
-const PROBE_TRIES: usize = 3;
 /// How long after a detached dispatch the pane's foreground process is
 /// not trusted yet.
 const DETACH_SETTLE: Duration = Duration::from_millis(300);
@@ -57,7 +55,7 @@ impl Drop for CancelGuard {
 }
 
 /// Write `content` to `path` on the target through the tmux server.
-fn save_lines(buffer: &str, path: &str, content: &str) -> [String; 2] {
+pub(super) fn save_lines(buffer: &str, path: &str, content: &str) -> [String; 2] {
     [
         format!("set-buffer -b {buffer} {}", tq(content)),
         format!("save-buffer -b {buffer} {}", tq(path)),
@@ -65,7 +63,7 @@ fn save_lines(buffer: &str, path: &str, content: &str) -> [String; 2] {
 }
 
 /// Clear whatever the operator left on the command line, then type `line`.
-fn type_lines(pane: &str, line: &str) -> [String; 3] {
+pub(super) fn type_lines(pane: &str, line: &str) -> [String; 3] {
     [
         format!("send-keys -t {pane} C-e C-u"),
         format!("send-keys -t {pane} -l -- {}", tq(line)),
@@ -73,7 +71,7 @@ fn type_lines(pane: &str, line: &str) -> [String; 3] {
     ]
 }
 
-async fn all_ok(control: &Control, lines: Vec<String>) -> Result<(), ExecError> {
+pub(super) async fn all_ok(control: &Control, lines: Vec<String>) -> Result<(), ExecError> {
     for r in control.batch(&lines).await {
         r.map_err(|e| ExecError::Failed(format!("could not dispatch to tmux: {e}")))?;
     }
@@ -81,8 +79,10 @@ async fn all_ok(control: &Control, lines: Vec<String>) -> Result<(), ExecError> 
 }
 
 /// How long a typed command line may take to start before vigil claims it
-/// (see [`script::wrapper`]'s start claim).
-const NEVER_STARTED: Duration = Duration::from_secs(5);
+/// (see [`script::wrapper`]'s start claim). Looked at with the status file
+/// (at 1, 3, 7, 15 s…), so the claim comes at 15 s: a line the shell
+/// discarded is rare, a shell starved of CPU for seconds is not.
+const NEVER_STARTED: Duration = Duration::from_secs(10);
 
 fn never_started(pane: &PaneRef) -> ExecError {
     ExecError::Failed(format!(
@@ -93,80 +93,12 @@ fn never_started(pane: &PaneRef) -> ExecError {
     ))
 }
 
-fn lost(pane: &PaneRef, what: &str) -> ExecError {
+pub(super) fn lost(pane: &PaneRef, what: &str) -> ExecError {
     ExecError::Failed(format!(
         "{what} while the command ran in pane `{}` of tmux session {}; its terminal state \
          (working directory, environment, running programs) was lost; the next command recreates it",
         pane.name, pane.session
     ))
-}
-
-/// Make sure the shell is at its prompt: source a probe and wait for its
-/// marker, sending Ctrl-C between tries.
-async fn confirm_prompt(mgr: &TmuxManager, pane: &PaneRef) -> Result<(), ExecError> {
-    for attempt in 0..PROBE_TRIES {
-        let id = mgr.next_id();
-        let token = format!("{}:{id}", mgr.secret());
-        let (path, ok) = (
-            format!("{}/{id}.sh", mgr.dir()),
-            format!("{}/{id}.ok", mgr.dir()),
-        );
-        let events = pane.control.subscribe();
-        let script = script::probe(&token, &ok);
-        let mut lines = save_lines(&format!("vigil-{id}"), &path, &script).to_vec();
-        lines.push(format!("delete-buffer -b vigil-{id}"));
-        lines.extend(type_lines(&pane.id, &format!(" . {path}")));
-        all_ok(&pane.control, lines).await?;
-        // The first try waits longest: a fresh or recreated pane's shell
-        // may still be starting (its rc files) on a loaded machine.
-        let wait = if attempt == 0 {
-            PROBE_WAIT * 4
-        } else {
-            PROBE_WAIT
-        };
-        let seen = probe_seen(mgr, pane, events, &token, &ok, wait).await;
-        mgr.remove(&[path, ok]).await;
-        if seen? {
-            pane.slot.dirty.store(false, Ordering::SeqCst);
-            pane.slot.typed.store(false, Ordering::SeqCst);
-            return Ok(());
-        }
-        pane.control.fire(&format!("send-keys -t {} C-c", pane.id));
-    }
-    Err(ExecError::Failed(format!(
-        "the shell in pane `{}` did not come back to its prompt after Ctrl-C; look at it with \
-         capture-pane and get it back with send-keys (e.g. C-c, q, or Enter)",
-        pane.name
-    )))
-}
-
-/// Whether the probe ran within `wait`: its marker in the pane's output, or,
-/// when output was dropped (a paused pane under load), its `ok` file.
-async fn probe_seen(
-    mgr: &TmuxManager,
-    pane: &PaneRef,
-    mut events: tokio::sync::mpsc::Receiver<Event>,
-    token: &str,
-    ok: &str,
-    wait: Duration,
-) -> Result<bool, ExecError> {
-    let mut scanner = MarkerScanner::new(token);
-    let deadline = Instant::now() + wait;
-    loop {
-        tokio::select! {
-            ev = events.recv() => match ev {
-                Some(Event::Output { pane: p, data }) if p == pane.id => {
-                    if scanner.push(&data).contains(&Marker::Probe) {
-                        return Ok(true);
-                    }
-                }
-                Some(Event::Lagged) if !mgr.read_from(ok, 0).await.is_empty() => return Ok(true),
-                Some(Event::Closed) | None => return Err(lost(pane, "the tmux server went away")),
-                Some(_) => {}
-            },
-            _ = tokio::time::sleep_until(deadline) => return Ok(!mgr.read_from(ok, 0).await.is_empty()),
-        }
-    }
 }
 
 /// Run one command in a managed pane.
@@ -291,11 +223,12 @@ async fn ready_pane(mgr: &TmuxManager, pane: &PaneRef) -> Result<PaneState, Exec
         && is_shell(&state.current_command)
         && !state.alternate_on;
     if pane.slot.dirty.load(Ordering::SeqCst) || typed {
+        // A new pane's shell may still be reading its rc files.
+        let starting = state.cursor_x == 0 && is_shell(&state.current_command);
         if state.cursor_x == 0 {
-            // A new pane's shell may still be reading its rc files.
             prompt_printed(pane, PROMPT_WAIT_NEW).await;
         }
-        confirm_prompt(mgr, pane).await?;
+        confirm_prompt(mgr, pane, starting).await?;
         state = mgr.pane_state(pane).await.map_err(ExecError::from)?;
     }
     if state.alternate_on {
@@ -317,25 +250,6 @@ async fn ready_pane(mgr: &TmuxManager, pane: &PaneRef) -> Result<PaneState, Exec
         prompt_printed(pane, PROMPT_WAIT).await;
     }
     Ok(state)
-}
-
-/// Right after a command's exit marker the shell may not have printed its
-/// prompt yet; a line typed then is echoed by the terminal as well as by the
-/// shell, and the pane keeps a stray ` . N.sh` line. Wait a moment for the
-/// prompt's bytes (a prompt that ends the line, or an empty one, costs at
-/// most `wait`).
-async fn prompt_printed(pane: &PaneRef, wait: Duration) {
-    let mut events = pane.control.subscribe();
-    let _ = tokio::time::timeout(wait, async {
-        loop {
-            match events.recv().await {
-                Some(Event::Output { pane: p, .. }) if p == pane.id => return,
-                Some(Event::Closed) | None => return,
-                Some(_) => {}
-            }
-        }
-    })
-    .await;
 }
 
 /// Save the command and its wrapper on the target and type the line that
