@@ -173,10 +173,11 @@ async fn capture_pane_options() {
         "send-keys",
         "-t",
         "vigil-test:shared",
-        "printf '\\033[?1049l'; clear",
+        "printf '\\033[?1049l\\033[H\\033[2J'",
         "Enter",
     ]);
-    // Back on the normal screen, and `clear` has ended.
+    // Back on the normal screen, cleared by the shell's own printf (with
+    // `clear`, a program, the shell could be seen between the two).
     let back = "#{alternate_on} #{pane_current_command}";
     let back = ["display", "-p", "-t", "vigil-test:shared", back];
     s.until(&back, "the shell on the normal screen", |a| {
