@@ -4,7 +4,8 @@
 //! stdin and answered in `%begin`/`%end` blocks (no process per command),
 //! and `%output` notifications report every byte a pane writes as it
 //! happens, which is how completion markers and mirror updates are noticed
-//! without polling. It must never block the caller on a dead server: when
+//! without polling. Nothing is written to a client before its attach has
+//! run (see [`Control::start`]). It must never block the caller on a dead server: when
 //! the client exits, every waiting command fails and subscribers see
 //! [`Event::Closed`] (or the end of their channel).
 //!
@@ -48,6 +49,9 @@ pub const SUBSCRIBER_CAPACITY: usize = 256;
 
 /// Seconds of unread output after which tmux pauses a pane for this client.
 pub const PAUSE_AFTER_SECS: u32 = 2;
+
+/// Longest a new client may take to attach (a loaded remote target).
+const ATTACH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 struct Subscriber {
     tx: mpsc::Sender<Event>,
@@ -146,9 +150,10 @@ impl Control {
 
         let sh = shared.clone();
         let writer_tx = tx.clone();
+        let (attached_tx, mut attached) = watch::channel(false);
         let reader = tokio::spawn(async move {
             let mut child = child;
-            read_loop(stdout, &sh, &writer_tx, &changes).await;
+            read_loop(stdout, &sh, &writer_tx, &changes, &attached_tx).await;
             let _ = child.start_kill();
             let _ = child.wait().await;
             let mut s = lock(&sh);
@@ -161,11 +166,27 @@ impl Control {
             }
         });
 
-        Ok(Arc::new(Control {
+        let control = Arc::new(Control {
             lines: tx,
             shared,
             tasks: vec![writer, reader],
-        }))
+        });
+        // Nothing is sent before the attach has run. tmux reads a control
+        // client's stdin as soon as the client has identified, so a line
+        // written earlier can run before `attach` does; a `save-buffer` run
+        // so is written by the client process after the command returned
+        // (tmux writes files itself only for attached clients), and a line
+        // typed next could source a file still empty.
+        match tokio::time::timeout(ATTACH_WAIT, attached.wait_for(|a| *a)).await {
+            Ok(Ok(_)) => Ok(control),
+            Ok(Err(_)) => Err(ExecError::Failed(
+                "the tmux server or session went away".into(),
+            )),
+            Err(_) => Err(ExecError::Failed(format!(
+                "the tmux control client did not attach within {} s",
+                ATTACH_WAIT.as_secs()
+            ))),
+        }
     }
 
     pub fn is_closed(&self) -> bool {
@@ -289,6 +310,7 @@ async fn read_loop(
     shared: &Mutex<Shared>,
     lines_tx: &mpsc::UnboundedSender<Vec<u8>>,
     changes: &watch::Sender<u64>,
+    attached: &watch::Sender<bool>,
 ) {
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
     let mut line = Vec::new();
@@ -321,6 +343,9 @@ async fn read_loop(
                         // flow control can be asked for (tmux ≥ 3.2; older
                         // servers answer with an error nobody waits for).
                         flow_control = true;
+                        if ok {
+                            let _ = attached.send(true);
+                        }
                         let flags = format!("refresh-client -f pause-after={PAUSE_AFTER_SECS}");
                         queue(shared, lines_tx, &flags, false);
                     }
@@ -379,5 +404,49 @@ async fn read_loop(
         } else if line.starts_with(b"%exit") {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for `tmux -C attach` that takes a second to attach: it
+    /// notes whether a line had reached its stdin before its attach block,
+    /// then answers every line with a block of its own holding that line.
+    fn slow_attach(verdict: &std::path::Path) -> tokio::process::Command {
+        let script = format!(
+            "sleep 1; if read -t 0; then echo early; else echo after; fi >{v}; \
+             printf '%%begin 1 1 0\\n%%end 1 1 0\\n'; n=1; \
+             while IFS= read -r l; do n=$((n + 1)); \
+             printf '%%begin %s %s 1\\n%s\\n%%end %s %s 1\\n' $n $n \"$l\" $n $n; done",
+            v = verdict.display()
+        );
+        let mut c = tokio::process::Command::new("bash");
+        c.arg("-c").arg(script);
+        c
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_before_the_attach_has_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let verdict = dir.path().join("verdict");
+        let (changes, _) = watch::channel(0);
+        let control = Control::start(slow_attach(&verdict), changes)
+            .await
+            .expect("attaches");
+        let answer = control.cmd("display -p ok").await.unwrap();
+        assert_eq!(answer, ["display -p ok"]);
+        let said = std::fs::read_to_string(&verdict).unwrap();
+        assert_eq!(said.trim(), "after", "a line arrived before the attach");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_ends_before_attaching_is_an_error() {
+        let (changes, _) = watch::channel(0);
+        let mut c = tokio::process::Command::new("sh");
+        c.arg("-c").arg("printf '%%begin 1 1 0\\n%%error 1 1 0\\n'");
+        let err = Control::start(c, changes).await.err().expect("an error");
+        assert!(err.to_string().contains("went away"), "{err}");
     }
 }
