@@ -372,7 +372,7 @@ async fn keys_into_the_shared_pane_then_files(kill: bool) {
         assert_eq!(ctx.read_file(&p).await.unwrap(), b"after");
         ctx.remove_file(&p).await.unwrap();
     };
-    tokio::time::timeout(Duration::from_secs(45), files)
+    tokio::time::timeout(Duration::from_secs(120), files)
         .await
         .expect("file operations hung after keys into the shared pane");
     assert!(!std::path::Path::new(&p).exists());
@@ -380,8 +380,9 @@ async fn keys_into_the_shared_pane_then_files(kill: bool) {
     assert_eq!(out["stdout"], "four\n", "{out}");
 }
 
+/// (Once intermittent under load: a re-attached control client's first
+/// lines could run before its attach; see `Control::start`.)
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "intermittent: hung past its 45 s guard once in ~14 runs under load (cause not yet found); run with --ignored"]
 async fn keys_into_the_shared_pane_then_a_dead_master_leave_files_working() {
     keys_into_the_shared_pane_then_files(true).await;
 }
