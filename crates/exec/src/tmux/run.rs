@@ -54,7 +54,10 @@ impl Drop for CancelGuard {
     }
 }
 
-/// Write `content` to `path` on the target through the tmux server.
+/// Write `content` to `path` on the target through the tmux server. The
+/// control client is attached by then ([`Control::start`] waits for it), so
+/// the server writes the file itself before it runs the next line; for an
+/// unattached client it would ask the client to, and carry on at once.
 pub(super) fn save_lines(buffer: &str, path: &str, content: &str) -> [String; 2] {
     [
         format!("set-buffer -b {buffer} {}", tq(content)),
