@@ -4,7 +4,7 @@
 //! The layers are the crates of this workspace; each depends only on the ones
 //! listed before it, and the compiler keeps it so (a crate cannot name one it
 //! does not depend on):
-//! - [`protocol`] (`crates/protocol`): the contract between the agent and its
+//! - [`vigil_protocol`] (`crates/protocol`): the contract between the agent and its
 //!   consoles. It owns every type that crosses the socket, the line framing
 //!   and the client a front end uses.
 //! - [`shell`] (the one reader of shell text; every safety decision reads its
@@ -16,7 +16,7 @@
 //! - [`tools`]: the Tool contract, registry, validation, truncation, envelope.
 //! - [`agent`]: the model dialects, the loop, the approval broker, sessions,
 //!   the agent process's socket server.
-//! - [`console`]: the ratatui front end, a client of [`protocol`]; it renders
+//! - [`console`]: the ratatui front end, a client of the protocol; it renders
 //!   and sends commands and never executes anything.
 //! - this crate: the entry points ([`cli`], one file a command), starting
 //!   and reaching agent processes ([`launch`]) and loading and checking the

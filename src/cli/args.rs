@@ -47,7 +47,7 @@ pub struct Cli {
     /// More detail in the log file (-v debug, -vv trace); VIGIL_LOG wins.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Run commands on this SSH target (user@host[:port]) instead of here.
+    /// Run commands on this SSH target (`user@host[:port]`) instead of here.
     #[arg(
         long,
         global = true,

@@ -2,7 +2,7 @@
 //! session's agent process — or finds it, when `resume` names a session
 //! whose agent still runs — and attaches; `vigil attach` attaches to a
 //! running one. Either way the console is a client of the agent's socket
-//! ([`super::bridge`]) and leaving is the operator's choice: detach (the
+//! ([`vigil_client::bridge`]) and leaving is the operator's choice: detach (the
 //! agent keeps working) or stop it.
 //!
 //! It prints its errors once and returns the exit code; it never runs the

@@ -7,7 +7,7 @@
 //! which goes only in the child's environment (`ps` shows argv to every
 //! user). It waits for the ready line ([`READY_WAIT`]) and, when the agent
 //! cannot start, returns its own words and the log to read. It never talks
-//! to the socket (that is [`super::attach`]) and never kills anything but
+//! to the socket (that is [`vigil_client::attach`]) and never kills anything but
 //! the process group it started, and only when that never became ready.
 
 use std::ffi::OsString;

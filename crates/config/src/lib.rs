@@ -91,7 +91,7 @@ pub struct TmuxConfig {
     pub mode: TmuxMode,
     /// vigil's private tmux server: a socket name (`tmux -L`), or a path.
     pub socket: String,
-    /// The managed session's name (default: vigil-<agent name>).
+    /// The managed session's name (default: `vigil-<agent name>`).
     pub session: Option<String>,
     /// Most managed sessions at once.
     pub max_sessions: usize,

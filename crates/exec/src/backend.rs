@@ -1,4 +1,4 @@
-//! [`CommandBackend`]: the [`Backend`](super::Backend) for any transport that
+//! [`CommandBackend`]: the [`Backend`] for any transport that
 //! runs plain processes (no tmux).
 //!
 //! Commands go through the transport's `sh -c` and [`super::process`]. Files

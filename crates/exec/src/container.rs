@@ -8,7 +8,7 @@
 //! so is a command that ended abnormally (killed, or an engine error code)
 //! because the container stopped under it, which only an `inspect` after the
 //! fact can tell.
-//! Commands without input run under the [`tether`](super::tether) wrapper
+//! Commands without input run under the [`tether`] wrapper
 //! with `-i`, because a killed `exec` client leaves its command running in
 //! the container otherwise. This module must never start, stop or create
 //! containers; it only execs into one the operator named.

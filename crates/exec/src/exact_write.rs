@@ -5,7 +5,7 @@
 //! redirecting it. Only a regular file is written (a FIFO, device or socket
 //! is refused, never opened for writing and never truncated).
 //!
-//! The file tools hand it paths already resolved ([`vigil_tools::paths`]),
+//! The file tools hand it paths already resolved (`vigil_tools::paths`, a crate above this one),
 //! which hold no symlink: meeting one here means the filesystem changed
 //! under the call. This module never follows a link and never creates a
 //! directory.

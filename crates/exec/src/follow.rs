@@ -27,7 +27,7 @@ use super::{ExecError, OutputFn, OutputStream};
 
 /// Bytes read from a file at a time: one pipe's worth, as the pipes were
 /// read, so a chunk fits the live view's budget for an interval
-/// ([`vigil_tools::live`]) and a flood is shown in slices, not skipped.
+/// (`vigil_tools::live`, a crate above this one) and a flood is shown in slices, not skipped.
 const READ_CHUNK: usize = 64 * 1024;
 /// How often the files are looked at when they had nothing new.
 const TICK: Duration = Duration::from_millis(10);

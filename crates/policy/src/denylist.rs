@@ -10,7 +10,7 @@
 //! wrappers, `xargs`, `find -exec`, `sh -c` and `eval` text, so `env rm -rf
 //! /` and `sh -c 'rm -rf /'` match `rm -rf /` too. A command whose programs
 //! cannot all be told matches no entry here; the approval broker asks it
-//! whenever a denylist is set ([`unresolved`]).
+//! whenever a denylist is set ([`Denylist::unresolved`]).
 //!
 //! A text the parser rejects is matched on its words split at spaces and
 //! shell operators (with quotes dropped), so an unparseable command cannot

@@ -394,7 +394,7 @@ pub enum ApprovalDecision {
     ApproveSession,
     /// Run it, and approve for the rest of the session every command that
     /// starts with this prefix at a word boundary and chains nothing (see
-    /// [`crate::prefix_rule`]); vigil still asks for commands it
+    /// `vigil_policy::prefix_rule`); vigil still asks for commands it
     /// rates high.
     ApprovePrefix(String),
     /// Run an edited action instead (the model is told).

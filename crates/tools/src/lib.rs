@@ -110,7 +110,7 @@ pub struct ToolContext {
     visibility: Option<visibility::Visibility>,
     /// The call was approved without a fresh operator decision (the policy,
     /// a session or policy rule): it must run in the kernel sandbox. The
-    /// registry sets it from [`ApprovalDecision::ApproveUnasked`].
+    /// registry sets it from [`ApprovalDecision::ApproveUnasked`](vigil_protocol::ApprovalDecision::ApproveUnasked).
     pub sandboxed: bool,
     /// For a gated call: the canonical paths the approval named (its
     /// [`CallFacts::paths`](vigil_protocol::approval::CallFacts::paths)). A file

@@ -1,7 +1,7 @@
 //! `request_tools {domains, reason}`: the model's way to see a hidden tool
 //! domain. It answers with the domains added (and their tool names), already
 //! visible, blocked (with why) and unknown, and reveals the added ones in the
-//! turn's [`Visibility`] so they are sent from the next model round.
+//! turn's [`Visibility`](crate::visibility::Visibility) so they are sent from the next model round.
 //!
 //! It never returns a schema and never reveals a blocked domain.
 

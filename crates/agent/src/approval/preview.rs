@@ -3,7 +3,7 @@
 //! once for a call a `preview = true` policy rule matches, the waiting
 //! command runs in a throwaway view ([`vigil_exec::preview`]) on a task
 //! of its own, and the outcome goes back as
-//! [`AgentEvent::PreviewReady`](vigil_protocol::AgentEvent::PreviewReady).
+//! [`vigil_protocol::AgentEvent::PreviewReady`].
 //!
 //! The [`PreviewDesk`] holds the requests that wait and which of them the
 //! operator saw a preview of (the decision record says so). Only shell

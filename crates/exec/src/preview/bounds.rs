@@ -3,7 +3,7 @@
 //!
 //! - resource limits set in the command's process before it starts (they
 //!   pass to everything it starts), as backstops: at most twice
-//!   [`limits::MAX_TASKS`] processes of its user (held for an ordinary
+//!   [`MAX_TASKS`] processes of its user (held for an ordinary
 //!   user, whose view is a user namespace of its own; the kernel exempts
 //!   root), no core files, [`MAX_CPU_SECONDS`] of CPU time (no per-process
 //!   memory limit: thread stacks count against one, and a refused
@@ -11,8 +11,8 @@
 //!   name the bound);
 //! - a watchdog thread in PID 1 that adds up every view process's
 //!   resident memory and threads each [`PERIOD`] and ends the whole view
-//!   (`kill(-1)` in its PID namespace) past [`limits::MAX_MEMORY`] or
-//!   [`limits::MAX_TASKS`]: the bound named in the report.
+//!   (`kill(-1)` in its PID namespace) past [`MAX_MEMORY`] or
+//!   [`MAX_TASKS`]: the bound named in the report.
 //!
 //! It must only run in the view's PID 1 (where `-1` is the view).
 
