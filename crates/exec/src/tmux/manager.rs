@@ -421,6 +421,9 @@ impl TmuxManager {
             args.push(shell);
         }
         self.tmux(&args).await?;
+        self.slot(session, SHARED)
+            .fresh
+            .store(true, Ordering::SeqCst);
         Ok(())
     }
 
@@ -459,6 +462,7 @@ impl TmuxManager {
             line.push_str(&tq(shell));
         }
         let id = control.cmd(&line).await?.join("").trim().to_string();
+        self.slot(session, name).fresh.store(true, Ordering::SeqCst);
         self.mark_pane(control, &id, name).await?;
         Ok(id)
     }

@@ -75,6 +75,7 @@ pub(super) async fn confirm_prompt(
     if answered? {
         pane.slot.dirty.store(false, Ordering::SeqCst);
         pane.slot.typed.store(false, Ordering::SeqCst);
+        pane.slot.fresh.store(false, Ordering::SeqCst);
         return Ok(());
     }
     Err(ExecError::Failed(format!(

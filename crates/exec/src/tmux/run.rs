@@ -226,8 +226,10 @@ async fn ready_pane(mgr: &TmuxManager, pane: &PaneRef) -> Result<PaneState, Exec
         && is_shell(&state.current_command)
         && !state.alternate_on;
     if pane.slot.dirty.load(Ordering::SeqCst) || typed {
-        // A new pane's shell may still be reading its rc files.
-        let starting = state.cursor_x == 0 && is_shell(&state.current_command);
+        // A new pane's shell may still be reading its rc files (its
+        // foreground may even be `env` or an rc file's command yet).
+        let starting = pane.slot.fresh.load(Ordering::SeqCst)
+            || (state.cursor_x == 0 && is_shell(&state.current_command));
         if state.cursor_x == 0 {
             prompt_printed(pane, PROMPT_WAIT_NEW).await;
         }

@@ -36,6 +36,9 @@ pub struct PaneSlot {
     pub defined: Mutex<std::collections::BTreeSet<String>>,
     /// Resolved at least once.
     pub(super) seen: AtomicBool,
+    /// vigil started this pane's shell and no probe has answered since: it
+    /// may still be reading its rc files, so its first probe waits longer.
+    pub(super) fresh: AtomicBool,
 }
 
 impl PaneSlot {
