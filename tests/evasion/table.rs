@@ -347,6 +347,29 @@ pub const TABLE: &[Case] = &[
     c("other process", "kill -STOP $PPID"),
     c("socket family", "logger vigil-row && touch {M}"),
     c("socket family", "ip link add vrow0 type dummy && touch {M}"),
+    // Keys pushed into the terminal's input (TIOCSTI), a file in the
+    // machine's shared memory, a kernel knob, the shell parent's stdin and a
+    // process detached into a session of its own. Tried for real as root
+    // and as nobody through `policy check --preview`: TIOCSTI, the /dev/shm
+    // write and the write to the parent's stdin stay in the view ("no
+    // effects": by_effect answers with the trial, which never runs outside;
+    // no file in the real /dev/shm), drop_caches is asked (a write outside
+    // the view's writable places), the detached sleep is asked (a process
+    // left running) and was gone with the view.
+    c(
+        "terminal",
+        "python3 -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b\"x\")' && touch {M}",
+    ),
+    c("special file", "printf x > /dev/shm/vigil-row && touch {M}"),
+    c(
+        "kernel knob",
+        "echo 1 > /proc/sys/vm/drop_caches && touch {M}",
+    ),
+    c("other process", "printf x > /proc/$PPID/fd/0 && touch {M}"),
+    c(
+        "process left behind",
+        "setsid -f sh -c 'sleep 2; touch {M}'",
+    ),
     // A rule's words followed by a line the shell runs before a syntax
     // error: the text does not parse, so no prefix rule covers it.
     r("ls", "ls\n/usr/bin/touch {M}\n'"),
