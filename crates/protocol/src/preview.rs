@@ -397,16 +397,23 @@ pub fn count_changes(diff: &str) -> (usize, usize) {
 
 /// `1 change`, `2 changes`: a count with its noun.
 pub fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
+    match n {
+        1 => format!("1 {word}"),
+        _ if word.ends_with('s') => format!("{n} {word}es"),
+        _ => format!("{n} {word}s"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plurals_of_words_ending_in_s() {
+        assert_eq!(plural(2, "leftover process"), "2 leftover processes");
+        assert_eq!(plural(1, "leftover process"), "1 leftover process");
+        assert_eq!(plural(3, "change"), "3 changes");
+    }
 
     #[test]
     fn the_headline_and_notes_say_what_was_hit() {
