@@ -444,8 +444,7 @@ mod tests {
     #[tokio::test]
     async fn a_client_that_ends_before_attaching_is_an_error() {
         let (changes, _) = watch::channel(0);
-        let mut c = tokio::process::Command::new("sh");
-        c.arg("-c").arg("printf '%%begin 1 1 0\\n%%error 1 1 0\\n'");
+        let c = crate::test_support::sh("printf '%%begin 1 1 0\\n%%error 1 1 0\\n'");
         let err = Control::start(c, changes).await.err().expect("an error");
         assert!(err.to_string().contains("went away"), "{err}");
     }
