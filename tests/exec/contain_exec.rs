@@ -4,7 +4,7 @@
 //! the risk estimate cannot see (a repository's `core.fsmonitor` hook under
 //! a low `git status`; a named `.env` is rated high and asked), read as
 //! denied (calls on other processes are asked for there:
-//! `tests/sandbox_contain.rs` runs them through the same sandboxed path).
+//! `tests/sandbox_contain/` runs them through the same sandboxed path).
 
 use super::common;
 
