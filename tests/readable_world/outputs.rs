@@ -212,6 +212,9 @@ fn confined_despite_the_trial(uid: Option<u32>) {
     for command in [
         "python3 -c \"open('target/crafted', 'w').write('x')\"",
         "mkdir -p __pycache__ && cp notes.txt __pycache__/notes.cpython-311.pyc",
+        // GNU make takes `--eva` for `--eval`: a makefile from the command
+        // line (found by an attacker: it ran unasked and wrote a .pyc).
+        "make --eva 'x:;mkdir -p target && echo x > target/crafted' x",
     ] {
         let server = rt.block_on(scripted(&[command.to_string()]));
         let out = world.exec(&server, 0, &config(), "unused");

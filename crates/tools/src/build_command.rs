@@ -26,29 +26,121 @@ const CARGO_REFUSED: &[&str] = &["--config", "-Z", "--manifest-path", "--target-
 /// Python modules that test or compile the tree's sources.
 const PYTHON_MODULES: &[&str] = &["unittest", "pytest", "compileall"];
 
-/// pytest/unittest options that load a plugin or a configuration by name.
-const PYTHON_REFUSED: &[&str] = &[
-    "-p",
-    "-c",
-    "--config-file",
-    "-o",
-    "--override-ini",
-    "--rootdir",
-    "--confcutdir",
+/// An option a tool may be given: its spelling and what value it takes.
+/// The lists below are
+/// allow-lists: any other word that starts with `-` is not a build of the
+/// sources (make and unittest take any unambiguous abbreviation of a long
+/// option, `--eva` for `--eval`, so no list of refused spellings is ever
+/// complete).
+type Opt = (&'static str, Takes);
+
+/// The value an option takes.
+#[derive(Clone, Copy)]
+enum Takes {
+    Nothing,
+    /// The next word, or attached: `-kEXPR`, `--tb=short`.
+    Value,
+    /// An optional value, only ever attached (make's `-j4`, `--jobs=4`,
+    /// `-Oline`), that must pass the check.
+    Attached(fn(&str) -> bool),
+}
+
+use Takes::{Attached, Nothing, Value};
+
+fn number(v: &str) -> bool {
+    !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+fn sync_mode(v: &str) -> bool {
+    ["none", "line", "target", "recurse"].contains(&v)
+}
+
+/// make options that change nothing but how the sources are built and how
+/// much is said (no other makefile, directory, definitions or include
+/// path). `-j 4`: the `4` is read as a target, which is harmless.
+const MAKE_OPTS: &[Opt] = &[
+    ("-j", Attached(number)),
+    ("--jobs", Attached(number)),
+    ("-k", Nothing),
+    ("--keep-going", Nothing),
+    ("-S", Nothing),
+    ("--no-keep-going", Nothing),
+    ("-s", Nothing),
+    ("--silent", Nothing),
+    ("--quiet", Nothing),
+    ("-B", Nothing),
+    ("--always-make", Nothing),
+    ("-w", Nothing),
+    ("--print-directory", Nothing),
+    ("--no-print-directory", Nothing),
+    ("-O", Attached(sync_mode)),
+    ("--output-sync", Attached(sync_mode)),
+    ("-l", Attached(number)),
+    ("--load-average", Attached(number)),
 ];
 
-/// make options that read another makefile, directory or definitions.
-const MAKE_REFUSED: &[&str] = &[
-    "-f",
-    "--file",
-    "--makefile",
-    "-C",
-    "--directory",
-    "-e",
-    "--environment-overrides",
-    "--eval",
-    "-I",
-    "--include-dir",
+/// pytest options that select and report tests (no plugin, configuration,
+/// root folder or warning filter, which may import a module by name).
+const PYTEST_OPTS: &[Opt] = &[
+    ("-q", Nothing),
+    ("-qq", Nothing),
+    ("--quiet", Nothing),
+    ("-v", Nothing),
+    ("-vv", Nothing),
+    ("--verbose", Nothing),
+    ("-x", Nothing),
+    ("--exitfirst", Nothing),
+    ("-s", Nothing),
+    ("-l", Nothing),
+    ("--showlocals", Nothing),
+    ("--lf", Nothing),
+    ("--last-failed", Nothing),
+    ("--ff", Nothing),
+    ("--failed-first", Nothing),
+    ("--co", Nothing),
+    ("--collect-only", Nothing),
+    ("--no-header", Nothing),
+    ("--disable-warnings", Nothing),
+    ("--strict-markers", Nothing),
+    ("-k", Value),
+    ("-m", Value),
+    ("--tb", Value),
+    ("-r", Value),
+    ("--maxfail", Value),
+    ("--durations", Value),
+    ("-n", Value),
+];
+
+/// unittest options (its `discover` folders are checked like any path).
+const UNITTEST_OPTS: &[Opt] = &[
+    ("-q", Nothing),
+    ("--quiet", Nothing),
+    ("-v", Nothing),
+    ("--verbose", Nothing),
+    ("-f", Nothing),
+    ("--failfast", Nothing),
+    ("-b", Nothing),
+    ("--buffer", Nothing),
+    ("-c", Nothing),
+    ("--catch", Nothing),
+    ("--locals", Nothing),
+    ("-k", Value),
+    ("--durations", Value),
+    ("-s", Value),
+    ("--start-directory", Value),
+    ("-p", Value),
+    ("--pattern", Value),
+    ("-t", Value),
+    ("--top-level-directory", Value),
+];
+
+/// compileall options that write only the usual `__pycache__` files.
+const COMPILEALL_OPTS: &[Opt] = &[
+    ("-q", Nothing),
+    ("-f", Nothing),
+    ("-l", Nothing),
+    ("-j", Value),
+    ("-r", Value),
 ];
 
 /// Programs that may read a build's output in a pipeline: they write
@@ -106,21 +198,17 @@ fn command(c: &SimpleCommand) -> Result<(), String> {
             let sub = args.iter().find(|a| !a.starts_with(['-', '+']));
             sub.is_some_and(|s| CARGO.contains(s))
                 && refused(CARGO_REFUSED).is_none()
+                && (sub != Some(&"clippy") || clippy_driver_args(args))
                 && !args.iter().any(|a| a.starts_with('+') && a.contains('/'))
                 && !args.iter().any(|a| a.contains('/') && names_outputs(a))
         }
-        "pytest" | "py.test" => python_args(args),
+        "pytest" | "py.test" => only(args, PYTEST_OPTS, source),
         n if n == "python" || n.starts_with("python3") => {
             args.first().is_some_and(|a| *a == "-m")
                 && args.get(1).is_some_and(|m| PYTHON_MODULES.contains(m))
-                && python_args(&args[2..])
+                && only(&args[2..], python_opts(args[1]), source)
         }
-        "make" | "gmake" => {
-            refused(MAKE_REFUSED).is_none()
-                && !args
-                    .iter()
-                    .any(|a| a.contains('=') || (a.contains('/') && names_outputs(a)))
-        }
+        "make" | "gmake" => only(args, MAKE_OPTS, make_target),
         _ => return Err(format!("`{name}` is not a build or test tool vigil knows")),
     };
     match ok {
@@ -132,13 +220,101 @@ fn command(c: &SimpleCommand) -> Result<(), String> {
     }
 }
 
-fn python_args(args: &[&str]) -> bool {
-    !args.iter().any(|a| {
-        PYTHON_REFUSED
-            .iter()
-            .any(|r| a == r || a.starts_with(&format!("{r}=")))
-            || names_outputs(a)
+fn python_opts(module: &str) -> &'static [Opt] {
+    match module {
+        "pytest" => PYTEST_OPTS,
+        "unittest" => UNITTEST_OPTS,
+        _ => COMPILEALL_OPTS,
+    }
+}
+
+/// Whether every option in `args` is one of `opts` (with its value: the
+/// next word, or attached as `-kEXPR` / `--name=VALUE`) whose value names
+/// nothing beneath an output folder, and every other argument passes
+/// `operand`.
+fn only(args: &[&str], opts: &[Opt], operand: fn(&str) -> bool) -> bool {
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if *word == "--" {
+            return words.all(|a| operand(a));
+        }
+        if !word.starts_with('-') || *word == "-" {
+            if !operand(word) {
+                return false;
+            }
+            continue;
+        }
+        let Some(value) = option_value(word, opts) else {
+            return false;
+        };
+        let value = match value {
+            Some(v) => Some(v),
+            None if takes_value(word, opts) => words.next().copied(),
+            None => None,
+        };
+        if value.is_some_and(names_outputs) {
+            return false;
+        }
+    }
+    true
+}
+
+/// What `cargo clippy -- …` passes to the compiler: lint levels only (no
+/// `-C linker=…`, `--extern`, `-Z`…).
+const CLIPPY_DRIVER_OPTS: &[Opt] = &[
+    ("-D", Value),
+    ("-W", Value),
+    ("-A", Value),
+    ("-F", Value),
+    ("--deny", Value),
+    ("--warn", Value),
+    ("--allow", Value),
+    ("--forbid", Value),
+    ("--cap-lints", Value),
+];
+
+fn clippy_driver_args(args: &[&str]) -> bool {
+    match args.iter().position(|a| *a == "--") {
+        Some(at) => only(&args[at + 1..], CLIPPY_DRIVER_OPTS, |_| false),
+        None => true,
+    }
+}
+
+/// A test path or module: not beneath an output folder.
+fn source(arg: &str) -> bool {
+    !names_outputs(arg)
+}
+
+/// A make target (`build` is a target, not the folder): no variable
+/// definition, and no path beneath an output folder.
+fn make_target(arg: &str) -> bool {
+    !(arg.contains('=') || arg.contains('/') && names_outputs(arg))
+}
+
+/// `None`: `word` is not one of `opts`; `Some(None)`: it is, with no value
+/// attached; `Some(Some(v))`: with `v` attached.
+fn option_value<'a>(word: &'a str, opts: &[Opt]) -> Option<Option<&'a str>> {
+    opts.iter().find_map(|&(name, takes)| {
+        if word == name {
+            return Some(None);
+        }
+        let rest = word.strip_prefix(name)?;
+        let value = match name.starts_with("--") {
+            true => rest.strip_prefix('=')?,
+            false => rest,
+        };
+        let fits = match takes {
+            Nothing => false,
+            Value => !value.is_empty(),
+            Attached(check) => check(value),
+        };
+        fits.then_some(Some(value))
     })
+}
+
+fn takes_value(word: &str, opts: &[Opt]) -> bool {
+    opts.iter()
+        .any(|&(name, takes)| matches!(takes, Value) && word == name)
 }
 
 #[cfg(test)]
@@ -155,6 +331,8 @@ mod tests {
             "cargo test -q --offline",
             "cargo build --release && cargo test",
             "cargo +nightly clippy --all-targets -- -D warnings",
+            "cargo clippy -- -Dclippy::all -W clippy::pedantic --cap-lints=warn",
+            "cargo test -- --nocapture --test-threads=1",
             "cargo test 2>&1 | tail -n 20",
             "cd sub && cargo check",
             "python3 -m unittest -q test_calc",
@@ -162,6 +340,13 @@ mod tests {
             "pytest -x",
             "make",
             "make -j4 test",
+            "make -j 4 -k --no-print-directory all",
+            "make --jobs=2 -Oline check",
+            "make build",
+            "make -- test",
+            "python3 -m pytest -q -k 'fast and not slow' --tb=short tests",
+            "python3 -m unittest discover -s tests -p 'test_*.py' -v",
+            "python3 -m compileall -q -j 0 src",
         ] {
             assert!(build(t), "{t}");
         }
@@ -187,10 +372,32 @@ mod tests {
             "python3 -m http.server",
             "make -f build/Makefile",
             "make CC=./cc",
+            // An abbreviation of a long option (GNU make and argparse take
+            // any unambiguous one), or an option no list names.
+            "make --eva 'x:;touch build/app' x",
+            "make --ev=x",
+            "make --fil=build/Makefile",
+            "make --dir build",
+            "make --incl build",
+            "make --env",
+            "make -sf build/Makefile",
+            "make -j4x",
+            "make -- CC=./cc",
+            "pytest -pevil",
+            "pytest -ptarget.evil",
+            "pytest -cbuild/pytest.ini",
+            "pytest -oaddopts=-pevil",
+            "pytest -W error::evil.Warn",
+            "python3 -m pytest --confc build",
+            "python3 -m unittest --buf target.evil",
+            "python3 -m unittest -k x --locals -q -s build",
+            "python3 -m compileall -b .",
             "cd target && cargo build",
             "cargo test > out.txt",
             "cargo $CMD",
             "cargo test | sort -o x",
+            "cargo clippy -- -C linker=./ld",
+            "cargo clippy --all-targets -- -D warnings --extern x=target/libx.rlib",
         ] {
             assert!(!build(t), "{t}");
         }
