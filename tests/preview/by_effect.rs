@@ -314,7 +314,8 @@ fn a_long_trial_shows_its_card_at_once() {
 /// What the masks cannot know by name is caught by what the trial saw:
 /// a key under an ordinary name and a password in git's config (the
 /// output's shape), a folder opened to everyone (its mode), a write to an
-/// outside file through `/proc/self/fd` (resolved to the file). A plain
+/// outside file through `/proc/self/fd` (resolved to the file), a key
+/// after tens of MB of output (the whole spill is read). A plain
 /// read still runs unasked (the control).
 #[test]
 fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
@@ -346,7 +347,8 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
         vigil::exec::ExecutionContext::local(),
         ShellConfig::default(),
     );
-    let mut ctx = ToolContext::new("t");
+    let spills = tempfile::tempdir().unwrap();
+    let mut ctx = ToolContext::new("t").with_spill_dir(spills.path().to_path_buf());
     ctx.approved_cwd = Some(work.display().to_string());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let trial = |command: &str| {
@@ -380,6 +382,17 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
     for (command, effect) in [
         (abstract_connect.as_str(), "tries the network"),
         ("cat deploy_backup", "a private key block"),
+        // Past what the scan once read of a spill file (16 MB), and
+        // neither in the head nor in the tail the model sees: the scan
+        // reads to the end, also within one line longer than its chunk.
+        (
+            "head -c 17000000 /dev/zero | tr '\\0' a; echo; cat deploy_backup; seq 100000",
+            "a private key block",
+        ),
+        (
+            "head -c 21000000 /dev/zero | tr '\\0' a; cat deploy_backup; seq 100000",
+            "a private key block",
+        ),
         ("git remote -v", "a password in a URL"),
         ("chmod 0777 .git/hooks", "mode 755 → 777"),
         (reopen.as_str(), "writes outside the view's writable places"),
@@ -391,6 +404,21 @@ fn what_no_mask_names_is_caught_by_what_the_trial_saw() {
             Trial::InPane(why) => panic!("{command} ran in the pane unasked: {why}"),
             Trial::Outputs(run) => panic!("{command} ran in its outputs unasked: {}", run.names),
         }
+    }
+    // Without a spill folder the middle of a long output is not kept: not
+    // checked, so asked.
+    let mut unkept = ToolContext::new("t");
+    unkept.approved_cwd = ctx.approved_cwd.clone();
+    let args = serde_json::json!({
+        "command": "head -c 300000 /dev/zero | tr '\\0' a; echo; seq 100000",
+        "risk": "low", "mutation": false, "privesc": false, "why": "t",
+    });
+    match rt.block_on(shell.trial(
+        &vigil::tools::call_as_sent(&shell, &args.to_string()),
+        &unkept,
+    )) {
+        Trial::Asks { why, .. } => assert!(why.contains("could not be checked"), "{why}"),
+        _ => panic!("a long output nobody kept ran unasked"),
     }
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
     assert!(

@@ -306,27 +306,55 @@ fn judge(
     }
 }
 
-/// Most bytes of a spill file read for the secret scan.
-const SCAN_LIMIT: u64 = 16 * 1024 * 1024;
+/// The secret scan reads a spill file this much at a time…
+const SCAN_CHUNK: u64 = 4 * 1024 * 1024;
+/// …keeping this much of the chunk before, so a line cut at a chunk's end
+/// is seen whole.
+const SCAN_OVERLAP: usize = 64 * 1024;
 
 /// A secret-looking text in the trial's output (both streams, whole: the
-/// spill files too, as far as [`SCAN_LIMIT`]).
+/// spill files too, to their end, a chunk at a time). Output that was not
+/// kept (no spill folder, a spill that failed) or cannot be read back is
+/// itself the answer: what was not checked is asked.
 fn secret_in_output(outcome: &RunOutcome) -> Option<String> {
-    use std::io::Read;
     outcome.captured().iter().find_map(|c| {
         let mut text = String::from_utf8_lossy(&c.head).into_owned();
         text.push('\n');
         text.push_str(&String::from_utf8_lossy(&c.tail));
-        if let Some(path) = &c.spill
-            && let Ok(f) = std::fs::File::open(path)
-        {
-            let mut all = Vec::new();
-            let _ = f.take(SCAN_LIMIT).read_to_end(&mut all);
-            text.push('\n');
-            text.push_str(&String::from_utf8_lossy(&all));
-        }
-        vigil_policy::secret_content::find(&text)
+        vigil_policy::secret_content::find(&text).or_else(|| {
+            let kept = (c.head.len() + c.tail.len()) as u64;
+            if kept >= c.total {
+                return None;
+            }
+            let unchecked = |why: String| Some(format!("output that could not be checked: {why}"));
+            match (&c.spill, &c.spill_error) {
+                (Some(path), None) => secret_in_file(path)
+                    .unwrap_or_else(|e| unchecked(format!("{}: {e}", path.display()))),
+                (_, Some(why)) => unchecked(why.clone()),
+                (None, None) => unchecked(format!("{} bytes were not kept", c.total - kept)),
+            }
+        })
     })
+}
+
+/// [`secret_content::find`](vigil_policy::secret_content::find) over a
+/// whole file of any length, in bounded memory.
+fn secret_in_file(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = Vec::new();
+    loop {
+        let keep_from = buf.len().saturating_sub(SCAN_OVERLAP);
+        buf.drain(..keep_from);
+        let before = buf.len();
+        (&mut file).take(SCAN_CHUNK).read_to_end(&mut buf)?;
+        if buf.len() == before {
+            return Ok(None);
+        }
+        if let Some(what) = vigil_policy::secret_content::find(&String::from_utf8_lossy(&buf)) {
+            return Ok(Some(what));
+        }
+    }
 }
 
 /// The first of `withheld` that `command` expands (`$NAME`, `${NAME…}`).
