@@ -33,7 +33,13 @@ pub struct Exporter {
     told: AtomicBool,
     /// Exports still under way ([`Exporter::flush`] waits for them).
     sending: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// A turn span is open: its end is still to come through the tap
+    /// ([`Exporter::flush`] waits for it).
+    turn_open: AtomicBool,
 }
+
+/// Longest [`Exporter::flush`] waits for the tap to see an open turn end.
+const TURN_END_WAIT: Duration = Duration::from_secs(5);
 
 /// Spans started and not yet ended.
 #[derive(Default)]
@@ -70,6 +76,7 @@ impl Exporter {
             next: AtomicU64::new(1),
             told: AtomicBool::new(false),
             sending: std::sync::Mutex::new(Vec::new()),
+            turn_open: AtomicBool::new(false),
         })
     }
 
@@ -126,9 +133,11 @@ impl Exporter {
                 if open.turn.is_none() =>
             {
                 open.turn = Some(self.start("turn".into(), None, Vec::new()));
+                self.turn_open.store(true, Ordering::SeqCst);
                 None
             }
             AgentEvent::TurnFinished { outcome } => open.turn.take().map(|mut s| {
+                self.turn_open.store(false, Ordering::SeqCst);
                 let (word, error) = match outcome {
                     TurnOutcome::Completed => ("completed", None),
                     TurnOutcome::Cancelled => ("cancelled", None),
@@ -209,8 +218,15 @@ impl Exporter {
         })
     }
 
-    /// Wait for the exports under way (each within its time limit).
+    /// Wait for the exports under way (each within its time limit). The
+    /// agent's task has ended by then, but the tap may not yet have seen
+    /// its last events (the turn's end is the last): an open turn is waited
+    /// for, up to [`TURN_END_WAIT`], so its span is sent before vigil exits.
     pub async fn flush(&self) {
+        let deadline = tokio::time::Instant::now() + TURN_END_WAIT;
+        while self.turn_open.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let sending: Vec<_> =
             std::mem::take(&mut *self.sending.lock().unwrap_or_else(|e| e.into_inner()));
         futures::future::join_all(sending).await;
@@ -238,5 +254,57 @@ impl Exporter {
                 tracing::warn!("{text} (later failures are logged at debug level)");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The agent's task ended with its last event still queued in the tap:
+    /// flush waits for the turn to end there and sends its span.
+    #[tokio::test(flavor = "current_thread")]
+    async fn flush_waits_for_a_turn_whose_end_the_tap_has_not_seen() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let kept = bodies.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let kept = kept.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let n = conn.read(&mut buf).await.unwrap_or(0);
+                    kept.lock().unwrap().extend_from_slice(&buf[..n]);
+                    let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                    let _ = conn.write_all(ok.as_bytes()).await;
+                });
+            }
+        });
+        let exporter = Exporter::new(
+            &format!("http://127.0.0.1:{port}"),
+            "vigil-test",
+            Duration::from_secs(5),
+            "s",
+        );
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut out = exporter.clone().relay(rx);
+        tx.send(AgentEvent::TurnStarted { user: "x".into() })
+            .unwrap();
+        out.recv().await.unwrap();
+        // Queued, not yet seen: on one thread the tap runs only when
+        // flush waits.
+        tx.send(AgentEvent::TurnFinished {
+            outcome: TurnOutcome::Completed,
+        })
+        .unwrap();
+        exporter.flush().await;
+        let got = bodies.lock().unwrap().clone();
+        assert!(
+            got.windows(4).any(|w| w == b"turn"),
+            "the turn's span was sent: {}",
+            String::from_utf8_lossy(&got)
+        );
     }
 }
