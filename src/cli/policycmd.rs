@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 
 use crate::agent::approval::{ApprovalBroker, Outcome, Policy, Preview};
 use crate::config::Config;
-use crate::exec::preview::PreviewOptions;
+use crate::exec::capture::Retain;
+use crate::exec::preview::{PreviewOptions, Run};
 use crate::policy::rules::PolicyRules;
 use crate::shell;
 use vigil_protocol::AgentEvent;
@@ -111,7 +112,10 @@ pub fn check(broker: &ApprovalBroker, can_sandbox: bool, command: &str, out: &mu
 }
 
 /// Preview `command` in the current directory and print the report;
-/// the exit status of `vigil policy check --preview`.
+/// the exit status of `vigil policy check --preview`. The `by effect:`
+/// line is by_effect's own reading of this trial
+/// ([`crate::tools::by_effect_verdict`]: the report, the output's secrets
+/// and bounds, a build in its outputs), as a plain process sees it.
 pub async fn preview(command: &str, opts: PreviewOptions, out: &mut dyn Write) -> i32 {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
@@ -120,13 +124,30 @@ pub async fn preview(command: &str, opts: PreviewOptions, out: &mut dyn Write) -
             return crate::cli::headless::exit::FAILED;
         }
     };
-    match crate::exec::preview::preview(command, &cwd, opts).await {
-        Ok(report) => {
-            let effects = report.effects();
-            let verdict = if effects.is_empty() {
-                "no effects (by_effect would not ask)".to_string()
-            } else {
-                format!("asks: {}", effects.join("; "))
+    // The output as a trial keeps it: whole (to check it), removed after.
+    let spill = match tempfile::Builder::new().prefix("vigil-check-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("vigil: cannot make a folder for the output: {e}");
+            return crate::cli::headless::exit::FAILED;
+        }
+    };
+    let retain = Retain {
+        spill_dir: Some(spill.path().to_path_buf()),
+        labels: ["stdout".into(), "stderr".into()],
+        window: 4096,
+        cap: Some(crate::exec::sandbox::world::config().trial_output_cap()),
+    };
+    let run = Run {
+        retain: Some(&retain),
+        ..Run::default()
+    };
+    match crate::exec::preview::trial(command, &cwd, opts, run).await {
+        Ok((mut report, outcome)) => {
+            report.command = command.to_string();
+            let verdict = match crate::tools::by_effect_verdict(&report, &outcome, command) {
+                Ok(what) => format!("{what} (by_effect would not ask)"),
+                Err(why) => format!("asks: {why}"),
             };
             let _ = writeln!(out, "by effect: {verdict}");
             let _ = writeln!(out, "\n{}", report.to_text());

@@ -8,8 +8,9 @@
 //!   scripted model with `approval = "auto_low"`, as plain processes and in a
 //!   managed tmux pane: exit 3 (asked, nobody to answer), and no secret byte
 //!   in anything the model was sent;
-//! - `read_file` on a secret place asks in `ask` mode (where `read_file` is
-//!   otherwise never gated) and under `auto_low`;
+//! - `read_file` on a secret place asks in `ask` mode and under `auto_low`;
+//!   `read_file` and `edit`'s view of a store nobody listed, outside the
+//!   readable world, ask in every mode but `approve_all`;
 //! - `fetch_url` is asked by default, runs unasked only for a host the
 //!   operator listed, and never reaches this machine's own non-loopback
 //!   address (a real server bound on it gets nothing).
@@ -338,8 +339,44 @@ async fn by_effect_asks_for_every_secret_row() {
     }
 }
 
-/// `read_file` on a secret place asks, in `ask` mode (where it is never
-/// gated otherwise) and under `auto_low`.
+/// A store nobody listed (a registry login, a sync tool's config, a token
+/// file outside the tree) is no secret place, but outside the readable
+/// world: `read_file` and `edit`'s view ask for it in `ask`, `auto_low` and
+/// `by_effect`, and nothing of it reaches the model (found by an attacker:
+/// they were read unasked in every mode).
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_outside_the_readable_world_ask_in_every_mode() {
+    for approval in ["ask", "auto_low", "by_effect"] {
+        let world = World::new(approval, false, "");
+        let unlisted = [
+            "{HOME}/.config/containers/auth.json",
+            "{HOME}/.config/rclone/rclone.conf",
+            "{PROJ}/../outside/token.txt",
+        ];
+        let mut calls = Vec::new();
+        let mut labels = Vec::new();
+        for path in unlisted {
+            let path = world.fill(path);
+            write(
+                Path::new(&path),
+                &format!("{{\"auth\": \"{MARKER}-unlisted\"}}\n"),
+            );
+            calls.push(("read_file", format!("path = {path:?}\n")));
+            labels.push(format!("[read_file] {path}"));
+            let view = format!("command = \"view\"\npath = {path:?}\n");
+            calls.push(("edit", view));
+            labels.push(format!("[edit view] {path}"));
+        }
+        let failures = run_all(&world, &calls, &labels).await;
+        assert!(
+            failures.is_empty(),
+            "{approval}:\n{}",
+            failures.join("\n\n")
+        );
+    }
+}
+
+/// `read_file` on a secret place asks, in `ask` mode and under `auto_low`.
 #[tokio::test(flavor = "multi_thread")]
 async fn read_file_on_a_secret_place_asks_in_every_mode() {
     for approval in ["ask", "auto_low"] {

@@ -294,6 +294,45 @@ fn policy_check_preview_prints_the_effects_from_the_command_line() {
     assert_eq!(before, fingerprint(&repo));
 }
 
+/// The `by effect:` line is by_effect's own reading of the trial, not only
+/// the report's: output holding a key is asked (the agent asks it too), a
+/// plain read is not.
+#[test]
+fn policy_check_preview_reads_the_trial_as_by_effect_does() {
+    let (tmp, repo) = repo();
+    std::fs::write(
+        repo.join("deploy_backup"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let cfg = tmp.path().join("empty.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let check = |command: &str| {
+        let out = Command::new(common::vigil_bin())
+            .arg("--config")
+            .arg(&cfg)
+            .args(["policy", "check", "--preview", "--", command])
+            .current_dir(&repo)
+            .env("VIGIL_DATA_DIR", tmp.path().join("data"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let key = check("cat deploy_backup");
+    assert!(
+        key.contains("by effect: asks: tried in the view: its output holds what looks like a secret (a private key block)"),
+        "{key}"
+    );
+    let plain = check("cat f");
+    assert!(
+        plain.contains(
+            "by effect: no effects: its result stands, unasked (by_effect would not ask)"
+        ),
+        "{plain}"
+    );
+}
+
 #[tokio::test]
 async fn a_preview_rule_previews_for_real_and_the_decision_records_it() {
     use std::sync::Arc;

@@ -55,8 +55,10 @@ fn result(run: &ToolRun) -> String {
     v["result"].as_str().unwrap().to_string()
 }
 
+/// A folder inside the working tree (the build's own temporary folder):
+/// what a view there reads is in the readable world, so it runs unasked.
 fn tmp() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let base = resolve_local(dir.path()).unwrap();
     let s = base.to_str().unwrap().to_string();
     (dir, s)
@@ -323,6 +325,31 @@ async fn mutations_are_gated_and_paths_are_policed() {
             json!({"command": "insert", "path": p, "insert_line": 0, "new_str": "y"}),
         )
         .await,
+    );
+    // A view outside the readable places (a temporary folder of the
+    // machine's) is gated: nobody there, nothing is read; approved, it is.
+    let outside = tempfile::tempdir().unwrap();
+    let o = format!("{}/o.txt", resolve_local(outside.path()).unwrap().display());
+    std::fs::write(&o, "outside-bytes\n").unwrap();
+    let e = Edit::new(ctx.clone(), quiet());
+    let g = e
+        .gate(&json!({"command": "view", "path": o}))
+        .expect("gated");
+    assert!(
+        g.action.contains("outside the readable places"),
+        "{}",
+        g.action
+    );
+    let r = registry(ctx.clone(), quiet());
+    let run = call(&r, json!({"command": "view", "path": o})).await;
+    assert!(run.denied(), "{}", run.model_text);
+    assert!(!run.model_text.contains("outside-bytes"));
+    let mut r = registry(ctx.clone(), quiet());
+    r.set_approver(std::sync::Arc::new(FixedApprover(
+        ApprovalDecision::ApproveOnce,
+    )));
+    assert!(
+        result(&call(&r, json!({"command": "view", "path": o})).await).contains("outside-bytes")
     );
     // Sensitive and out-of-root paths are refused.
     let r = registry(ctx.clone(), quiet());

@@ -135,6 +135,25 @@ impl Edit {
         }
     }
 
+    /// A view is gated when its path lies outside the readable places
+    /// (a secret place is refused when it runs: read_file asks for those).
+    fn view_gate(&self, args: &Value) -> Option<GateInfo> {
+        let path = args["path"].as_str()?;
+        let read = self
+            .config
+            .paths
+            .check_read(path, self.ctx.is_local())
+            .ok()?;
+        (read.outside && read.secret.is_none()).then(|| GateInfo {
+            action: format!("edit view {} (outside the readable places)", read.real),
+            model_risk: None,
+            mutation: Some(false),
+            privesc: None,
+            why: None,
+            editable_field: None,
+        })
+    }
+
     fn push_history(&self, path: &str, prior: Prior) {
         let Ok(mut h) = self.history.lock() else {
             return;
@@ -434,7 +453,10 @@ impl Tool for Edit {
 
     fn gate(&self, args: &Value) -> Option<GateInfo> {
         let command = args["command"].as_str().unwrap_or_default();
-        if !self.config.confirm || command == "view" {
+        if command == "view" {
+            return self.view_gate(args);
+        }
+        if !self.config.confirm {
             return None;
         }
         Some(GateInfo {
@@ -523,6 +545,18 @@ impl Tool for Edit {
         {
             let how = "read it with read_file, which asks the operator";
             return Err(super::paths::secret_refusal(shown, &entry, how));
+        }
+        if command == "view"
+            && ctx.ungated
+            && self
+                .config
+                .paths
+                .check_read(shown, self.ctx.is_local())?
+                .outside
+        {
+            let how = "the path came to lie there after the approval check; view it again and \
+                       the operator will be asked";
+            return Err(super::paths::outside_refusal(shown, how));
         }
         let real = self.config.paths.check(shown, self.ctx.is_local())?;
         if command != "view" {

@@ -38,7 +38,9 @@ Files longer than 8000 characters are cut (the beginning is kept) and the full t
 file named in the result. Binary (non-UTF-8) files are not returned; the result says so and gives \
 the size. System places (/etc, /boot, /proc/*/environ) and paths outside the operator's allowed \
 roots are refused; reading a secret place (.ssh, .aws, .env, .netrc, credentials, tokens, vigil's \
-own config) asks the operator every time. Symlinks are resolved before these checks.
+own config) asks the operator every time, and so does a file outside the working tree and the \
+system's program places (the files named in your tool results for full outputs are read without \
+asking). Symlinks are resolved before these checks.
 
 When to use: looking at a config file, script, log or any text file whose path you know.
 
@@ -119,19 +121,25 @@ impl Tool for ReadFile {
         super::file_target::read_facts(&self.paths, path, self.ctx.is_local())
     }
 
-    /// Gated only when the path (resolved) lies in a secret place: then
-    /// every read asks, in every approval mode, and the card names the entry.
+    /// Gated when the path (resolved) lies in a secret place — then every
+    /// read asks, in every approval mode, and the card names the entry —
+    /// or outside the readable places (decided like any gated call: asked,
+    /// unless the operator approved all or a rule of theirs covers it).
     fn gate(&self, args: &Value) -> Option<GateInfo> {
         let path = args["path"].as_str()?;
         let read = self.paths.check_read(path, self.ctx.is_local()).ok()?;
-        let entry = read.secret?;
+        let why = match (&read.secret, read.outside) {
+            (Some(entry), _) => format!("secret place `{entry}`"),
+            (None, true) => "outside the readable places".to_string(),
+            (None, false) => return None,
+        };
         let shown = if read.real == path {
             path.to_string()
         } else {
             format!("{path} → {}", read.real)
         };
         Some(GateInfo {
-            action: format!("read {shown} (secret place `{entry}`)"),
+            action: format!("read {shown} ({why})"),
             model_risk: None,
             mutation: Some(false),
             privesc: None,
@@ -159,6 +167,11 @@ impl Tool for ReadFile {
                  and the operator will be asked"
             };
             return Err(secret_refusal(path, entry, how));
+        }
+        if read.outside && ctx.ungated {
+            let how = "the path came to lie there after the approval check; call read_file again \
+                       and the operator will be asked";
+            return Err(super::paths::outside_refusal(path, how));
         }
         let real = read.real;
         let bytes = self.ctx.read_file(&real).await;
@@ -495,7 +508,31 @@ mod tests {
             "the resolved path is shown: {}",
             g.action
         );
-        assert!(t.gate(&json!({"path": base.join("plain.txt")})).is_none());
+        // A plain file of the working tree is read unasked; one outside the
+        // readable places (this temporary folder) is gated, and refused
+        // when it reaches the tool ungated (it moved there after the check).
+        assert!(t.gate(&json!({"path": "Cargo.toml"})).is_none());
+        let plain = base.join("plain.txt");
+        let g = t.gate(&json!({"path": plain})).expect("gated");
+        assert!(
+            g.action.contains("outside the readable places"),
+            "{}",
+            g.action
+        );
+        let plain_args = json!({"path": plain}).to_string();
+        let ungated = ToolContext {
+            ungated: true,
+            ..Default::default()
+        };
+        let e = t.execute(&crate::test_call(&plain_args), &ungated).await;
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("outside the readable places")
+        );
+        let (call, tc) = (crate::test_call(&plain_args), ToolContext::default());
+        let out = t.execute(&call, &tc).await.unwrap();
+        assert_eq!(out.result, json!("plain"));
         let args = json!({"path": via_link}).to_string();
         // Without a fresh decision (a rule, or a path swapped after the gate):
         // refused, nothing read.

@@ -21,6 +21,7 @@ pub mod own_addrs;
 pub mod paths;
 pub mod registry;
 mod registry_trial;
+pub use shell_trial::by_effect_verdict;
 pub use trial_approver::{TrialApprover, TrialVerdict};
 pub mod request_tools;
 pub mod search;
@@ -126,6 +127,10 @@ pub struct ToolContext {
     /// is allowed. The registry sets it; it is never set for an unasked
     /// approval or an ungated call.
     pub asked: bool,
+    /// The registry found no gate for this call (nobody decided it): a read
+    /// whose path has since come to lie outside the readable places is
+    /// refused rather than run. Set only by the registry.
+    pub ungated: bool,
     /// With `sandboxed`: what the sandboxed run may write beyond nothing
     /// (a build's git-ignored outputs, after its trial) and which shell
     /// reads it.

@@ -48,6 +48,10 @@ pub struct PathPolicy {
     pub allowed_roots: Vec<String>,
     /// The secret places: a read asks, a write is refused.
     pub secrets: SecretPlaces,
+    /// vigil's data folder: the spill files in it (beneath a `spill`
+    /// folder) are read without asking — each holds the whole output of a
+    /// call the model was given a part of.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for PathPolicy {
@@ -56,6 +60,7 @@ impl Default for PathPolicy {
         PathPolicy {
             allowed_roots: Vec::new(),
             secrets: vigil_policy::secret_reads::installed(),
+            data_dir: None,
         }
     }
 }
@@ -67,6 +72,12 @@ pub struct ReadPath {
     pub real: String,
     /// The secret-place entry it lies in, if it does (the read must ask).
     pub secret: Option<String>,
+    /// A local path outside what a command that runs unasked may read (the
+    /// readable world of `vigil_exec::sandbox::world`: the working tree,
+    /// the system places, the tool homes, `[sandbox] readable_add`), not a
+    /// spill file of vigil's and not under an allowed root the operator
+    /// named: the read asks (ungated, it is refused).
+    pub outside: bool,
 }
 
 /// A regular file with other names: one of them may lie in a secret place
@@ -84,6 +95,16 @@ fn hard_link(resolved: &Path) -> Option<String> {
 
 fn refuse(msg: String) -> ToolError {
     ToolError::failed(FailureClass::PermissionDenied, msg)
+}
+
+/// The refusal of a read outside the readable places that nobody decided
+/// (it ran ungated): `how` says what would ask.
+pub fn outside_refusal(path: &str, how: &str) -> ToolError {
+    refuse(format!(
+        "refused: {path} lies outside the readable places (what vigil lets run unasked may \
+         read: the working tree, the system's program places, the tool homes and [sandbox] \
+         readable_add); {how}"
+    ))
 }
 
 /// The refusal of a secret read that had no fresh operator decision: `how`
@@ -134,8 +155,32 @@ impl PathPolicy {
         let secret = secret.or_else(|| local.then(|| hard_link(&resolved)).flatten());
         Ok(ReadPath {
             secret,
+            outside: local && !self.readable_unasked(&resolved, &allowed),
             real: resolved.to_string_lossy().into_owned(),
         })
+    }
+
+    /// Whether a read of `p` (resolved, local) may run unasked: beneath an
+    /// allowed root the operator named, a spill file of vigil's, or in the
+    /// readable world of vigil's working tree. An allow-list: every other
+    /// place asks, whatever it holds.
+    fn readable_unasked(&self, p: &Path, allowed: &[PathBuf]) -> bool {
+        if allowed.iter().any(|r| p.starts_with(r)) {
+            return true;
+        }
+        let spill = self
+            .data_dir
+            .as_ref()
+            .and_then(|d| d.canonicalize().ok())
+            .and_then(|d| p.strip_prefix(d).ok().map(Path::to_path_buf))
+            .is_some_and(|rest| rest.components().any(|c| c.as_os_str() == "spill"));
+        if spill {
+            return true;
+        }
+        let Ok(tree) = std::env::current_dir().and_then(|d| d.canonicalize()) else {
+            return false;
+        };
+        vigil_exec::sandbox::world::world(&tree).reads(p)
     }
 
     /// The resolved path and the allowed roots, or why the path is outside.
@@ -348,6 +393,7 @@ mod tests {
         let p = PathPolicy {
             allowed_roots: Vec::new(),
             secrets: secrets.clone(),
+            data_dir: None,
         };
         let s = |p: PathBuf| p.display().to_string();
         let key = s(home.join(".ssh/id_ed25519"));
@@ -377,11 +423,46 @@ mod tests {
         let opened = PathPolicy {
             allowed_roots: vec![s(home.join(".ssh"))],
             secrets,
+            data_dir: None,
         };
         assert!(opened.check(&key, true).is_ok());
         assert!(opened.check_read(&key, true).unwrap().secret.is_some());
         // System places stay refused for reads.
         assert!(p.check_read("/etc/hostname", true).is_err());
+    }
+
+    #[test]
+    fn a_read_outside_the_readable_places_is_named_unless_vigil_or_the_operator_opened_it() {
+        let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+        let data = outside.path().join("data");
+        let spill = data.join("sessions/s1/spill");
+        std::fs::create_dir_all(&spill).unwrap();
+        let (note, spilled) = (outside.path().join("token.txt"), spill.join("out.txt"));
+        std::fs::write(&note, "x").unwrap();
+        std::fs::write(&spilled, "x").unwrap();
+        let s = |p: &Path| p.display().to_string();
+        let p = PathPolicy {
+            data_dir: Some(data.clone()),
+            ..PathPolicy::default()
+        };
+        // Not in the readable world of the working tree (this crate).
+        assert!(p.check_read(&s(&note), true).unwrap().outside);
+        // The tree itself, a system place and a spill file of vigil's are.
+        assert!(!p.check_read("Cargo.toml", true).unwrap().outside);
+        assert!(!p.check_read("/usr/bin/env", true).unwrap().outside);
+        assert!(!p.check_read(&s(&spilled), true).unwrap().outside);
+        // Elsewhere in vigil's data folder is not (its records).
+        std::fs::write(data.join("sessions/s1/events.jsonl"), "x").unwrap();
+        let record = s(&data.join("sessions/s1/events.jsonl"));
+        assert!(p.check_read(&record, true).unwrap().outside);
+        // An allowed root the operator named opens it; another target's
+        // filesystem is not this machine's world.
+        let opened = PathPolicy {
+            allowed_roots: vec![s(outside.path())],
+            ..PathPolicy::default()
+        };
+        assert!(!opened.check_read(&s(&note), true).unwrap().outside);
+        assert!(!p.check_read(&s(&note), false).unwrap().outside);
     }
 
     #[test]

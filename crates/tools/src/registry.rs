@@ -458,7 +458,11 @@ impl ToolRegistry {
             };
             &bound
         } else {
-            ctx
+            bound = ToolContext {
+                ungated: true,
+                ..ctx.clone()
+            };
+            &bound
         };
         ctx.emit(ToolStream::Started { summary });
         let result = tool.execute(effective, ctx).await;

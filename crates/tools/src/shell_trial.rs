@@ -243,6 +243,63 @@ fn judge(
     real: RealRun,
     script: Option<&vigil_shell::Script>,
 ) -> Trial {
+    let reading = read_trial(&report, outcome, unknown_127, script);
+    if let Reading::Clean = reading {
+        return Trial::Clean((shell.finish)(outcome));
+    }
+    // The trial's output is not the call's: its spill files go, so the
+    // model cannot read them later.
+    for c in outcome.captured() {
+        if let Some(path) = c.spill {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    match reading {
+        Reading::Outputs { set, tree } => {
+            let (shell, script) = real.shell.unzip();
+            Trial::Outputs(OutputsRun {
+                names: set.names(&tree),
+                grants: vigil_exec::sandbox::Grants {
+                    write_dirs: set.dirs,
+                    shell,
+                    script,
+                    path: real.path,
+                },
+                missing: set.missing,
+            })
+        }
+        Reading::Asks(why) => Trial::Asks {
+            why,
+            report: Some(Box::new(report)),
+        },
+        Reading::Clean => unreachable!("returned above"),
+    }
+}
+
+/// What by_effect makes of a trial.
+enum Reading {
+    /// No effect: its result stands.
+    Clean,
+    /// Only outputs git ignores, of a known build: it runs for real in the
+    /// sandbox, writing only beneath them.
+    Outputs {
+        set: build_outputs::WriteSet,
+        tree: PathBuf,
+    },
+    /// Asked, and why.
+    Asks(String),
+}
+
+/// by_effect's reading of a trial: the report's effects, what the output
+/// shows (a bound reached, a refusal, a secret), and whether it is a known
+/// build that changed only its outputs. The one reading the agent and
+/// `vigil policy check --preview` ([`by_effect_verdict`]) both give.
+fn read_trial(
+    report: &PreviewReport,
+    outcome: &RunOutcome,
+    unknown_127: bool,
+    script: Option<&vigil_shell::Script>,
+) -> Reading {
     let mut effects = Vec::new();
     if outcome.captured().iter().any(|c| c.capped) {
         let cap = vigil_exec::sandbox::world::config().trial_output_cap();
@@ -259,50 +316,48 @@ fn judge(
     }
     let seen = report.effects();
     if effects.is_empty() && seen.is_empty() {
-        return Trial::Clean((shell.finish)(outcome));
-    }
-    // The trial's output is not the call's: its spill files go, so the
-    // model cannot read them later.
-    for c in outcome.captured() {
-        if let Some(path) = c.spill {
-            let _ = std::fs::remove_file(path);
-        }
+        return Reading::Clean;
     }
     // Only a known build of the sources runs unasked in its outputs: what
     // it leaves there, the operator's tools run later (`build_command`).
-    let outputs = match (effects.is_empty(), report.writable.first(), script) {
-        (true, Some(tree), Some(script)) => build_command::from_sources(script)
-            .and_then(|()| build_outputs::write_set(&report, tree))
-            .map_err(|why| {
-                tracing::debug!(%why, "not a build inside its outputs");
-            }),
-        _ => Err(()),
-    };
-    if let Ok(set) = outputs {
-        let tree = report
-            .writable
-            .first()
-            .map(PathBuf::as_path)
-            .unwrap_or(Path::new("/"));
-        let (shell, script) = real.shell.unzip();
-        return Trial::Outputs(OutputsRun {
-            names: set.names(tree),
-            grants: vigil_exec::sandbox::Grants {
-                write_dirs: set.dirs,
-                shell,
-                script,
-                path: real.path,
-            },
-            missing: set.missing,
-        });
+    if let (true, Some(tree), Some(script)) = (effects.is_empty(), report.writable.first(), script)
+    {
+        match build_command::from_sources(script)
+            .and_then(|()| build_outputs::write_set(report, tree))
+        {
+            Ok(set) => {
+                return Reading::Outputs {
+                    set,
+                    tree: tree.clone(),
+                };
+            }
+            Err(why) => tracing::debug!(%why, "not a build inside its outputs"),
+        }
     }
     effects.splice(0..0, seen);
-    Trial::Asks {
-        why: format!(
-            "tried in the view: {}; y runs it again for real",
-            effects.join("; ")
-        ),
-        report: Some(Box::new(report)),
+    Reading::Asks(format!(
+        "tried in the view: {}; y runs it again for real",
+        effects.join("; ")
+    ))
+}
+
+/// by_effect's verdict on a trial of `command` in a plain process, in
+/// words (`vigil policy check --preview`): `Ok` when it would not ask
+/// (what happens instead), `Err` with why it asks.
+pub fn by_effect_verdict(
+    report: &PreviewReport,
+    outcome: &RunOutcome,
+    command: &str,
+) -> Result<String, String> {
+    let script = vigil_shell::parse(command);
+    match read_trial(report, outcome, false, Some(&script)) {
+        Reading::Clean => Ok("no effects: its result stands, unasked".into()),
+        Reading::Outputs { set, tree } => Ok(format!(
+            "it changed only outputs git ignores: it runs again for real in the sandbox, writing \
+             only beneath {}",
+            set.names(&tree)
+        )),
+        Reading::Asks(why) => Err(why),
     }
 }
 

@@ -48,6 +48,7 @@ pub fn build_registry(
     let paths = PathPolicy {
         allowed_roots: t.files_allowed_paths.clone(),
         secrets,
+        data_dir: Some(config.data_dir()),
     };
     if t.files_enabled {
         registry.register(ReadFile::new(exec.clone()).with_paths(paths.clone()));
