@@ -344,6 +344,13 @@ async fn mutations_are_gated_and_paths_are_policed() {
     let run = call(&r, json!({"command": "view", "path": o})).await;
     assert!(run.denied(), "{}", run.model_text);
     assert!(!run.model_text.contains("outside-bytes"));
+    // So is an edit that changes nothing but shows the lines around it
+    // (found by an attacker with edit_confirm = false).
+    let same =
+        json!({"command": "str_replace", "path": o, "old_str": "outside", "new_str": "outside"});
+    let run = call(&r, same).await;
+    assert!(run.denied(), "{}", run.model_text);
+    assert!(!run.model_text.contains("outside-bytes"));
     let mut r = registry(ctx.clone(), quiet());
     r.set_approver(std::sync::Arc::new(FixedApprover(
         ApprovalDecision::ApproveOnce,

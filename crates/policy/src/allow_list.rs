@@ -344,11 +344,61 @@ const PLAIN_DEVICES: &[&str] = &[
     "/dev/stderr",
 ];
 
+/// What of `/proc` a low command may read: the machine's own figures and
+/// the reader's own status. Everything else there is other processes'
+/// details (command lines, open files, mappings) or leads to them.
+const PROC_READABLE: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/stat",
+    "/proc/swaps",
+    "/proc/filesystems",
+    "/proc/self/status",
+    "/proc/self/limits",
+];
+
+/// Why a path (its `parts`, `.` dropped) reaches into `/proc` beyond
+/// [`PROC_READABLE`]: `..` is applied first (`/proc/self/../1` is process
+/// 1), `/proc` itself is a folder a recursive reader walks, and a relative
+/// path naming a process folder (`proc/1`, `../self`) is judged the same.
+fn in_proc(word: &str, path: &str, parts: &[&str]) -> Option<String> {
+    let mut normal: Vec<&str> = Vec::new();
+    let mut above = false;
+    for p in parts {
+        match *p {
+            ".." if normal.pop().is_none() => above = true,
+            ".." => {}
+            p => normal.push(p),
+        }
+    }
+    let pid = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let process = |p: &str| pid(p) || p == "self" || p == "thread-self";
+    let absolute = path.starts_with('/');
+    let reaches = if absolute {
+        normal.first() == Some(&"proc")
+    } else {
+        // Relative: a `proc` folder with a process in it, or climbing out
+        // of the working folder into one (`../1`, `../self`).
+        normal.windows(2).any(|w| w[0] == "proc" && process(w[1]))
+            || (above && normal.first().is_some_and(|p| process(p)))
+    };
+    let full = format!("/{}", normal.join("/"));
+    (reaches && !(absolute && PROC_READABLE.contains(&full.as_str()))).then(|| {
+        format!(
+            "`{word}` reaches into /proc, where other processes' details are (what they run, \
+             their files); only the machine's figures are read unasked"
+        )
+    })
+}
+
 /// Why `word` (an operand, or a flag's value after `=`) names a file that a
 /// reader must not be trusted with: a process's environment
 /// (`/proc/PID/environ`, or `environ` relative to a `/proc` folder) or a
 /// device other than [`PLAIN_DEVICES`] (opening one can act).
-fn special_file(word: &str) -> Option<String> {
+pub(crate) fn special_file(word: &str) -> Option<String> {
     let path = word.rsplit_once('=').map_or(word, |(_, v)| v);
     let parts: Vec<&str> = path
         .split('/')
@@ -364,11 +414,8 @@ fn special_file(word: &str) -> Option<String> {
             "`{word}` is a process's command line, which can hold secrets (a password argument)"
         ));
     }
-    let pid = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-    if parts.windows(2).any(|w| w[0] == "proc" && pid(w[1])) {
-        return Some(format!(
-            "`{word}` is another process's details (what it runs, its files)"
-        ));
+    if let Some(why) = in_proc(word, path, &parts) {
+        return Some(why);
     }
     let normal = format!("/{}", parts.join("/"));
     // `/dev` itself is a folder to list; what is beneath it may be a device.

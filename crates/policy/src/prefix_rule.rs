@@ -160,6 +160,9 @@ fn rest_allowed(words: &[String], prefix_len: usize) -> Result<(), String> {
         let all: Vec<&str> = words.iter().map(String::as_str).collect();
         return allow_list::check(&all);
     }
+    if let Some(why) = rest.iter().find_map(|w| allow_list::special_file(w)) {
+        return Err(why);
+    }
     match rest.iter().find(|w| w.starts_with(['-', '+'])) {
         Some(flag) => Err(format!("`{flag}` after the prefix is a flag")),
         None => Ok(()),

@@ -21,7 +21,7 @@ const CARGO: &[&str] = &[
 ];
 
 /// cargo options that would build something else or with something else.
-const CARGO_REFUSED: &[&str] = &["--config", "-Z", "--manifest-path", "--target-dir"];
+const CARGO_REFUSED: &[&str] = &["--config", "-Z", "-C", "--manifest-path", "--target-dir"];
 
 /// Python modules that test or compile the tree's sources.
 const PYTHON_MODULES: &[&str] = &["unittest", "pytest", "compileall"];
@@ -192,7 +192,7 @@ fn command(c: &SimpleCommand) -> Result<(), String> {
         })
     };
     let ok = match name {
-        "cd" => !args.iter().any(|a| names_outputs(a)),
+        "cd" => !args.iter().any(|a| names_outputs(a) || leaves_tree(a)),
         n if FILTERS.contains(&n) => true,
         "cargo" => {
             let sub = args.iter().find(|a| !a.starts_with(['-', '+']));
@@ -252,7 +252,7 @@ fn only(args: &[&str], opts: &[Opt], operand: fn(&str) -> bool) -> bool {
             None if takes_value(word, opts) => words.next().copied(),
             None => None,
         };
-        if value.is_some_and(names_outputs) {
+        if value.is_some_and(|v| names_outputs(v) || leaves_tree(v)) {
             return false;
         }
     }
@@ -280,9 +280,16 @@ fn clippy_driver_args(args: &[&str]) -> bool {
     }
 }
 
-/// A test path or module: not beneath an output folder.
+/// A test path or module: in the tree, not beneath an output folder.
 fn source(arg: &str) -> bool {
-    !names_outputs(arg)
+    !names_outputs(arg) && !leaves_tree(arg)
+}
+
+/// Whether a path leaves the working tree (absolute, or through `..`):
+/// what is tested or compiled there is not the tree's sources
+/// (`unittest discover -s /usr/lib/python3/dist-packages` imports all).
+fn leaves_tree(arg: &str) -> bool {
+    arg.starts_with('/') || arg.starts_with('~') || arg.split('/').any(|p| p == "..")
 }
 
 /// A make target (`build` is a target, not the folder): no variable
@@ -392,6 +399,15 @@ mod tests {
             "python3 -m unittest --buf target.evil",
             "python3 -m unittest -k x --locals -q -s build",
             "python3 -m compileall -b .",
+            // Another folder's code, or a build pointed at another folder.
+            "python3 -m unittest discover -s /usr/lib/python3/dist-packages -p '*.py'",
+            "python3 -m compileall -q /usr/lib/python3",
+            "pytest ../other",
+            "python3 -m pytest --rootdir=/tmp",
+            "cargo -C build build",
+            "cargo -Cdoc build",
+            "cd /srv/other && make",
+            "cd .. && cargo build",
             "cd target && cargo build",
             "cargo test > out.txt",
             "cargo $CMD",

@@ -135,9 +135,12 @@ impl Edit {
         }
     }
 
-    /// A view is gated when its path lies outside the readable places
-    /// (a secret place is refused when it runs: read_file asks for those).
-    fn view_gate(&self, args: &Value) -> Option<GateInfo> {
+    /// A call that would run ungated (a view; any edit with `edit_confirm =
+    /// false`) is gated when its path lies outside the readable places:
+    /// every command shows the file's lines (a view, the lines around a
+    /// change, where a text occurs). A secret place is refused when it
+    /// runs (read_file asks for those).
+    fn outside_gate(&self, command: &str, args: &Value) -> Option<GateInfo> {
         let path = args["path"].as_str()?;
         let read = self
             .config
@@ -145,9 +148,9 @@ impl Edit {
             .check_read(path, self.ctx.is_local())
             .ok()?;
         (read.outside && read.secret.is_none()).then(|| GateInfo {
-            action: format!("edit view {} (outside the readable places)", read.real),
+            action: format!("edit {command} {} (outside the readable places)", read.real),
             model_risk: None,
-            mutation: Some(false),
+            mutation: Some(command != "view"),
             privesc: None,
             why: None,
             editable_field: None,
@@ -453,11 +456,8 @@ impl Tool for Edit {
 
     fn gate(&self, args: &Value) -> Option<GateInfo> {
         let command = args["command"].as_str().unwrap_or_default();
-        if command == "view" {
-            return self.view_gate(args);
-        }
-        if !self.config.confirm {
-            return None;
+        if command == "view" || !self.config.confirm {
+            return self.outside_gate(command, args);
         }
         Some(GateInfo {
             action: format!(
@@ -546,16 +546,15 @@ impl Tool for Edit {
             let how = "read it with read_file, which asks the operator";
             return Err(super::paths::secret_refusal(shown, &entry, how));
         }
-        if command == "view"
-            && ctx.ungated
+        if ctx.ungated
             && self
                 .config
                 .paths
                 .check_read(shown, self.ctx.is_local())?
                 .outside
         {
-            let how = "the path came to lie there after the approval check; view it again and \
-                       the operator will be asked";
+            let how = "the path came to lie there after the approval check; call edit again \
+                       and the operator will be asked";
             return Err(super::paths::outside_refusal(shown, how));
         }
         let real = self.config.paths.check(shown, self.ctx.is_local())?;

@@ -42,6 +42,12 @@ fn prefix_table() {
         ("sort", "sort -o out f", false),
         ("ls", "ls $HOME", false),
         ("ls", "ls *", false),
+        // Other processes' details through /proc, however the path is
+        // spelled (found by an attacker: `grep -r` walked /proc).
+        ("grep -r", "grep -r secret /proc", false),
+        ("cat", "cat /proc/self/../1/status", false),
+        ("rm", "rm /proc/self/../1/x", false),
+        ("cat", "cat /proc/loadavg", true),
         // A bad or bare code-running prefix covers nothing.
         ("", "git status", false),
         ("git ", "git status", false),
