@@ -376,6 +376,45 @@ async fn reads_outside_the_readable_world_ask_in_every_mode() {
     }
 }
 
+/// A secret inside the readable world (a file of the tree that is no
+/// secret place): a run nobody asked for (auto_low, a `cat` rule) has its
+/// output withheld, and `read_file` asks (found by an attacker: both handed
+/// a token in a remote's URL and a password to the model).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_in_the_tree_reaches_the_model_from_no_unasked_call() {
+    for (approval, extra) in [
+        ("auto_low", ""),
+        (
+            "by_effect",
+            "[[approval.rules]]\ncommand = [\"cat\"]\ndecision = \"allow\"\n",
+        ),
+    ] {
+        let world = World::new(approval, false, extra);
+        let ini = world.proj.join("settings.ini");
+        write(
+            &ini,
+            &format!("[db]\nurl = https://bot:{MARKER}-pw-1234@db.example.com/x\n"),
+        );
+        let calls = [
+            shell_call("cat settings.ini"),
+            (
+                "read_file",
+                format!("path = {:?}\n", ini.display().to_string()),
+            ),
+        ];
+        let labels = [
+            "cat settings.ini".to_string(),
+            "read_file settings.ini".into(),
+        ];
+        let failures = run_all_judged(&world, &calls, &labels, |_| None).await;
+        assert!(
+            failures.is_empty(),
+            "{approval}:\n{}",
+            failures.join("\n\n")
+        );
+    }
+}
+
 /// `read_file` on a secret place asks, in `ask` mode and under `auto_low`.
 #[tokio::test(flavor = "multi_thread")]
 async fn read_file_on_a_secret_place_asks_in_every_mode() {

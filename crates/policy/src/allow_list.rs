@@ -347,7 +347,7 @@ const PLAIN_DEVICES: &[&str] = &[
 /// What of `/proc` a low command may read: the machine's own figures and
 /// the reader's own status. Everything else there is other processes'
 /// details (command lines, open files, mappings) or leads to them.
-const PROC_READABLE: &[&str] = &[
+pub(crate) const PROC_READABLE: &[&str] = &[
     "/proc/cpuinfo",
     "/proc/meminfo",
     "/proc/loadavg",

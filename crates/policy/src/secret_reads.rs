@@ -382,6 +382,9 @@ fn path_hit(
     if let Some(entry) = scope.places.matches(real) {
         return Some(hit(entry, shown, Certainty::Reads));
     }
+    if other_processes(real) {
+        return Some(hit(PROC_ENTRY, shown, Certainty::Reads));
+    }
     if !recursive || !real.is_dir() {
         return None;
     }
@@ -416,6 +419,26 @@ fn path_hit(
         )),
         Some(Walk::Clean) => None,
     }
+}
+
+/// The entry a read of other processes' details is reported under.
+pub const PROC_ENTRY: &str = "/proc (other processes' details)";
+
+/// Whether a resolved path lies in `/proc` beyond the machine's figures
+/// (a symlink in the tree, `link -> /proc`, leads there as well as the
+/// text does; [`super::allow_list`] judges the text). `/proc/self`
+/// resolves here to vigil's own process, whose status the reader's stands
+/// for.
+fn other_processes(real: &Path) -> bool {
+    let Ok(rest) = real.strip_prefix("/proc") else {
+        return false;
+    };
+    let own = Path::new(&std::process::id().to_string()).to_path_buf();
+    let as_self = rest
+        .strip_prefix(&own)
+        .map(|r| Path::new("/proc/self").join(r));
+    let shown = as_self.unwrap_or_else(|_| real.to_path_buf());
+    !super::allow_list::PROC_READABLE.contains(&shown.to_string_lossy().as_ref())
 }
 
 /// The walks of one command text: each folder once, and at most

@@ -256,3 +256,32 @@ fn a_text_naming_a_tree_many_times_walks_it_once() {
     // generous for a loaded machine.
     assert!(start.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// A symlink a repository already holds (`procs -> /proc`) leads to other
+/// processes' details however the text reads (found by an attacker's idea:
+/// the text check sees no `/proc`); the machine's figures stay plain.
+#[test]
+fn a_link_into_proc_is_found_by_where_it_leads() {
+    let w = world();
+    std::os::unix::fs::symlink("/proc", w.proj.join("procs")).unwrap();
+    for command in [
+        "cat procs/1/status",
+        "grep -r -l x procs",
+        "ls -l procs/self/../1/fd",
+        "grep -r x /proc",
+    ] {
+        let hit = w
+            .find(command)
+            .unwrap_or_else(|| panic!("{command}: not found"));
+        assert_eq!(hit.entry, PROC_ENTRY, "{command}");
+        let a = assess_in(&parse(command), &w.scope);
+        assert_ne!(a.risk, Risk::Low, "{command}: {a:?}");
+    }
+    for command in [
+        "cat procs/loadavg",
+        "cat /proc/cpuinfo",
+        "cat /proc/self/status",
+    ] {
+        assert!(w.find(command).is_none(), "{command}");
+    }
+}

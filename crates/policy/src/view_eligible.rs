@@ -97,7 +97,11 @@ const REPLS: &[&str] = &[
 /// runs.
 pub fn check(script: &Script, pane: bool, scope: &Scope) -> Result<(), Ineligible> {
     if let Some(hit) = secret_reads::find(script, scope) {
-        return Err(no("secret", hit.reason()));
+        let rule = match hit.entry == secret_reads::PROC_ENTRY {
+            true => "processes",
+            false => "secret",
+        };
+        return Err(no(rule, hit.reason()));
     }
     for cmd in &script.commands {
         by_program(cmd)?;

@@ -193,7 +193,7 @@ fn command(c: &SimpleCommand) -> Result<(), String> {
     };
     let ok = match name {
         "cd" => !args.iter().any(|a| names_outputs(a) || leaves_tree(a)),
-        n if FILTERS.contains(&n) => true,
+        n if FILTERS.contains(&n) => filter_args(n, args),
         "cargo" => {
             let sub = args.iter().find(|a| !a.starts_with(['-', '+']));
             sub.is_some_and(|s| CARGO.contains(s))
@@ -257,6 +257,69 @@ fn only(args: &[&str], opts: &[Opt], operand: fn(&str) -> bool) -> bool {
         }
     }
     true
+}
+
+/// What a filter after a build may be given: options on what it keeps of
+/// the pipe, never a file (the real run reads the machine's files, not the
+/// view's: a file there may differ from the trial's, `/proc` above all).
+const FILTER_OPTS: &[Opt] = &[
+    ("-n", Value),
+    ("-c", Value),
+    ("-q", Nothing),
+    ("-l", Nothing),
+    ("-w", Nothing),
+    ("-m", Nothing),
+    ("-L", Nothing),
+];
+
+/// What grep may be given there: how it matches and what it prints.
+const GREP_OPTS: &[Opt] = &[
+    ("-i", Nothing),
+    ("-v", Nothing),
+    ("-c", Nothing),
+    ("-n", Nothing),
+    ("-E", Nothing),
+    ("-F", Nothing),
+    ("-w", Nothing),
+    ("-x", Nothing),
+    ("-o", Nothing),
+    ("-q", Nothing),
+    ("-a", Nothing),
+    ("-e", Value),
+    ("-m", Value),
+    ("-A", Value),
+    ("-B", Value),
+    ("-C", Value),
+];
+
+/// `head`, `tail`, `wc` take no operand (a count: `-n 20`); `grep` one
+/// pattern, or its `-e` patterns and none besides.
+fn filter_args(name: &str, args: &[&str]) -> bool {
+    match name {
+        "grep" => {
+            // Words that are no option's value: the pattern, unless `-e`
+            // gave them; any more would be files.
+            let mut words = args.iter();
+            let mut plain = 0;
+            while let Some(w) = words.next() {
+                if takes_value(w, GREP_OPTS) {
+                    words.next();
+                } else if !w.starts_with('-') {
+                    plain += 1;
+                }
+            }
+            let by_e = args.iter().any(|a| a.starts_with("-e"));
+            only(args, GREP_OPTS, |_| true) && plain <= usize::from(!by_e)
+        }
+        _ => {
+            // `tail -5`: a count written as an option.
+            let count = |a: &&str| {
+                a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b.is_ascii_digit())
+            };
+            let rest: Vec<&str> = args.iter().copied().filter(|a| !count(a)).collect();
+            only(&rest, FILTER_OPTS, |_| false)
+        }
+    }
 }
 
 /// What `cargo clippy -- …` passes to the compiler: lint levels only (no
@@ -341,6 +404,11 @@ mod tests {
             "cargo clippy -- -Dclippy::all -W clippy::pedantic --cap-lints=warn",
             "cargo test -- --nocapture --test-threads=1",
             "cargo test 2>&1 | tail -n 20",
+            "cargo test 2>&1 | grep -v -e warning | head -n 40 | wc -l",
+            "make 2>&1 | grep -i error",
+            "make 2>&1 | grep -m 5 -A 2 error",
+            "make 2>&1 | grep -e a -e b",
+            "cargo build 2>&1 | tail -5",
             "cd sub && cargo check",
             "python3 -m unittest -q test_calc",
             "python3 -m pytest -q tests/test_x.py -k fast",
@@ -406,6 +474,15 @@ mod tests {
             "python3 -m pytest --rootdir=/tmp",
             "cargo -C build build",
             "cargo -Cdoc build",
+            // A filter reading a file (the real run's, not the view's).
+            "python3 -m compileall -q . | grep -a zq7 /usr/../proc/1/cmdline",
+            "make -s | grep -f /proc/1/oom_score_adj .git/config",
+            "cargo test | head /etc/hostname",
+            "cargo test | wc -l README",
+            "cargo test | grep -r x .",
+            "cargo test | head 55",
+            "cargo test | grep -ex README",
+            "cargo test | grep -m 5 x README",
             "cd /srv/other && make",
             "cd .. && cargo build",
             "cd target && cargo build",

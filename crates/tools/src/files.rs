@@ -68,6 +68,31 @@ a shell on the content, so quotes, `$` and backticks are safe.
 
 Example: {\"path\": \"/tmp/notes.txt\", \"content\": \"disk check done\\n\"}";
 
+/// Most bytes of a file the gate reads to look for secrets; a larger file
+/// is asked as one that could not be checked.
+const SHAPE_SCAN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// What in a local file looks like a secret (a key block, a token, a
+/// password in a URL or assignment: `secret_content`), read whole: a file
+/// in the readable world is no secret place, but may hold one (a token in
+/// `.git/config`'s remote URL). `None`: nothing, or it cannot be opened
+/// (the read then fails on its own).
+fn secret_shape(real: &str) -> Option<String> {
+    let meta = std::fs::metadata(real).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    if meta.len() > SHAPE_SCAN_LIMIT {
+        return Some(format!(
+            "a file of {} MB, too large to check",
+            meta.len() / (1024 * 1024)
+        ));
+    }
+    super::shell_trial::secret_in_file(std::path::Path::new(real))
+        .ok()
+        .flatten()
+}
+
 /// The `read_file` tool.
 pub struct ReadFile {
     ctx: ExecutionContext,
@@ -131,7 +156,10 @@ impl Tool for ReadFile {
         let why = match (&read.secret, read.outside) {
             (Some(entry), _) => format!("secret place `{entry}`"),
             (None, true) => "outside the readable places".to_string(),
-            (None, false) => return None,
+            (None, false) => match self.ctx.is_local().then(|| secret_shape(&read.real)) {
+                Some(Some(what)) => format!("it holds what looks like a secret: {what}"),
+                _ => return None,
+            },
         };
         let shown = if read.real == path {
             path.to_string()
@@ -177,6 +205,20 @@ impl Tool for ReadFile {
         let bytes = self.ctx.read_file(&real).await;
         ctx.forward_target_notices(&self.ctx);
         let bytes = bytes.map_err(ToolError::from)?;
+        // What the gate saw is what is read: content that looks like a
+        // secret reaches the model only on the operator's word.
+        if !ctx.asked
+            && let Some(what) = vigil_policy::secret_content::find(&String::from_utf8_lossy(&bytes))
+        {
+            return Err(ToolError::failed(
+                super::FailureClass::PermissionDenied,
+                format!(
+                    "refused: {path} holds what looks like a secret ({what}) and reading it \
+                     needs the operator's approval of this very call; call read_file again and \
+                     the operator will be asked (say why you need it)"
+                ),
+            ));
+        }
         let Ok(text) = std::str::from_utf8(&bytes) else {
             return Ok(ToolOutput::text(format!(
                 "{path} is not a UTF-8 text file ({} bytes); it looks binary. Use run_shell with \

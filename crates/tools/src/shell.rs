@@ -273,6 +273,9 @@ impl Tool for RunShell {
                 if let Some(dispatched) = outcome.dispatched {
                     return Ok(ToolOutput::text(dispatched));
                 }
+                if ctx.sandboxed && !ctx.asked {
+                    withhold_secrets(&outcome)?;
+                }
                 Ok(self.finish(&outcome, ctx, &notices))
             }
             Err(ExecError::Timeout { limit, partial }) => {
@@ -290,6 +293,31 @@ impl Tool for RunShell {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// A run nobody asked for (a rule, auto_low, a build after its trial)
+/// whose output looks like it holds a secret: the model gets none of it
+/// (its spill files go too); the operator saw it live. Found by an
+/// attacker: `cat .git/config` under a `cat` rule handed a token in the
+/// remote's URL to the model, and a build's real run printed what its
+/// trial had not.
+fn withhold_secrets(outcome: &RunOutcome) -> Result<(), ToolError> {
+    let Some(what) = super::shell_trial::secret_in_kept(outcome) else {
+        return Ok(());
+    };
+    for c in outcome.captured() {
+        if let Some(path) = c.spill {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Err(ToolError::failed(
+        FailureClass::PermissionDenied,
+        format!(
+            "the command ran (unasked, sandboxed), but its output was withheld: it holds what \
+             looks like a secret ({what}). Nothing of it reached you; ask the operator, saying \
+             why you need it, or run a command whose output leaves the secret out"
+        ),
+    ))
 }
 
 /// The end of a run's stdout as it was kept (for the live view's last lines).

@@ -392,9 +392,26 @@ fn secret_in_output(outcome: &RunOutcome) -> Option<String> {
     })
 }
 
+/// A secret-looking text in what a real run kept (the windows the model
+/// sees and the spill file it may read later): for a run nobody asked for,
+/// whose output no trial saw (the machine's files can differ from the
+/// view's). A spill that cannot be read back counts as one.
+pub(crate) fn secret_in_kept(outcome: &RunOutcome) -> Option<String> {
+    outcome.captured().iter().find_map(|c| {
+        let mut text = String::from_utf8_lossy(&c.head).into_owned();
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(&c.tail));
+        vigil_policy::secret_content::find(&text).or_else(|| {
+            let path = c.spill.as_ref()?;
+            secret_in_file(path)
+                .unwrap_or_else(|e| Some(format!("output that could not be read back: {e}")))
+        })
+    })
+}
+
 /// [`secret_content::find`](vigil_policy::secret_content::find) over a
 /// whole file of any length, in bounded memory.
-fn secret_in_file(path: &Path) -> std::io::Result<Option<String>> {
+pub(crate) fn secret_in_file(path: &Path) -> std::io::Result<Option<String>> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut buf = Vec::new();
