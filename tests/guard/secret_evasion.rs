@@ -378,38 +378,41 @@ async fn reads_outside_the_readable_world_ask_in_every_mode() {
 
 /// A secret inside the readable world (a file of the tree that is no
 /// secret place): a run nobody asked for (auto_low, a `cat` rule) has its
-/// output withheld, and `read_file` asks (found by an attacker: both handed
-/// a token in a remote's URL and a password to the model).
+/// output withheld, also the partial output of one that timed out;
+/// `read_file` and `edit`'s view ask; a capture of the pane it ran in is
+/// refused (found by attackers: each handed a token in a remote's URL or a
+/// password to the model).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_secret_in_the_tree_reaches_the_model_from_no_unasked_call() {
-    for (approval, extra) in [
-        ("auto_low", ""),
-        (
-            "by_effect",
-            "[[approval.rules]]\ncommand = [\"cat\"]\ndecision = \"allow\"\n",
-        ),
+    let cat_rule = "[[approval.rules]]\ncommand = [\"cat\"]\ndecision = \"allow\"\n";
+    for (approval, extra, tmux) in [
+        ("auto_low", "", false),
+        ("by_effect", cat_rule, false),
+        ("auto_low", "", true),
     ] {
-        let world = World::new(approval, false, extra);
+        let world = World::new(approval, tmux, extra);
         let ini = world.proj.join("settings.ini");
         write(
             &ini,
             &format!("[db]\nurl = https://bot:{MARKER}-pw-1234@db.example.com/x\n"),
         );
-        let calls = [
+        let path = format!("path = {:?}\n", ini.display().to_string());
+        let slow = "command = \"cat settings.ini; sleep 10\"\nrisk = \"low\"\nmutation = false\n\
+                    privesc = false\nwhy = \"harmless\"\nwait = \"2s\"\n";
+        let mut calls = vec![
             shell_call("cat settings.ini"),
-            (
-                "read_file",
-                format!("path = {:?}\n", ini.display().to_string()),
-            ),
+            ("read_file", path.clone()),
+            ("edit", format!("command = \"view\"\n{path}")),
+            ("run_shell", slow.to_string()),
         ];
-        let labels = [
-            "cat settings.ini".to_string(),
-            "read_file settings.ini".into(),
-        ];
+        if tmux {
+            calls.push(("capture-pane", "start = \"-\"\n".to_string()));
+        }
+        let labels: Vec<String> = calls.iter().map(|(t, a)| format!("{t} {a}")).collect();
         let failures = run_all_judged(&world, &calls, &labels, |_| None).await;
         assert!(
             failures.is_empty(),
-            "{approval}:\n{}",
+            "{approval} (tmux {tmux}):\n{}",
             failures.join("\n\n")
         );
     }

@@ -358,6 +358,19 @@ async fn mutations_are_gated_and_paths_are_policed() {
     assert!(
         result(&call(&r, json!({"command": "view", "path": o})).await).contains("outside-bytes")
     );
+    // A file of the tree holding what looks like a secret: its view is
+    // gated too, and nothing of it is shown without an operator.
+    let (_t, tree) = tmp();
+    let k = format!("{tree}/deploy.txt");
+    std::fs::write(&k, "token: ghp_0123456789abcdefghijklmnopqrstuvwxyz\n").unwrap();
+    let g = e
+        .gate(&json!({"command": "view", "path": k}))
+        .expect("gated");
+    assert!(g.action.contains("looks like a secret"), "{}", g.action);
+    let r = registry(ctx.clone(), quiet());
+    let run = call(&r, json!({"command": "view", "path": k})).await;
+    assert!(run.denied(), "{}", run.model_text);
+    assert!(!run.model_text.contains("ghp_0123"));
     // Sensitive and out-of-root paths are refused.
     let r = registry(ctx.clone(), quiet());
     let run = call(&r, json!({"command": "view", "path": "/etc/passwd"})).await;

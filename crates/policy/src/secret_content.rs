@@ -47,6 +47,7 @@ pub fn find(text: &str) -> Option<String> {
     for line in text.lines() {
         if let Some(what) = token(line)
             .or_else(|| assignment(line))
+            .or_else(|| inline_assignment(line))
             .or_else(|| url(line))
         {
             return Some(what);
@@ -95,17 +96,58 @@ fn assignment(line: &str) -> Option<String> {
         .then(|| format!("a value of `{name}`"))
 }
 
-/// `scheme://user:password@host`.
+/// A secret-sounding NAME anywhere in a line with a literal value: quoted
+/// after `=` or `:` (`"password": "x…"`, `TOKEN = 'x…'`), or unquoted right
+/// after `=` (`ENV DB_PASSWORD=x…`, `env A=b TOKEN=x… ./run`). A value that
+/// is code (`token: &str`, `password = get()`) is not one.
+fn inline_assignment(line: &str) -> Option<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut from = 0;
+    while from < line.len() {
+        let rest = &line[from..];
+        let Some(start) = rest.find(ident) else { break };
+        let len = rest[start..]
+            .find(|c: char| !ident(c))
+            .unwrap_or(rest.len() - start);
+        let name = &rest[start..start + len];
+        from += start + len;
+        let upper = name.to_ascii_uppercase();
+        if !SECRET_NAMES.iter().any(|s| upper.contains(s)) {
+            continue;
+        }
+        let after = line[from..].trim_start_matches(['"', '\'']);
+        let unquoted_eq = after.starts_with('=') && !after.starts_with("==");
+        let spaced = after.trim_start();
+        let Some(value) = spaced.strip_prefix(['=', ':']) else {
+            continue;
+        };
+        let value = value.trim_start();
+        let literal = match value.chars().next() {
+            Some(q @ ('"' | '\'')) => value[1..].split(q).next().unwrap_or(""),
+            Some(_) if unquoted_eq => value
+                .split(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | '"' | '\''))
+                .next()
+                .unwrap_or(""),
+            _ => "",
+        };
+        if literal.len() >= 4 && !literal.starts_with(['$', '<', '*', '{', '%']) {
+            return Some(format!("a value of `{name}`"));
+        }
+    }
+    None
+}
+
+/// `scheme://user:password@host`, wherever on the line.
 fn url(line: &str) -> Option<String> {
-    let at = line.find("://")?;
-    let rest = &line[at + 3..];
-    let end = rest
-        .find(|c: char| c.is_whitespace() || c == '/')
-        .unwrap_or(rest.len());
-    let authority = &rest[..end];
-    let (userinfo, _) = authority.rsplit_once('@')?;
-    let (_, password) = userinfo.split_once(':')?;
-    (password.len() >= 3).then(|| "a password in a URL".into())
+    line.match_indices("://").find_map(|(at, _)| {
+        let rest = &line[at + 3..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '/')
+            .unwrap_or(rest.len());
+        let (userinfo, _) = rest[..end].rsplit_once('@')?;
+        let (_, password) = userinfo.split_once(':')?;
+        (password.len() >= 3).then(|| "a password in a URL".into())
+    })
 }
 
 #[cfg(test)]
@@ -121,6 +163,12 @@ mod tests {
             "DB_PASSWORD=hunter22",
             "origin  https://bob:s3cr3t@github.com/x/y (fetch)",
             "API_KEY: \"abcd1234\"",
+            // Not at the start of a line, or not the first URL on it.
+            "ENV DB_PASSWORD=Hunter2Secret",
+            "Run: env DB_USER=app DB_PASSWORD=Hunter2Secret ./serve",
+            "{\"db\": {\"password\": \"Hunter2Secret\"}, \"port\": 5432}",
+            "let api_key = \"abcd1234efgh\";",
+            "Docs at http://docs.example.com; mirror: https://deploy:S3cretPass@git.example.com/p.git",
         ] {
             assert!(find(text).is_some(), "{text}");
         }
@@ -136,6 +184,9 @@ mod tests {
             "AKIA is a prefix",
             "tokens: 3",
             "Author: Alice Example <alice@example.com>",
+            "fn check(token: &str, password: String) -> bool {",
+            "let password = read_password()?;",
+            "if cfg.api_key == other.api_key {",
         ] {
             assert!(find(text).is_none(), "{text}");
         }

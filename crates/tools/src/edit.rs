@@ -136,19 +136,33 @@ impl Edit {
     }
 
     /// A call that would run ungated (a view; any edit with `edit_confirm =
-    /// false`) is gated when its path lies outside the readable places:
-    /// every command shows the file's lines (a view, the lines around a
-    /// change, where a text occurs). A secret place is refused when it
-    /// runs (read_file asks for those).
-    fn outside_gate(&self, command: &str, args: &Value) -> Option<GateInfo> {
+    /// false`) is gated when its path lies outside the readable places or
+    /// its (local) file holds what looks like a secret: every command shows
+    /// the file's lines (a view, the lines around a change, where a text
+    /// occurs). A secret place is refused when it runs (read_file asks for
+    /// those).
+    fn read_gate(&self, command: &str, args: &Value) -> Option<GateInfo> {
         let path = args["path"].as_str()?;
         let read = self
             .config
             .paths
             .check_read(path, self.ctx.is_local())
             .ok()?;
-        (read.outside && read.secret.is_none()).then(|| GateInfo {
-            action: format!("edit {command} {} (outside the readable places)", read.real),
+        if read.secret.is_some() {
+            return None;
+        }
+        let why = match read.outside {
+            true => "outside the readable places".to_string(),
+            false => {
+                let what = self
+                    .ctx
+                    .is_local()
+                    .then(|| super::files::secret_shape(&read.real))??;
+                format!("it holds what looks like a secret: {what}")
+            }
+        };
+        Some(GateInfo {
+            action: format!("edit {command} {} ({why})", read.real),
             model_risk: None,
             mutation: Some(command != "view"),
             privesc: None,
@@ -457,7 +471,7 @@ impl Tool for Edit {
     fn gate(&self, args: &Value) -> Option<GateInfo> {
         let command = args["command"].as_str().unwrap_or_default();
         if command == "view" || !self.config.confirm {
-            return self.outside_gate(command, args);
+            return self.read_gate(command, args);
         }
         Some(GateInfo {
             action: format!(
@@ -558,6 +572,22 @@ impl Tool for Edit {
             return Err(super::paths::outside_refusal(shown, how));
         }
         let real = self.config.paths.check(shown, self.ctx.is_local())?;
+        // Every command shows the file's lines (a view, the lines around a
+        // change): content that looks like a secret, only on the
+        // operator's word for this very call.
+        if !ctx.asked
+            && self.ctx.is_local()
+            && let Some(what) = super::files::secret_shape(&real)
+        {
+            return Err(ToolError::failed(
+                super::FailureClass::PermissionDenied,
+                format!(
+                    "refused: {shown} holds what looks like a secret ({what}); showing its lines \
+                     needs the operator's approval of this very call: call edit again and the \
+                     operator will be asked (say why you need it)"
+                ),
+            ));
+        }
         if command != "view" {
             super::file_target::check_bound(ctx, shown, &real, self.ctx.is_local())?;
         }

@@ -77,7 +77,7 @@ const SHAPE_SCAN_LIMIT: u64 = 64 * 1024 * 1024;
 /// in the readable world is no secret place, but may hold one (a token in
 /// `.git/config`'s remote URL). `None`: nothing, or it cannot be opened
 /// (the read then fails on its own).
-fn secret_shape(real: &str) -> Option<String> {
+pub(crate) fn secret_shape(real: &str) -> Option<String> {
     let meta = std::fs::metadata(real).ok()?;
     if !meta.is_file() {
         return None;

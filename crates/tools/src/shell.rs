@@ -279,6 +279,9 @@ impl Tool for RunShell {
                 Ok(self.finish(&outcome, ctx, &notices))
             }
             Err(ExecError::Timeout { limit, partial }) => {
+                if ctx.sandboxed && !ctx.asked {
+                    withhold_secrets(&partial)?;
+                }
                 let out = self.render(partial.captured(), ctx);
                 Err(ToolError::failed(
                     FailureClass::Timeout,

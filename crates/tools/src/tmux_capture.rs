@@ -155,6 +155,21 @@ impl Tool for CapturePane {
                 flags.push(e);
             }
             let text = self.tmux.capture(&target, &flags).await.map_err(failed)?;
+            // The pane holds what ran there, also output withheld from the
+            // model (a run nobody asked for) and what the operator typed:
+            // what looks like a secret leaves it only on the operator's word.
+            if !ctx.asked
+                && let Some(what) = vigil_policy::secret_content::find(&text)
+            {
+                return Err(ToolError::failed(
+                    crate::FailureClass::PermissionDenied,
+                    format!(
+                        "refused: the pane shows what looks like a secret ({what}); nothing of \
+                         it reached you. Capture a range without it, clear the pane, or ask the \
+                         operator (say why you need it)"
+                    ),
+                ));
+            }
             let (c, spilled) = cut_with_spill(
                 &text,
                 CAPTURE_LIMIT,
