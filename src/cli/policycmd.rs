@@ -142,10 +142,19 @@ pub async fn preview(command: &str, opts: PreviewOptions, out: &mut dyn Write) -
         retain: Some(&retain),
         ..Run::default()
     };
+    // What by_effect asks without a trial (another process, the network,
+    // a secret read…), as the agent's broker decides it.
+    let scope = crate::policy::secret_reads::Scope::current();
+    let not_tried =
+        crate::policy::view_eligible::check(&shell::parse(command), false, &scope).err();
     match crate::exec::preview::trial(command, &cwd, opts, run).await {
         Ok((mut report, outcome)) => {
             report.command = command.to_string();
-            let verdict = match crate::tools::by_effect_verdict(&report, &outcome, command) {
+            let verdict = match not_tried {
+                Some(e) => Err(e.to_string()),
+                None => crate::tools::by_effect_verdict(&report, &outcome, command),
+            };
+            let verdict = match verdict {
                 Ok(what) => format!("{what} (by_effect would not ask)"),
                 Err(why) => format!("asks: {why}"),
             };

@@ -370,6 +370,23 @@ pub const TABLE: &[Case] = &[
         "process left behind",
         "setsid -f sh -c 'sleep 2; touch {M}'",
     ),
+    // Tried for real 2026-11-30 (`policy check --preview`, root and nobody,
+    // a `sleep` of the tester's as the other process): a resource limit set
+    // on another process (prlimit: refused in the view, asked, the limit
+    // unchanged); another process's details through the kernel's own links
+    // (`/dev/fd` → `/proc/self/fd`, then up into /proc: asked as
+    // `processes` before any trial — the preview's verdict said "no effects"
+    // until it checked what the broker checks first); a FIFO in shared
+    // memory (the view's own /dev/shm: none in the real one). No marker.
+    c("other process", "prlimit --pid 1 --nofile=5 && touch {M}"),
+    c(
+        "other process",
+        "cat /usr/../dev/fd/../../1/status && touch {M}",
+    ),
+    c(
+        "special file",
+        "python3 -c 'import os; os.mkfifo(\"/dev/shm/vigil-row-fifo\")' && touch {M}",
+    ),
     // A rule's words followed by a line the shell runs before a syntax
     // error: the text does not parse, so no prefix rule covers it.
     r("ls", "ls\n/usr/bin/touch {M}\n'"),

@@ -324,6 +324,13 @@ fn policy_check_preview_reads_the_trial_as_by_effect_does() {
         key.contains("by effect: asks: tried in the view: its output holds what looks like a secret (a private key block)"),
         "{key}"
     );
+    // What the broker asks before any trial is asked here too (the view
+    // has no such process, so its trial alone saw nothing).
+    let other = check("cat /usr/../dev/fd/../../1/status");
+    assert!(
+        other.contains("by effect: asks: not tried in the view (rule `processes`)"),
+        "{other}"
+    );
     let plain = check("cat f");
     assert!(
         plain.contains(

@@ -30,6 +30,17 @@ pub struct Ineligible {
     pub why: String,
 }
 
+impl std::fmt::Display for Ineligible {
+    /// What the card, the record and `vigil policy check --preview` say.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "not tried in the view (rule `{}`): {}",
+            self.rule, self.why
+        )
+    }
+}
+
 /// Programs whose output is the process list or that act on other
 /// processes (the view has its own PID namespace).
 const PROCESSES: &[&str] = &[

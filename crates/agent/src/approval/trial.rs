@@ -51,10 +51,7 @@ impl ApprovalBroker {
         }
         match view_eligible::check(&command.script, request.facts.in_pane, &scope) {
             Ok(()) => Outcome::Trial,
-            Err(e) => Outcome::Ask(Some(format!(
-                "not tried in the view (rule `{}`): {}",
-                e.rule, e.why
-            ))),
+            Err(e) => Outcome::Ask(Some(e.to_string())),
         }
     }
 
