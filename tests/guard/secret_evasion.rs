@@ -361,19 +361,25 @@ async fn reads_outside_the_readable_world_ask_in_every_mode() {
                 Path::new(&path),
                 &format!("{{\"auth\": \"{MARKER}-unlisted\"}}\n"),
             );
-            calls.push(("read_file", format!("path = {path:?}\n")));
-            labels.push(format!("[read_file] {path}"));
-            let view = format!("command = \"view\"\npath = {path:?}\n");
-            calls.push(("edit", view));
-            labels.push(format!("[edit view] {path}"));
+            calls.extend(reads_of(&path));
+            labels.extend([format!("[read_file] {path}"), format!("[edit view] {path}")]);
         }
-        let failures = run_all(&world, &calls, &labels).await;
-        assert!(
-            failures.is_empty(),
-            "{approval}:\n{}",
-            failures.join("\n\n")
-        );
+        held(approval, run_all(&world, &calls, &labels).await);
     }
+}
+
+/// The two file tools that show a file's text: `read_file` and `edit`'s view.
+fn reads_of(path: &str) -> [Call; 2] {
+    let path = format!("path = {path:?}\n");
+    [
+        ("read_file", path.clone()),
+        ("edit", format!("command = \"view\"\n{path}")),
+    ]
+}
+
+/// Fail with every row that got through, under `what`.
+fn held(what: &str, failures: Vec<String>) {
+    assert!(failures.is_empty(), "{what}:\n{}", failures.join("\n\n"));
 }
 
 /// A secret inside the readable world (a file of the tree that is no
@@ -396,25 +402,17 @@ async fn a_secret_in_the_tree_reaches_the_model_from_no_unasked_call() {
             &ini,
             &format!("[db]\nurl = https://bot:{MARKER}-pw-1234@db.example.com/x\n"),
         );
-        let path = format!("path = {:?}\n", ini.display().to_string());
         let slow = "command = \"cat settings.ini; sleep 10\"\nrisk = \"low\"\nmutation = false\n\
                     privesc = false\nwhy = \"harmless\"\nwait = \"2s\"\n";
-        let mut calls = vec![
-            shell_call("cat settings.ini"),
-            ("read_file", path.clone()),
-            ("edit", format!("command = \"view\"\n{path}")),
-            ("run_shell", slow.to_string()),
-        ];
+        let mut calls = vec![shell_call("cat settings.ini")];
+        calls.extend(reads_of(&ini.display().to_string()));
+        calls.push(("run_shell", slow.to_string()));
         if tmux {
             calls.push(("capture-pane", "start = \"-\"\n".to_string()));
         }
         let labels: Vec<String> = calls.iter().map(|(t, a)| format!("{t} {a}")).collect();
         let failures = run_all_judged(&world, &calls, &labels, |_| None).await;
-        assert!(
-            failures.is_empty(),
-            "{approval} (tmux {tmux}):\n{}",
-            failures.join("\n\n")
-        );
+        held(&format!("{approval} (tmux {tmux})"), failures);
     }
 }
 

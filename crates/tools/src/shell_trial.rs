@@ -369,22 +369,16 @@ const SCAN_OVERLAP: usize = 64 * 1024;
 
 /// A secret-looking text in the trial's output (both streams, whole: the
 /// spill files too, to their end, a chunk at a time). Output that was not
-/// kept (no spill folder, a spill that failed) or cannot be read back is
-/// itself the answer: what was not checked is asked.
+/// kept (no spill folder, a spill that failed) is itself the answer: what
+/// was not checked is asked.
 fn secret_in_output(outcome: &RunOutcome) -> Option<String> {
     outcome.captured().iter().find_map(|c| {
-        let mut text = String::from_utf8_lossy(&c.head).into_owned();
-        text.push('\n');
-        text.push_str(&String::from_utf8_lossy(&c.tail));
-        vigil_policy::secret_content::find(&text).or_else(|| {
+        secret_in_capture(c).or_else(|| {
             let kept = (c.head.len() + c.tail.len()) as u64;
-            if kept >= c.total {
-                return None;
-            }
             let unchecked = |why: String| Some(format!("output that could not be checked: {why}"));
             match (&c.spill, &c.spill_error) {
-                (Some(path), None) => secret_in_file(path)
-                    .unwrap_or_else(|e| unchecked(format!("{}: {e}", path.display()))),
+                _ if kept >= c.total => None,
+                (Some(_), None) => None,
                 (_, Some(why)) => unchecked(why.clone()),
                 (None, None) => unchecked(format!("{} bytes were not kept", c.total - kept)),
             }
@@ -395,16 +389,24 @@ fn secret_in_output(outcome: &RunOutcome) -> Option<String> {
 /// A secret-looking text in what a real run kept (the windows the model
 /// sees and the spill file it may read later): for a run nobody asked for,
 /// whose output no trial saw (the machine's files can differ from the
-/// view's). A spill that cannot be read back counts as one.
+/// view's). What was not kept, the model cannot read either.
 pub(crate) fn secret_in_kept(outcome: &RunOutcome) -> Option<String> {
-    outcome.captured().iter().find_map(|c| {
-        let mut text = String::from_utf8_lossy(&c.head).into_owned();
-        text.push('\n');
-        text.push_str(&String::from_utf8_lossy(&c.tail));
-        vigil_policy::secret_content::find(&text).or_else(|| {
-            let path = c.spill.as_ref()?;
-            secret_in_file(path)
-                .unwrap_or_else(|e| Some(format!("output that could not be read back: {e}")))
+    outcome.captured().iter().find_map(secret_in_capture)
+}
+
+/// One stream: its windows, then its spill file to the end (one that
+/// cannot be read back counts as holding a secret).
+fn secret_in_capture(c: &vigil_exec::capture::Captured) -> Option<String> {
+    let mut text = String::from_utf8_lossy(&c.head).into_owned();
+    text.push('\n');
+    text.push_str(&String::from_utf8_lossy(&c.tail));
+    vigil_policy::secret_content::find(&text).or_else(|| {
+        let path = c.spill.as_ref()?;
+        secret_in_file(path).unwrap_or_else(|e| {
+            Some(format!(
+                "output that could not be read back to check: {}: {e}",
+                path.display()
+            ))
         })
     })
 }
